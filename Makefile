@@ -1,0 +1,18 @@
+# urouter: a userspace IPv6 router. See README.md.
+
+GO ?= go
+
+.PHONY: test build bench
+
+build:
+	$(GO) build -o bin/urouter ./cmd/urouter
+
+# The test command: vet, then every test with the race detector (the
+# integration tests need root and network namespaces).
+test:
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 40m ./...
+
+# Micro-benchmarks with their peers, one at a time on the shared machine.
+bench:
+	flock /tmp/bench.lock $(GO) test -run '^$$' -bench . -benchtime 2s ./fib6

@@ -1,0 +1,205 @@
+package fib6
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"syscall"
+
+	"urouter/nexthop"
+)
+
+// Well-known table ids, as in Linux.
+const (
+	TableDefault uint32 = 253
+	TableMain    uint32 = 254
+	TableLocal   uint32 = 255
+)
+
+// DefaultMetric is the metric of a route added without one (Linux's
+// IP6_RT_PRIO_USER); a metric of 0 is read as this, as the kernel does.
+const DefaultMetric = 1024
+
+// Type is a route's type (RTN_* in Linux).
+type Type uint8
+
+const (
+	Unicast     Type = 1
+	Local       Type = 2
+	Blackhole   Type = 6
+	Unreachable Type = 7
+	Prohibit    Type = 8
+	Throw       Type = 9
+)
+
+var typeNames = map[Type]string{
+	Unicast: "unicast", Local: "local", Blackhole: "blackhole",
+	Unreachable: "unreachable", Prohibit: "prohibit", Throw: "throw",
+}
+
+func (t Type) String() string {
+	if s, ok := typeNames[t]; ok {
+		return s
+	}
+	return fmt.Sprintf("type%d", uint8(t))
+}
+
+// Valid reports whether t is one of the route types fib6 knows.
+func (t Type) Valid() bool {
+	switch t {
+	case Unicast, Local, Blackhole, Unreachable, Prohibit, Throw:
+		return true
+	}
+	return false
+}
+
+// IsReject reports whether packets matching a route of this type are
+// refused rather than forwarded or delivered.
+func (t Type) IsReject() bool {
+	return t == Blackhole || t == Unreachable || t == Prohibit
+}
+
+// Proto says who installed a route (RTPROT_* numbers: 2 kernel, 3 boot,
+// 4 static, 9 ra, ...). Names live with the command language.
+type Proto uint8
+
+const (
+	ProtoKernel Proto = 2
+	ProtoBoot   Proto = 3
+	ProtoStatic Proto = 4
+)
+
+// Attrs is everything a route says except its destination. It is a
+// comparable value: equal Attrs of one table are stored once and shared by
+// every prefix that uses them, which is what keeps a full table small.
+type Attrs struct {
+	// Src restricts the route to packets from this source prefix
+	// (source-specific routing, Linux's IPv6 subtrees). The zero Prefix
+	// means any source.
+	Src     netip.Prefix
+	Metric  uint32
+	Type    Type
+	Proto   Proto
+	Nexthop nexthop.Nexthop
+	// MTU of the path, 0 for the link's own.
+	MTU uint32
+	// Expires is when the route goes away, in Unix nanoseconds; 0 never.
+	Expires int64
+}
+
+// Route is one route: a destination and what it says.
+type Route struct {
+	Dst netip.Prefix
+	Attrs
+}
+
+// Error is a rejected request. It carries the errno Linux returns for the
+// same request, so the command language can word it the way iproute2 does.
+type Error struct {
+	Errno syscall.Errno
+	Msg   string // iproute2/kernel wording when more specific than Errno's
+}
+
+func (e *Error) Error() string {
+	if e.Msg != "" {
+		return e.Msg
+	}
+	return e.Errno.Error()
+}
+
+// Is makes errors.Is(err, syscall.EEXIST) and friends work.
+func (e *Error) Is(target error) bool {
+	var errno syscall.Errno
+	return errors.As(target, &errno) && errno == e.Errno
+}
+
+var (
+	// ErrExists: a route with the same destination, source and metric is
+	// already there ("File exists").
+	ErrExists = &Error{Errno: syscall.EEXIST}
+	// ErrNoRoute: nothing matched a delete ("No such process").
+	ErrNoRoute = &Error{Errno: syscall.ESRCH}
+)
+
+func invalid(format string, args ...any) error {
+	return &Error{Errno: syscall.EINVAL, Msg: fmt.Sprintf(format, args...)}
+}
+
+// checkPrefix validates a destination or source prefix: IPv6, length at
+// most 128, no host bits. Linux masks host bits of IPv6 routes silently; we
+// refuse them, so a typo is not turned into a different route.
+func checkPrefix(what string, p netip.Prefix) error {
+	if !p.IsValid() {
+		return invalid("%s: invalid prefix", what)
+	}
+	if !p.Addr().Is6() {
+		return invalid("%s %s: not an IPv6 prefix", what, p)
+	}
+	if p.Addr().Zone() != "" {
+		return invalid("%s %s: a prefix has no zone", what, p)
+	}
+	if p.Masked() != p {
+		return invalid("Invalid prefix for given prefix length.")
+	}
+	return nil
+}
+
+// normalize validates r and fills in what Linux fills in.
+func (r *Route) normalize() error {
+	if err := checkPrefix("destination", r.Dst); err != nil {
+		return err
+	}
+	if r.Src.IsValid() {
+		if err := checkPrefix("source", r.Src); err != nil {
+			return err
+		}
+		if r.Src.Bits() == 0 {
+			r.Src = netip.Prefix{} // "from ::/0" is no source restriction
+		}
+	}
+	if r.Metric == 0 {
+		r.Metric = DefaultMetric
+	}
+	if r.Type == 0 {
+		r.Type = Unicast
+	}
+	if !r.Type.Valid() {
+		return invalid("unknown route type %d", r.Type)
+	}
+	gw := r.Nexthop.Gateway
+	if gw.IsValid() && (!gw.Is6() || gw.Is4In6() || gw.Zone() != "") {
+		return invalid("Invalid gateway address %s", gw)
+	}
+	switch r.Type {
+	case Unicast, Local:
+		if r.Nexthop.Link == 0 && !gw.IsValid() {
+			return &Error{Errno: syscall.ENODEV, Msg: "Nexthop device required"}
+		}
+	default:
+		if !r.Nexthop.IsZero() && r.Type != Throw {
+			r.Nexthop = nexthop.Nexthop{} // reject routes ignore a nexthop, as Linux does
+		}
+	}
+	return nil
+}
+
+// Match selects routes of one destination for deletion, as `ip route del`
+// does: fields left zero match anything.
+type Match struct {
+	Dst     netip.Prefix
+	Src     netip.Prefix
+	Metric  uint32 // 0: any
+	Proto   Proto  // 0: any
+	Type    Type   // 0: any
+	Gateway netip.Addr
+	Link    int32
+}
+
+func (m *Match) matches(a *Attrs) bool {
+	return a.Src == m.Src &&
+		(m.Metric == 0 || m.Metric == a.Metric) &&
+		(m.Proto == 0 || m.Proto == a.Proto) &&
+		(m.Type == 0 || m.Type == a.Type) &&
+		(!m.Gateway.IsValid() || m.Gateway == a.Nexthop.Gateway) &&
+		(m.Link == 0 || m.Link == a.Nexthop.Link)
+}

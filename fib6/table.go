@@ -1,0 +1,587 @@
+package fib6
+
+import (
+	"net/netip"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// rset is what the trie stores for one destination prefix: its routes.
+// Immutable once published. A prefix with a single route shares the rset of
+// that route's Attrs with every other prefix that has the same one.
+type rset struct {
+	// best is what a lookup without a source returns: the first route
+	// without a source prefix, nil if every route has one.
+	best   *Attrs
+	routes []*attrsRef // ordered by metric, then as added
+	hasSrc bool        // some route has a source prefix: take the slow path
+}
+
+// attrsRef is a table's one shared copy of some Attrs.
+type attrsRef struct {
+	Attrs
+	refs   int   // routes that use it
+	single *rset // the rset of a prefix whose only route this is
+}
+
+func newRset(routes []*attrsRef) *rset {
+	if len(routes) == 0 {
+		return nil
+	}
+	if len(routes) == 1 {
+		return routes[0].single
+	}
+	r := &rset{routes: routes}
+	for _, a := range routes {
+		if a.Src.IsValid() {
+			r.hasSrc = true
+		} else if r.best == nil {
+			r.best = &a.Attrs
+		}
+	}
+	return r
+}
+
+// Table is one routing table. Lookups never lock and never allocate: they
+// load the published trie. Writers take the table's own mutex, so writers
+// to different tables run in parallel.
+type Table struct {
+	id   uint32
+	trie *trie
+	gen  atomic.Uint64
+	size atomic.Int64 // routes
+
+	mu      sync.Mutex // held by the open transaction
+	txn     Txn
+	lastTxn uint64
+	intern  map[Attrs]*attrsRef
+	last    *attrsRef
+	expiry  map[netip.Prefix]int // destinations with expiring routes -> how many
+	notify  func(Table *Table, changes []Change)
+}
+
+func newTable(id uint32, notify func(*Table, []Change)) *Table {
+	return &Table{
+		id:     id,
+		trie:   newTrie(),
+		intern: make(map[Attrs]*attrsRef),
+		expiry: make(map[netip.Prefix]int),
+		notify: notify,
+	}
+}
+
+// ID is the table's number.
+func (t *Table) ID() uint32 { return t.id }
+
+// Generation counts the table's publishes; a cache built from a lookup is
+// valid while the generation it saw is current.
+func (t *Table) Generation() uint64 { return t.gen.Load() }
+
+// Len is the number of routes in the table.
+func (t *Table) Len() int { return int(t.size.Load()) }
+
+// Lookup returns the route a packet to dst from src takes: the longest
+// matching destination, then, where source-specific routes exist, the
+// longest matching source (Linux's IPv6 subtrees). nil means no route.
+func (t *Table) Lookup(dst, src netip.Addr) *Attrs {
+	a := dst.As16()
+	r := t.trie.lookup(&a)
+	if r == nil {
+		return nil
+	}
+	if !r.hasSrc {
+		return r.best
+	}
+	rt, ok := t.Get(dst, src, nil)
+	if !ok {
+		return nil
+	}
+	return rt.attrs
+}
+
+// LookupBatch looks up the destinations of a batch of packets without a
+// source restriction, interleaving their memory accesses; out[i] is what
+// Lookup(dsts[i], src) would return. Source-specific prefixes take the slow
+// path with srcs[i] (srcs may be nil: no source).
+func (t *Table) LookupBatch(dsts []netip.Addr, srcs []netip.Addr, out []*Attrs) {
+	var sets [batchWidth]*rset
+	for base := 0; base < len(dsts); base += batchWidth {
+		n := min(batchWidth, len(dsts)-base)
+		t.trie.lookupBatch(dsts[base:base+n], sets[:n])
+		for j := 0; j < n; j++ {
+			r := sets[j]
+			switch {
+			case r == nil:
+				out[base+j] = nil
+			case !r.hasSrc:
+				out[base+j] = r.best
+			default:
+				var src netip.Addr
+				if srcs != nil {
+					src = srcs[base+j]
+				}
+				out[base+j] = t.Lookup(dsts[base+j], src)
+			}
+		}
+	}
+}
+
+// Result is the route that decided a lookup, as `ip route get` shows it.
+type Result struct {
+	Route
+	Table uint32
+	attrs *Attrs
+}
+
+// Get is the slow, explaining lookup: it returns the deciding route with
+// its prefix. accept, if not nil, skips routes it refuses (and the lookup
+// goes on to shorter prefixes), as a lookup with oif skips reject routes.
+func (t *Table) Get(dst, src netip.Addr, accept func(*Attrs) bool) (Result, bool) {
+	a := dst.As16()
+	var buf [16]match
+	ms := t.trie.matches(keyOf(&a), buf[:0])
+	for _, m := range ms {
+		if r, ok := pick(m, src, accept); ok {
+			return Result{Route: Route{Dst: m.p, Attrs: r.Attrs}, Table: t.id, attrs: &r.Attrs}, true
+		}
+	}
+	return Result{}, false
+}
+
+// pick chooses among the routes of one matching prefix. A prefix with
+// source-specific routes hides its plain routes from every source its
+// source prefixes do not cover, except ::/0, which falls back to them
+// (Linux 6.18 behaves so; see DESIGN.md).
+func pick(m match, src netip.Addr, accept func(*Attrs) bool) (*attrsRef, bool) {
+	ok := func(a *attrsRef) bool { return accept == nil || accept(&a.Attrs) }
+	if !m.r.hasSrc {
+		for _, a := range m.r.routes {
+			if ok(a) {
+				return a, true
+			}
+		}
+		return nil, false
+	}
+	if src.IsValid() {
+		var best *attrsRef
+		for _, a := range m.r.routes {
+			if a.Src.IsValid() && a.Src.Contains(src) && ok(a) &&
+				(best == nil || a.Src.Bits() > best.Src.Bits()) {
+				best = a
+			}
+		}
+		if best != nil {
+			return best, true
+		}
+	}
+	if m.p.Bits() == 0 {
+		for _, a := range m.r.routes {
+			if !a.Src.IsValid() && ok(a) {
+				return a, true
+			}
+		}
+	}
+	return nil, false
+}
+
+// Begin opens a transaction on the table, waiting for the one open, if any.
+// Changes made in it are invisible to readers until Commit publishes them
+// all at once.
+func (t *Table) Begin() *Txn {
+	t.mu.Lock()
+	t.lastTxn++
+	x := &t.txn
+	x.t = t
+	x.n = 0
+	x.changes = x.changes[:0]
+	t.trie.begin(&x.tx, t.lastTxn)
+	return x
+}
+
+// Txn is an open transaction of one table.
+type Txn struct {
+	t       *Table
+	tx      trieTxn
+	n       int // changes made
+	changes []Change
+}
+
+// ChangeOp says what happened to a route.
+type ChangeOp uint8
+
+const (
+	Added ChangeOp = iota + 1
+	Deleted
+)
+
+// Change is one route added or deleted, as monitors see it.
+type Change struct {
+	Op    ChangeOp
+	Table uint32
+	Route Route
+}
+
+// Table is the transaction's table.
+func (x *Txn) Table() *Table { return x.t }
+
+// Commit publishes the transaction's changes with one atomic store, bumps
+// the generation, tells the table's watcher, and closes the transaction.
+func (x *Txn) Commit() {
+	t := x.t
+	if x.n > 0 {
+		x.tx.commit()
+		t.gen.Add(1)
+	}
+	var changes []Change
+	if t.notify != nil && len(x.changes) > 0 {
+		changes = slices.Clone(x.changes)
+	}
+	t.mu.Unlock()
+	if changes != nil {
+		t.notify(t, changes)
+	}
+}
+
+// Changes is how many changes the transaction holds.
+func (x *Txn) Changes() int { return x.n }
+
+type putMode uint8
+
+const (
+	modeAdd putMode = iota
+	modeReplace
+	modeAppend
+	modePrepend
+)
+
+// Add adds r; a route with the same destination, source and metric must not
+// exist (`ip route add`).
+func (x *Txn) Add(r Route) error { return x.put(r, modeAdd) }
+
+// Replace adds r or replaces the route with its destination, source and
+// metric (`ip route replace`).
+func (x *Txn) Replace(r Route) error { return x.put(r, modeReplace) }
+
+// Append adds r after the routes with its metric (`ip route append`); only
+// an identical route is refused.
+func (x *Txn) Append(r Route) error { return x.put(r, modeAppend) }
+
+// Prepend adds r before the routes with its metric (`ip route prepend`).
+func (x *Txn) Prepend(r Route) error { return x.put(r, modePrepend) }
+
+func (x *Txn) put(r Route, mode putMode) error {
+	if err := r.normalize(); err != nil {
+		return err
+	}
+	t := x.t
+	k := prefixKey(r.Dst)
+	plen := r.Dst.Bits()
+	cur := x.tx.get(k, plen)
+	var old []*attrsRef
+	if cur != nil {
+		old = cur.routes
+	}
+	ref := t.ref(&r.Attrs)
+	at := -1      // insert position
+	replaced := -1 // index in old of the route replaced
+	for i, a := range old {
+		same := a.Src == r.Src && a.Metric == r.Metric
+		switch mode {
+		case modeAdd:
+			if same {
+				return ErrExists
+			}
+		case modeReplace:
+			if same && replaced < 0 {
+				replaced = i
+			}
+		case modeAppend:
+			if a == ref {
+				return ErrExists
+			}
+		}
+		if at < 0 && (a.Metric > r.Metric || a.Metric == r.Metric && mode == modePrepend) {
+			at = i
+		}
+	}
+	if at < 0 {
+		at = len(old)
+	}
+	var set *rset
+	switch {
+	case len(old) == 0 || len(old) == 1 && replaced == 0:
+		set = ref.single
+	case replaced >= 0:
+		routes := slices.Clone(old)
+		routes[replaced] = ref
+		set = newRset(routes)
+	default:
+		set = newRset(slices.Insert(slices.Clip(old), at, ref))
+	}
+	x.tx.set(k, plen, set)
+	ref.refs++
+	x.n++
+	x.note(Added, r.Dst, ref)
+	if replaced >= 0 {
+		x.note(Deleted, r.Dst, old[replaced])
+		t.unref(r.Dst, old[replaced])
+	} else {
+		t.size.Add(1)
+	}
+	if r.Expires != 0 {
+		t.expiry[r.Dst]++
+	}
+	return nil
+}
+
+// Delete removes the first route that m selects (`ip route del`).
+func (x *Txn) Delete(m Match) (Route, error) {
+	if err := checkPrefix("destination", m.Dst); err != nil {
+		return Route{}, err
+	}
+	if m.Src.IsValid() && m.Src.Bits() == 0 {
+		m.Src = netip.Prefix{}
+	}
+	k := prefixKey(m.Dst)
+	cur := x.tx.get(k, m.Dst.Bits())
+	if cur == nil {
+		return Route{}, ErrNoRoute
+	}
+	for i, a := range cur.routes {
+		if m.matches(&a.Attrs) {
+			x.remove(m.Dst, k, cur, i)
+			return Route{Dst: m.Dst, Attrs: a.Attrs}, nil
+		}
+	}
+	return Route{}, ErrNoRoute
+}
+
+func (x *Txn) remove(dst netip.Prefix, k key, cur *rset, i int) {
+	a := cur.routes[i]
+	var set *rset
+	if len(cur.routes) > 1 {
+		set = newRset(slices.Delete(slices.Clone(cur.routes), i, i+1))
+	}
+	x.tx.set(k, dst.Bits(), set)
+	x.n++
+	x.note(Deleted, dst, a)
+	x.t.unref(dst, a)
+	x.t.size.Add(-1)
+}
+
+func (x *Txn) note(op ChangeOp, dst netip.Prefix, a *attrsRef) {
+	if x.t.notify != nil {
+		x.changes = append(x.changes, Change{Op: op, Table: x.t.id, Route: Route{Dst: dst, Attrs: a.Attrs}})
+	}
+}
+
+// ref returns the table's shared copy of a.
+func (t *Table) ref(a *Attrs) *attrsRef {
+	if l := t.last; l != nil && l.Attrs == *a {
+		return l
+	}
+	r := t.intern[*a]
+	if r == nil {
+		r = &attrsRef{Attrs: *a}
+		r.single = &rset{routes: []*attrsRef{r}, hasSrc: a.Src.IsValid()}
+		if !r.single.hasSrc {
+			r.single.best = &r.Attrs
+		}
+		t.intern[*a] = r
+	}
+	t.last = r
+	return r
+}
+
+func (t *Table) unref(dst netip.Prefix, r *attrsRef) {
+	r.refs--
+	if r.refs == 0 {
+		delete(t.intern, r.Attrs)
+		if t.last == r {
+			t.last = nil
+		}
+	}
+	if r.Expires != 0 {
+		if t.expiry[dst]--; t.expiry[dst] <= 0 {
+			delete(t.expiry, dst)
+		}
+	}
+}
+
+// Expire deletes the routes whose expiry time (Unix nanoseconds) has come,
+// in one transaction, and returns how many it deleted.
+func (t *Table) Expire(now int64) int {
+	x := t.Begin()
+	defer x.Commit()
+	n := 0
+	for _, dst := range slices.Collect(mapKeys(t.expiry)) {
+		k := prefixKey(dst)
+		for {
+			cur := x.tx.get(k, dst.Bits())
+			i := -1
+			if cur != nil {
+				i = slices.IndexFunc(cur.routes, func(a *attrsRef) bool { return a.Expires != 0 && a.Expires <= now })
+			}
+			if i < 0 {
+				break
+			}
+			x.remove(dst, k, cur, i)
+			n++
+		}
+	}
+	return n
+}
+
+func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
+	return func(yield func(K) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// Filter selects routes for Dump and Flush. Zero fields select everything.
+type Filter struct {
+	// Root: only destinations within this prefix (`root P`).
+	Root netip.Prefix
+	// Match: only destinations containing this prefix (`match P`).
+	Match netip.Prefix
+	// Exact: only this destination (`exact P`, or a bare prefix).
+	Exact netip.Prefix
+	Proto Proto
+	Type  Type
+	// Src: only routes whose source prefix lies within this one.
+	Src netip.Prefix
+}
+
+func (f *Filter) selects(dst netip.Prefix, a *Attrs) bool {
+	if f.Proto != 0 && a.Proto != f.Proto || f.Type != 0 && a.Type != f.Type {
+		return false
+	}
+	if f.Src.IsValid() && (!a.Src.IsValid() || a.Src.Bits() < f.Src.Bits() || !f.Src.Contains(a.Src.Addr())) {
+		return false
+	}
+	return true
+}
+
+// Dump calls fn for every route the filter selects, in prefix order
+// (by address, shorter first), until fn returns false. It reads the
+// published table without locking; it sees every transaction whole, but a
+// transaction published while it runs may show in one part and not in
+// another.
+func (t *Table) Dump(f Filter, fn func(Route) bool) {
+	emit := func(p netip.Prefix, r *rset) bool {
+		for _, a := range r.routes {
+			if f.selects(p, &a.Attrs) && !fn(Route{Dst: p, Attrs: a.Attrs}) {
+				return false
+			}
+		}
+		return true
+	}
+	switch {
+	case f.Exact.IsValid():
+		a := f.Exact.Addr().As16()
+		for _, m := range t.trie.matches(keyOf(&a), nil) {
+			if m.p == f.Exact {
+				emit(m.p, m.r)
+			}
+		}
+	case f.Match.IsValid():
+		a := f.Match.Addr().As16()
+		ms := t.trie.matches(keyOf(&a), nil)
+		for i := len(ms) - 1; i >= 0; i-- {
+			if ms[i].p.Bits() <= f.Match.Bits() && !emit(ms[i].p, ms[i].r) {
+				return
+			}
+		}
+	default:
+		bound := f.Root
+		if !bound.IsValid() {
+			bound = netip.PrefixFrom(netip.IPv6Unspecified(), 0)
+		}
+		t.trie.walk(bound, emit)
+	}
+}
+
+// Flush deletes every route the filter selects, in one transaction, and
+// returns how many.
+func (t *Table) Flush(f Filter) int {
+	var victims []Route
+	x := t.Begin()
+	defer x.Commit()
+	t.Dump(f, func(r Route) bool { victims = append(victims, r); return true })
+	n := 0
+	for _, r := range victims {
+		if _, err := x.Delete(Match{Dst: r.Dst, Src: r.Src, Metric: r.Metric, Proto: r.Proto, Type: r.Type,
+			Gateway: r.Nexthop.Gateway, Link: r.Nexthop.Link}); err == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// Tables is the set of routing tables, by id. Readers find a table without
+// a lock; creating one takes the registry's own mutex, which no route
+// change ever needs.
+type Tables struct {
+	mu     sync.Mutex
+	all    atomic.Pointer[map[uint32]*Table]
+	main   *Table
+	local  *Table
+	notify func(*Table, []Change)
+}
+
+// NewTables returns the registry with local (255), main (254) and default
+// (253). notify, if not nil, hears every committed change.
+func NewTables(notify func(*Table, []Change)) *Tables {
+	ts := &Tables{notify: notify}
+	m := map[uint32]*Table{}
+	for _, id := range []uint32{TableLocal, TableMain, TableDefault} {
+		m[id] = newTable(id, notify)
+	}
+	ts.main, ts.local = m[TableMain], m[TableLocal]
+	ts.all.Store(&m)
+	return ts
+}
+
+// Main and Local are the two tables every lookup starts with.
+func (ts *Tables) Main() *Table  { return ts.main }
+func (ts *Tables) Local() *Table { return ts.local }
+
+// Get returns table id, or nil if it does not exist yet.
+func (ts *Tables) Get(id uint32) *Table { return (*ts.all.Load())[id] }
+
+// Ensure returns table id, creating it on first use as Linux does.
+func (ts *Tables) Ensure(id uint32) *Table {
+	if t := ts.Get(id); t != nil {
+		return t
+	}
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	old := *ts.all.Load()
+	if t := old[id]; t != nil {
+		return t
+	}
+	m := make(map[uint32]*Table, len(old)+1)
+	for k, v := range old {
+		m[k] = v
+	}
+	t := newTable(id, ts.notify)
+	m[id] = t
+	ts.all.Store(&m)
+	return t
+}
+
+// All returns every table, by id.
+func (ts *Tables) All() []*Table {
+	m := *ts.all.Load()
+	out := make([]*Table, 0, len(m))
+	for _, t := range m {
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b *Table) int { return int(int64(a.id) - int64(b.id)) })
+	return out
+}

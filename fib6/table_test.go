@@ -1,0 +1,349 @@
+package fib6
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"slices"
+	"testing"
+
+	"urouter/nexthop"
+)
+
+// refTable is the naive model of a table: a flat list of routes per
+// destination, kept in Linux's order, searched linearly.
+type refTable struct {
+	routes map[netip.Prefix][]Route
+}
+
+func newRefTable() *refTable { return &refTable{routes: map[netip.Prefix][]Route{}} }
+
+func (m *refTable) put(r Route, mode putMode) error {
+	if err := r.normalize(); err != nil {
+		return err
+	}
+	l := m.routes[r.Dst]
+	at := len(l)
+	for i, o := range l {
+		if o.Metric > r.Metric || mode == modePrepend && o.Metric == r.Metric {
+			at = i
+			break
+		}
+	}
+	for i, o := range l {
+		same := o.Src == r.Src && o.Metric == r.Metric
+		switch {
+		case mode == modeAdd && same:
+			return ErrExists
+		case mode == modeAppend && o == r:
+			return ErrExists
+		case mode == modeReplace && same:
+			l = slices.Clone(l)
+			l[i] = r
+			m.routes[r.Dst] = l
+			return nil
+		}
+	}
+	m.routes[r.Dst] = slices.Insert(slices.Clone(l), at, r)
+	return nil
+}
+
+func (m *refTable) del(q Match) (Route, error) {
+	if q.Src.IsValid() && q.Src.Bits() == 0 {
+		q.Src = netip.Prefix{}
+	}
+	l := m.routes[q.Dst]
+	for i, r := range l {
+		if q.matches(&r.Attrs) {
+			l = slices.Delete(slices.Clone(l), i, i+1)
+			if len(l) == 0 {
+				delete(m.routes, q.Dst)
+			} else {
+				m.routes[q.Dst] = l
+			}
+			return r, nil
+		}
+	}
+	return Route{}, ErrNoRoute
+}
+
+// get is Linux's IPv6 lookup, written out plainly: the longest destination
+// first; a destination with source routes answers only for sources they
+// cover (the longest source prefix, then the lowest metric), and falls
+// back to its plain routes only if it is ::/0.
+func (m *refTable) get(dst, src netip.Addr) (Route, bool) {
+	for l := 128; l >= 0; l-- {
+		p := netip.PrefixFrom(dst, l).Masked()
+		rs := m.routes[p]
+		if len(rs) == 0 {
+			continue
+		}
+		hasSrc := slices.ContainsFunc(rs, func(r Route) bool { return r.Src.IsValid() })
+		if !hasSrc {
+			return rs[0], true
+		}
+		bestLen := -1
+		var best Route
+		for _, r := range rs {
+			if src.IsValid() && r.Src.IsValid() && r.Src.Contains(src) && r.Src.Bits() > bestLen {
+				best, bestLen = r, r.Src.Bits()
+			}
+		}
+		if bestLen >= 0 {
+			return best, true
+		}
+		if l == 0 {
+			for _, r := range rs {
+				if !r.Src.IsValid() {
+					return r, true
+				}
+			}
+		}
+	}
+	return Route{}, false
+}
+
+func (m *refTable) dump() []Route {
+	var ps []netip.Prefix
+	for p := range m.routes {
+		ps = append(ps, p)
+	}
+	slices.SortFunc(ps, comparePrefix)
+	var out []Route
+	for _, p := range ps {
+		out = append(out, m.routes[p]...)
+	}
+	return out
+}
+
+// randRoute draws routes whose fields collide often: few metrics, few
+// gateways, every type, sometimes a source prefix.
+func randRoute(r *rand.Rand, seeds []netip.Prefix) Route {
+	types := []Type{Unicast, Unicast, Unicast, Local, Blackhole, Unreachable, Prohibit, Throw}
+	rt := Route{Dst: randPrefix(r, seeds)}
+	rt.Type = types[r.IntN(len(types))]
+	rt.Metric = []uint32{0, 100, 1024, 1024, 2048}[r.IntN(5)]
+	rt.Proto = Proto(r.IntN(3) + 2)
+	if rt.Type == Unicast || rt.Type == Local {
+		rt.Nexthop.Link = int32(1 + r.IntN(3))
+		if r.IntN(2) == 0 {
+			rt.Nexthop.Gateway = netip.AddrFrom16([16]byte{0xfe, 0x80, 15: byte(1 + r.IntN(3))})
+		}
+	}
+	if r.IntN(6) == 0 {
+		rt.Src = randPrefix(r, seeds)
+	}
+	if r.IntN(10) == 0 {
+		rt.MTU = 1280
+	}
+	return rt
+}
+
+func sameErr(a, b error) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	var ea, eb *Error
+	return errors.As(a, &ea) && errors.As(b, &eb) && ea.Errno == eb.Errno
+}
+
+// checkTable compares every lookup path and the dump with the model.
+func checkTable(t *testing.T, tab *Table, m *refTable, r *rand.Rand) {
+	t.Helper()
+	if err := tab.trie.checkInvariants(); err != nil {
+		t.Fatal(err)
+	}
+	want := m.dump()
+	var got []Route
+	tab.Dump(Filter{}, func(rt Route) bool { got = append(got, rt); return true })
+	if !slices.Equal(got, want) {
+		t.Fatalf("dump differs:\n got %v\nwant %v", got, want)
+	}
+	if tab.Len() != len(want) {
+		t.Fatalf("Len %d, want %d", tab.Len(), len(want))
+	}
+	var dsts, srcs []netip.Addr
+	for i := 0; i < 500; i++ {
+		var dst, src netip.Addr
+		if len(want) > 0 {
+			rt := want[r.IntN(len(want))]
+			dst = probe(r, rt.Dst)
+			if rt.Src.IsValid() && r.IntN(2) == 0 {
+				src = probe(r, rt.Src)
+			} else if r.IntN(3) == 0 {
+				src = probe(r, want[r.IntN(len(want))].Dst)
+			}
+		} else {
+			dst = probe(r, netip.PrefixFrom(netip.IPv6Unspecified(), 0))
+		}
+		dsts, srcs = append(dsts, dst), append(srcs, src)
+		wr, wok := m.get(dst, src)
+		gr, gok := tab.Get(dst, src, nil)
+		if wok != gok || wok && gr.Route != wr {
+			t.Fatalf("Get(%s, %s) = %v %v, want %v %v", dst, src, gr.Route, gok, wr, wok)
+		}
+		la := tab.Lookup(dst, src)
+		if wok != (la != nil) || wok && *la != wr.Attrs {
+			t.Fatalf("Lookup(%s, %s) = %v, want %v", dst, src, la, wr)
+		}
+	}
+	out := make([]*Attrs, len(dsts))
+	tab.LookupBatch(dsts, srcs, out)
+	for i := range dsts {
+		if out[i] != tab.Lookup(dsts[i], srcs[i]) {
+			t.Fatalf("LookupBatch(%s) differs from Lookup", dsts[i])
+		}
+	}
+}
+
+// TestTableRandom runs random transactions of add, replace, append,
+// prepend and delete against the model, and checks errors, lookups (with
+// and without source), Get and the dump after every commit.
+func TestTableRandom(t *testing.T) {
+	for seed := uint64(1); seed <= 20; seed++ {
+		r := rand.New(rand.NewPCG(seed, 5))
+		tab := newTable(100, nil)
+		m := newRefTable()
+		var seeds []netip.Prefix
+		for round := 0; round < 15; round++ {
+			x := tab.Begin()
+			for i := 0; i < 1+r.IntN(60); i++ {
+				var rt Route
+				if cur := m.dump(); len(cur) > 0 && r.IntN(3) == 0 {
+					rt = cur[r.IntN(len(cur))]
+					if r.IntN(2) == 0 {
+						rt.Nexthop.Link = int32(1 + r.IntN(3))
+					}
+				} else {
+					rt = randRoute(r, seeds)
+					seeds = append(seeds, rt.Dst)
+				}
+				var got, want error
+				switch op := r.IntN(5); op {
+				case 4:
+					q := Match{Dst: rt.Dst, Src: rt.Src}
+					if r.IntN(2) == 0 {
+						q.Metric = rt.Metric
+					}
+					if r.IntN(3) == 0 {
+						q.Link = rt.Nexthop.Link
+					}
+					wr, we := m.del(q)
+					gr, ge := x.Delete(q)
+					got, want = ge, we
+					if ge == nil && gr != wr {
+						t.Fatalf("Delete %v: got %v want %v", q, gr, wr)
+					}
+				default:
+					want = m.put(rt, putMode(op))
+					got = x.put(rt, putMode(op))
+				}
+				if !sameErr(got, want) {
+					t.Fatalf("seed %d op on %v: got %v want %v", seed, rt, got, want)
+				}
+			}
+			x.Commit()
+			checkTable(t, tab, m, r)
+		}
+	}
+}
+
+// TestTableRejects: invalid input gets an error and changes nothing.
+func TestTableRejects(t *testing.T) {
+	tab := newTable(100, nil)
+	ok := Route{Dst: netip.MustParsePrefix("2001:db8::/32"), Attrs: Attrs{Nexthop: nexthop.Nexthop{Link: 1}}}
+	x := tab.Begin()
+	if err := x.Add(ok); err != nil {
+		t.Fatal(err)
+	}
+	x.Commit()
+	gen := tab.Generation()
+	bad := []Route{
+		{Dst: netip.MustParsePrefix("2001:db8::1/64"), Attrs: ok.Attrs},            // host bits
+		{Dst: netip.MustParsePrefix("10.0.0.0/8"), Attrs: ok.Attrs},                 // IPv4
+		{Dst: netip.Prefix{}, Attrs: ok.Attrs},                                      // none
+		{Dst: netip.MustParsePrefix("2001:db8:1::/48")},                             // unicast without nexthop
+		{Dst: netip.MustParsePrefix("2001:db8:1::/48"), Attrs: Attrs{Type: 42}},     // unknown type
+		{Dst: netip.MustParsePrefix("2001:db8:1::/48"), Attrs: Attrs{Type: Blackhole, Src: netip.MustParsePrefix("2001:db8::1/64")}},
+		{Dst: netip.MustParsePrefix("2001:db8::/32"), Attrs: ok.Attrs},              // exists
+	}
+	for _, b := range bad {
+		x := tab.Begin()
+		err := x.Add(b)
+		x.Commit()
+		if err == nil {
+			t.Errorf("Add(%v) accepted", b)
+		}
+	}
+	x = tab.Begin()
+	if _, err := x.Delete(Match{Dst: netip.MustParsePrefix("2001:db8:2::/48")}); !errors.Is(err, ErrNoRoute) {
+		t.Errorf("Delete of a missing route: %v", err)
+	}
+	x.Commit()
+	if tab.Generation() != gen || tab.Len() != 1 {
+		t.Errorf("rejected requests changed the table: generation %d -> %d, %d routes", gen, tab.Generation(), tab.Len())
+	}
+	if err := ErrExists; err.Error() != "file exists" || !errors.Is(err, ErrExists) {
+		t.Errorf("ErrExists says %q", err)
+	}
+}
+
+// TestSourceRoutes pins the Linux behaviours DESIGN.md lists: a route
+// P from S hides plain P from other sources, also without a source; only
+// ::/0 falls back to its plain routes.
+func TestSourceRoutes(t *testing.T) {
+	tab := newTable(100, nil)
+	x := tab.Begin()
+	add := func(dst, src string, link int32) {
+		rt := Route{Dst: netip.MustParsePrefix(dst), Attrs: Attrs{Nexthop: nexthop.Nexthop{Link: link}}}
+		if src != "" {
+			rt.Src = netip.MustParsePrefix(src)
+		}
+		if err := x.Add(rt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add("2001:db8::/32", "", 1)
+	add("2001:db8:1::/48", "", 2)
+	add("2001:db8:1::/48", "2001:db8:aaaa::/48", 3)
+	add("::/0", "", 4)
+	add("::/0", "fd00::/8", 5)
+	x.Commit()
+	cases := []struct {
+		dst, src string
+		link     int32
+	}{
+		{"2001:db8:1::1", "2001:db8:aaaa::1", 3}, // source route
+		{"2001:db8:1::1", "2001:db8:bbbb::1", 1}, // plain /48 hidden: falls to the /32
+		{"2001:db8:1::1", "", 1},                 // also without a source
+		{"2001:db8:2::1", "2001:db8:aaaa::1", 1}, // /32 has no source routes
+		{"2002::1", "fd00::1", 5},                // ::/0 source route
+		{"2002::1", "2002::2", 4},                // ::/0 falls back to its plain route
+		{"2002::1", "", 4},
+	}
+	for _, c := range cases {
+		var src netip.Addr
+		if c.src != "" {
+			src = netip.MustParseAddr(c.src)
+		}
+		a := tab.Lookup(netip.MustParseAddr(c.dst), src)
+		if a == nil || a.Nexthop.Link != c.link {
+			t.Errorf("Lookup(%s from %s) = %v, want link %d", c.dst, c.src, a, c.link)
+		}
+	}
+}
+
+func ExampleTable_Dump() {
+	ts := NewTables(nil)
+	x := ts.Main().Begin()
+	for _, p := range []string{"2001:db8:1::/48", "2001:db8::/32", "2001:db8::/48"} {
+		x.Add(Route{Dst: netip.MustParsePrefix(p), Attrs: Attrs{Nexthop: nexthop.Nexthop{Link: 1}}})
+	}
+	x.Commit()
+	ts.Main().Dump(Filter{}, func(r Route) bool { fmt.Println(r.Dst, r.Metric); return true })
+	// Output:
+	// 2001:db8::/32 1024
+	// 2001:db8::/48 1024
+	// 2001:db8:1::/48 1024
+}

@@ -1,0 +1,666 @@
+package fib6
+
+import (
+	"encoding/binary"
+	"math/bits"
+	"net/netip"
+	"slices"
+	"sync/atomic"
+	"unsafe"
+)
+
+// The trie maps IPv6 prefixes to route sets. Its shape and the reasons for
+// it are in DESIGN.md; in short:
+//
+//   - Stride 8. The nodes at depth 0, 8 and 16 are dense (256 slots); deeper
+//     nodes are compressed (a 256-bit vector and only the entries it marks).
+//   - A node at depth d holds the "local" prefixes with lengths in (d, d+8]
+//     (the root also length 0). A prefix of length exactly d+8 is a fringe:
+//     it owns one slot. Shorter locals are "short" and cover a block of slots.
+//   - A slot's entry is a kid (a deeper node, or a tail: a lone deeper prefix
+//     kept whole) or, with no kid, the best local route set for that slot.
+//     Compressed nodes keep entries for kids and fringes only and look shorter
+//     locals up in their cold part; dense nodes keep every slot resolved.
+//   - Every kid remembers dflt, its parent's best local for its slot, so a
+//     lookup walks down once, remembering the last dflt, and never backtracks.
+//   - Entries are tagged pointers: the low 3 bits say what they point at.
+//
+// Readers load the root, dense slots and entries atomically and never
+// write. Compressed nodes, tails and locals are immutable once published,
+// but for one thing: a transaction of a single change may swap one kid
+// entry of a published node in place. Otherwise writers copy what they
+// change (in place if their transaction made it) and publish with one
+// atomic store into a dense slot or of the root.
+
+const (
+	tagRset  = 1
+	tagNode  = 2
+	tagDense = 3
+	tagTail  = 4
+	tagMask  = 7
+)
+
+func tagOf(e unsafe.Pointer) uintptr { return uintptr(e) & tagMask }
+
+func isKid(e unsafe.Pointer) bool {
+	t := tagOf(e)
+	return t == tagNode || t == tagDense || t == tagTail
+}
+
+func rsetEntry(r *rset) unsafe.Pointer {
+	if r == nil {
+		return nil
+	}
+	return unsafe.Add(unsafe.Pointer(r), tagRset)
+}
+
+func nodeEntry(n *cnode) unsafe.Pointer  { return unsafe.Add(unsafe.Pointer(n), tagNode) }
+func denseEntry(d *dnode) unsafe.Pointer { return unsafe.Add(unsafe.Pointer(d), tagDense) }
+func tailEntry(t *tail) unsafe.Pointer   { return unsafe.Add(unsafe.Pointer(t), tagTail) }
+
+func asRset(e unsafe.Pointer) *rset  { return (*rset)(unsafe.Add(e, -tagRset)) }
+func asNode(e unsafe.Pointer) *cnode { return (*cnode)(unsafe.Add(e, -tagNode)) }
+func asDense(e unsafe.Pointer) *dnode {
+	return (*dnode)(unsafe.Add(e, -tagDense))
+}
+func asTail(e unsafe.Pointer) *tail { return (*tail)(unsafe.Add(e, -tagTail)) }
+
+// entryRset is the route set an entry resolves to when it is not a kid.
+func entryRset(e unsafe.Pointer) *rset {
+	if tagOf(e) == tagRset {
+		return asRset(e)
+	}
+	return nil
+}
+
+// key is a 128-bit address or prefix, most significant bits in hi.
+type key struct{ hi, lo uint64 }
+
+func keyOf(b *[16]byte) key {
+	return key{binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])}
+}
+
+func prefixKey(p netip.Prefix) key {
+	b := p.Addr().As16()
+	return keyOf(&b)
+}
+
+// byteAt returns the i-th byte (0 = most significant).
+func (k key) byteAt(i int) uint8 {
+	if i < 8 {
+		return uint8(k.hi >> (56 - 8*i))
+	}
+	return uint8(k.lo >> (56 - 8*(i-8)))
+}
+
+// masked clears every bit from bit n on.
+func (k key) masked(n int) key {
+	switch {
+	case n <= 0:
+		return key{}
+	case n < 64:
+		return key{k.hi &^ (^uint64(0) >> n), 0}
+	case n < 128:
+		return key{k.hi, k.lo &^ (^uint64(0) >> (n - 64))}
+	}
+	return k
+}
+
+// withByte returns k with byte i set to v (bits below are untouched).
+func (k key) withByte(i int, v uint8) key {
+	if i < 8 {
+		sh := 56 - 8*i
+		k.hi = k.hi&^(0xff<<sh) | uint64(v)<<sh
+	} else {
+		sh := 56 - 8*(i-8)
+		k.lo = k.lo&^(0xff<<sh) | uint64(v)<<sh
+	}
+	return k
+}
+
+func (k key) prefix(plen int) netip.Prefix {
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], k.hi)
+	binary.BigEndian.PutUint64(b[8:], k.lo)
+	return netip.PrefixFrom(netip.AddrFrom16(b), plen)
+}
+
+// contains reports whether the prefix (k, plen) contains address a.
+func (k key) contains(plen int, a key) bool { return a.masked(plen) == k }
+
+// bitmap256 is a set of slots 0..255.
+type bitmap256 [4]uint64
+
+func (b *bitmap256) has(i uint8) bool { return b[i>>6]&(1<<(i&63)) != 0 }
+func (b *bitmap256) set(i uint8)      { b[i>>6] |= 1 << (i & 63) }
+func (b *bitmap256) clear(i uint8)    { b[i>>6] &^= 1 << (i & 63) }
+
+// rank is the number of members below i.
+func (b *bitmap256) rank(i uint8) int {
+	w := i >> 6
+	r := bits.OnesCount64(b[w] & (1<<(i&63) - 1))
+	for j := uint8(0); j < w; j++ {
+		r += bits.OnesCount64(b[j])
+	}
+	return r
+}
+
+func (b *bitmap256) count() int {
+	return bits.OnesCount64(b[0]) + bits.OnesCount64(b[1]) + bits.OnesCount64(b[2]) + bits.OnesCount64(b[3])
+}
+
+// artIndex numbers the prefixes of one stride as Knuth's ART does: length l
+// (0..7) and the slot s it starts at give 1<<l | s>>(8-l), so 1..255.
+func artIndex(l int, s uint8) uint8 { return uint8(1<<l | int(s)>>(8-l)) }
+
+// locals are a node's short local prefixes (shorter than the stride, so
+// covering a block of slots), sorted by ART index. They are few: a lookup
+// reaches them only for a slot without an entry. Immutable once published.
+type locals struct {
+	owner uint64 // transaction that made it; it may change it in place
+	ent   []local
+}
+
+type local struct {
+	idx uint8
+	val *rset
+}
+
+func (l *locals) len() int {
+	if l == nil {
+		return 0
+	}
+	return len(l.ent)
+}
+
+// shortBest is the longest short local covering slot s.
+func (l *locals) shortBest(s uint8) *rset {
+	if l == nil {
+		return nil
+	}
+	var best *rset
+	bestLen := -1
+	for _, e := range l.ent {
+		n := bits.Len8(e.idx) - 1 // the prefix length below the node
+		if n > bestLen && int(s)>>(8-n) == int(e.idx)&^(1<<n) {
+			best, bestLen = e.val, n
+		}
+	}
+	return best
+}
+
+func (l *locals) shortAt(idx uint8) *rset {
+	if l == nil {
+		return nil
+	}
+	for _, e := range l.ent {
+		if e.idx == idx {
+			return e.val
+		}
+	}
+	return nil
+}
+
+// withShort returns l with index idx set to v (nil deletes): l itself if
+// owner made it, else a copy made by owner. nil when none are left.
+func (l *locals) withShort(owner uint64, idx uint8, v *rset) *locals {
+	if l == nil || l.owner != owner {
+		c := &locals{owner: owner}
+		if l != nil {
+			c.ent = append(make([]local, 0, len(l.ent)+1), l.ent...)
+		}
+		l = c
+	}
+	i, found := slices.BinarySearchFunc(l.ent, idx, func(e local, idx uint8) int { return int(e.idx) - int(idx) })
+	switch {
+	case found && v != nil:
+		l.ent[i].val = v
+	case found:
+		l.ent = slices.Delete(l.ent, i, i+1)
+	case v != nil:
+		l.ent = slices.Insert(l.ent, i, local{idx, v})
+	}
+	if len(l.ent) == 0 {
+		return nil
+	}
+	return l
+}
+
+// dnode is a dense node: every slot resolved. Readers load slots atomically.
+type dnode struct {
+	slots  [256]unsafe.Pointer
+	dflt   *rset
+	loc    *locals
+	fringe bitmap256 // slots with a fringe
+	fval   []*rset   // their values, in slot order
+	owner  uint64    // transaction that made it; it may change it in place
+}
+
+func (d *dnode) slot(s uint8) unsafe.Pointer { return atomic.LoadPointer(&d.slots[s]) }
+
+func (d *dnode) fringeAt(s uint8) *rset {
+	if !d.fringe.has(s) {
+		return nil
+	}
+	return d.fval[d.fringe.rank(s)]
+}
+
+// best is the longest local of d covering slot s.
+func (d *dnode) best(s uint8) *rset {
+	if r := d.fringeAt(s); r != nil {
+		return r
+	}
+	return d.loc.shortBest(s)
+}
+
+func (d *dnode) empty() bool { return d.loc == nil && len(d.fval) == 0 }
+
+// setFringe sets d's fringe at slot s (nil deletes); d is owned, but its
+// fval may be shared with the node it was copied from.
+func (d *dnode) setFringe(s uint8, v *rset) {
+	i := d.fringe.rank(s)
+	fv := slices.Clone(d.fval)
+	switch {
+	case d.fringe.has(s) && v != nil:
+		fv[i] = v
+	case d.fringe.has(s):
+		d.fringe.clear(s)
+		fv = slices.Delete(fv, i, i+1)
+	case v != nil:
+		d.fringe.set(s)
+		fv = slices.Insert(fv, i, v)
+	}
+	d.fval = fv
+}
+
+// cnode is a compressed node. Its entries and a cnodeCold follow it in the
+// same allocation (see cnodeN); entryAt and cold find them.
+type cnode struct {
+	cum   [4]uint8 // entries before each vec word
+	flags uint8
+	cls   uint8 // capacity class: room for capOf[cls] entries
+	_     [2]uint8
+	vec   bitmap256 // slots with an entry: a kid or a visible fringe
+	dflt  *rset
+}
+
+const (
+	// hasLocals: the node has short locals, so a slot without an entry
+	// may still match one.
+	hasLocals = 1 << iota
+	// dfltFringe: the node's dflt is its compressed parent's fringe for
+	// its slot (a fringe hidden behind a kid lives only there).
+	dfltFringe
+)
+
+type cnodeCold struct {
+	owner uint64
+	loc   *locals
+}
+
+const cnodeSize = unsafe.Sizeof(cnode{})
+
+func (n *cnode) entries() int { return int(n.cum[3]) + bits.OnesCount64(n.vec[3]) }
+
+func (n *cnode) entryPtr(i int) *unsafe.Pointer {
+	return (*unsafe.Pointer)(unsafe.Add(unsafe.Pointer(n), cnodeSize+uintptr(i)*8))
+}
+
+// entryAt loads entry i atomically: a single-change transaction may store
+// a new kid into a published node's entry (see trieTxn.pending).
+func (n *cnode) entryAt(i int) unsafe.Pointer { return atomic.LoadPointer(n.entryPtr(i)) }
+
+func (n *cnode) cold() *cnodeCold {
+	return (*cnodeCold)(unsafe.Add(unsafe.Pointer(n), cnodeSize+uintptr(capOf[n.cls])*8))
+}
+
+// slotEntry is the entry for slot s, or nil.
+func (n *cnode) slotEntry(s uint8) unsafe.Pointer {
+	w := s >> 6
+	m := n.vec[w]
+	bit := uint64(1) << (s & 63)
+	if m&bit == 0 {
+		return nil
+	}
+	return n.entryAt(int(n.cum[w]) + bits.OnesCount64(m&(bit-1)))
+}
+
+func (n *cnode) fixCum() {
+	n.cum[1] = uint8(bits.OnesCount64(n.vec[0]))
+	n.cum[2] = n.cum[1] + uint8(bits.OnesCount64(n.vec[1]))
+	n.cum[3] = n.cum[2] + uint8(bits.OnesCount64(n.vec[2]))
+}
+
+// localBest is the longest local of n covering slot s.
+func (n *cnode) localBest(s uint8) *rset {
+	e := n.slotEntry(s)
+	switch tagOf(e) {
+	case tagRset:
+		return asRset(e) // a visible fringe
+	case tagNode, tagTail:
+		return kidDflt(e) // a kid's dflt is exactly this
+	}
+	return n.cold().loc.shortBest(s)
+}
+
+// fringeAt is n's fringe for slot s: the entry, or the fringe hidden
+// behind the slot's kid.
+func (n *cnode) fringeAt(s uint8) *rset {
+	e := n.slotEntry(s)
+	if r := entryRset(e); r != nil {
+		return r
+	}
+	if isKid(e) && kidFringe(e) {
+		return kidDflt(e)
+	}
+	return nil
+}
+
+func kidDflt(e unsafe.Pointer) *rset {
+	switch tagOf(e) {
+	case tagNode:
+		return asNode(e).dflt
+	case tagTail:
+		return asTail(e).dflt
+	case tagDense:
+		return asDense(e).dflt
+	}
+	return nil
+}
+
+// kidFringe reports whether kid e's dflt is its parent's fringe.
+func kidFringe(e unsafe.Pointer) bool {
+	switch tagOf(e) {
+	case tagNode:
+		return asNode(e).flags&dfltFringe != 0
+	case tagTail:
+		return asTail(e).fringe
+	}
+	return false
+}
+
+// tail is a lone prefix deeper than its slot, kept whole (path compression).
+type tail struct {
+	k      key
+	plen   uint8
+	fringe bool // dflt is the parent's fringe (see dfltFringe)
+	val    *rset
+	dflt   *rset
+}
+
+func (t *tail) matches(a key) bool { return t.k.contains(int(t.plen), a) }
+
+// trie is one table's prefix map.
+type trie struct {
+	root atomic.Pointer[dnode]
+}
+
+func newTrie() *trie {
+	t := &trie{}
+	t.root.Store(&dnode{})
+	return t
+}
+
+// lookup returns the route set of the longest prefix containing a.
+func (t *trie) lookup(a *[16]byte) *rset {
+	var best *rset
+	e := t.root.Load().slot(a[0])
+	i := 1
+	for {
+		switch tagOf(e) {
+		case tagNode:
+			n := asNode(e)
+			if d := n.dflt; d != nil {
+				best = d
+			}
+			o := a[i&15]
+			i++
+			w := o >> 6
+			bit := uint64(1) << (o & 63)
+			m := n.vec[w&3]
+			if m&bit == 0 {
+				if n.flags&hasLocals != 0 {
+					if r := n.cold().loc.shortBest(o); r != nil {
+						return r
+					}
+				}
+				return best
+			}
+			e = atomic.LoadPointer((*unsafe.Pointer)(unsafe.Add(unsafe.Pointer(n), cnodeSize+uintptr(int(n.cum[w&3])+bits.OnesCount64(m&(bit-1)))*8)))
+		case tagDense:
+			d := asDense(e)
+			if r := d.dflt; r != nil {
+				best = r
+			}
+			e = d.slot(a[i&15])
+			i++
+		case tagRset:
+			return asRset(e)
+		case tagTail:
+			tl := asTail(e)
+			if tl.matches(keyOf(a)) {
+				return tl.val
+			}
+			if tl.dflt != nil {
+				return tl.dflt
+			}
+			return best
+		default:
+			return best
+		}
+	}
+}
+
+// batchWidth is how many lookups lookupBatch advances together.
+const batchWidth = 16
+
+// lookupBatch does lookup for every address, advancing up to batchWidth of
+// them a level at a time so that their memory accesses overlap: a single
+// lookup waits on one cache miss per level; a batch waits on one per level
+// for all of them.
+func (t *trie) lookupBatch(addrs []netip.Addr, out []*rset) {
+	root := t.root.Load()
+	for base := 0; base < len(addrs); base += batchWidth {
+		n := min(batchWidth, len(addrs)-base)
+		var as [batchWidth][16]byte
+		var es [batchWidth]unsafe.Pointer
+		var best [batchWidth]*rset
+		for j := 0; j < n; j++ {
+			as[j] = addrs[base+j].As16()
+			es[j] = root.slot(as[j][0])
+		}
+		for i := 1; i < 16; i++ {
+			busy := false
+			for j := 0; j < n; j++ {
+				e := es[j]
+				switch tagOf(e) {
+				case tagNode:
+					nd := asNode(e)
+					if d := nd.dflt; d != nil {
+						best[j] = d
+					}
+					o := as[j][i]
+					w := o >> 6
+					bit := uint64(1) << (o & 63)
+					m := nd.vec[w&3]
+					if m&bit == 0 {
+						if nd.flags&hasLocals != 0 {
+							if r := nd.cold().loc.shortBest(o); r != nil {
+								best[j] = r
+							}
+						}
+						es[j] = nil
+						continue
+					}
+					es[j] = atomic.LoadPointer((*unsafe.Pointer)(unsafe.Add(unsafe.Pointer(nd), cnodeSize+uintptr(int(nd.cum[w&3])+bits.OnesCount64(m&(bit-1)))*8)))
+					busy = true
+				case tagDense:
+					d := asDense(e)
+					if r := d.dflt; r != nil {
+						best[j] = r
+					}
+					es[j] = d.slot(as[j][i])
+					busy = true
+				}
+			}
+			if !busy {
+				break
+			}
+		}
+		for j := 0; j < n; j++ {
+			r := best[j]
+			switch e := es[j]; tagOf(e) {
+			case tagRset:
+				r = asRset(e)
+			case tagTail:
+				tl := asTail(e)
+				if tl.matches(keyOf(&as[j])) {
+					r = tl.val
+				} else if tl.dflt != nil {
+					r = tl.dflt
+				}
+			}
+			out[base+j] = r
+		}
+	}
+}
+
+// match is one prefix that contains an address, as matches reports it.
+type match struct {
+	p netip.Prefix
+	r *rset
+}
+
+// matches appends every prefix containing a with its route set, longest
+// first. The slow path behind source routes, `route get` and oif lookups.
+func (t *trie) matches(a key, out []match) []match {
+	start := len(out)
+	var walk func(e unsafe.Pointer, depth int) // depth of e's node
+	locals := func(l *locals, depth int, o uint8, root bool) {
+		for n := 0; n < 8; n++ {
+			if n == 0 && !root {
+				continue
+			}
+			if r := l.shortAt(artIndex(n, o)); r != nil {
+				out = append(out, match{a.masked(depth + n).prefix(depth + n), r})
+			}
+		}
+	}
+	walk = func(e unsafe.Pointer, depth int) {
+		o := a.byteAt(depth / 8)
+		switch tagOf(e) {
+		case tagDense:
+			d := asDense(e)
+			locals(d.loc, depth, o, depth == 0)
+			if r := d.fringeAt(o); r != nil {
+				out = append(out, match{a.masked(depth + 8).prefix(depth + 8), r})
+			}
+			if depth+8 < 128 {
+				if k := d.slot(o); isKid(k) {
+					walk(k, depth+8)
+				}
+			}
+		case tagNode:
+			n := asNode(e)
+			locals(n.cold().loc, depth, o, false)
+			k := n.slotEntry(o)
+			if r := n.fringeAt(o); r != nil {
+				out = append(out, match{a.masked(depth + 8).prefix(depth + 8), r})
+			}
+			if isKid(k) && depth+8 < 128 {
+				walk(k, depth+8)
+			}
+		case tagTail:
+			tl := asTail(e)
+			if tl.matches(a) {
+				out = append(out, match{tl.k.prefix(int(tl.plen)), tl.val})
+			}
+		}
+	}
+	walk(denseEntry(t.root.Load()), 0)
+	for i, j := start, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out
+}
+
+// walk calls fn for every prefix in the trie that lies within bound, in
+// prefix order (by address, shorter first), until fn returns false.
+func (t *trie) walk(bound netip.Prefix, fn func(netip.Prefix, *rset) bool) bool {
+	w := walker{bk: prefixKey(bound), bl: bound.Bits(), fn: fn}
+	return w.node(denseEntry(t.root.Load()), key{}, 0)
+}
+
+type walker struct {
+	bk key
+	bl int
+	fn func(netip.Prefix, *rset) bool
+}
+
+// overlaps reports whether the prefix (k, plen) and the bound overlap.
+func (w *walker) overlaps(k key, plen int) bool {
+	n := min(plen, w.bl)
+	return k.masked(n) == w.bk.masked(n)
+}
+
+func (w *walker) emit(k key, plen int, r *rset) bool {
+	if r == nil || plen < w.bl || !w.overlaps(k, plen) {
+		return true
+	}
+	return w.fn(k.prefix(plen), r)
+}
+
+// node walks the subtree of entry e, a kid whose node (if any) sits at depth
+// with path bits path.
+func (w *walker) node(e unsafe.Pointer, path key, depth int) bool {
+	if !w.overlaps(path, depth) {
+		return true
+	}
+	switch tagOf(e) {
+	case tagTail:
+		tl := asTail(e)
+		return w.emit(tl.k, int(tl.plen), tl.val)
+	case tagDense, tagNode:
+	default:
+		return true
+	}
+	var l *locals
+	var d *dnode
+	var n *cnode
+	if tagOf(e) == tagDense {
+		d = asDense(e)
+		l = d.loc
+	} else {
+		n = asNode(e)
+		l = n.cold().loc
+	}
+	bi := depth / 8
+	for s := 0; s < 256; s++ {
+		o := uint8(s)
+		sk := path.withByte(bi, o)
+		for ln := 0; ln < 8; ln++ {
+			if ln == 0 && depth != 0 || s&(1<<(8-ln)-1) != 0 {
+				continue
+			}
+			if !w.emit(sk, depth+ln, l.shortAt(artIndex(ln, o))) {
+				return false
+			}
+		}
+		var kid unsafe.Pointer
+		var fr *rset
+		if d != nil {
+			kid = d.slot(o)
+			fr = d.fringeAt(o)
+		} else {
+			kid = n.slotEntry(o)
+			fr = n.fringeAt(o)
+		}
+		if !w.emit(sk, depth+8, fr) {
+			return false
+		}
+		if isKid(kid) && !w.node(kid, sk, depth+8) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,53 @@
+// Package nexthop owns what a route points at: today an inline nexthop (a
+// gateway and/or an egress link), with nexthop objects, groups
+// (hash-threshold, resilient) and flow hashing to come. Routes in fib6 refer
+// to a Nexthop; the dataplane reads it to pick the egress link.
+//
+// nexthop never imports fib6, rules, dataplane or control.
+package nexthop
+
+import (
+	"fmt"
+	"net/netip"
+)
+
+// Flags qualify a nexthop the way RTNH_F_* flags do in Linux.
+type Flags uint8
+
+const (
+	// OnLink says the gateway is reachable on the link even though no
+	// connected prefix covers it (iproute2's "onlink").
+	OnLink Flags = 1 << iota
+)
+
+// Nexthop is an inline nexthop: the link a packet leaves by and, for a
+// gateway route, the neighbour it is handed to. It is a comparable value, so
+// routes with equal nexthops can share one copy.
+type Nexthop struct {
+	// Gateway is the next router; the zero Addr means the destination is
+	// directly on Link.
+	Gateway netip.Addr
+	// Link is the egress link's index; 0 means none (reject routes).
+	Link int32
+	Flags Flags
+}
+
+// IsZero reports whether n names neither a gateway nor a link.
+func (n Nexthop) IsZero() bool { return !n.Gateway.IsValid() && n.Link == 0 }
+
+func (n Nexthop) String() string {
+	s := ""
+	if n.Gateway.IsValid() {
+		s = "via " + n.Gateway.String()
+	}
+	if n.Link != 0 {
+		if s != "" {
+			s += " "
+		}
+		s += fmt.Sprintf("link %d", n.Link)
+	}
+	if n.Flags&OnLink != 0 {
+		s += " onlink"
+	}
+	return s
+}
