@@ -283,7 +283,7 @@ func (x *Txn) put(r Route, mode putMode) error {
 		old = cur.routes
 	}
 	ref := t.ref(&r.Attrs)
-	at := -1      // insert position
+	at := -1       // insert position
 	replaced := -1 // index in old of the route replaced
 	for i, a := range old {
 		same := a.Src == r.Src && a.Metric == r.Metric

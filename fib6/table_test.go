@@ -260,13 +260,13 @@ func TestTableRejects(t *testing.T) {
 	x.Commit()
 	gen := tab.Generation()
 	bad := []Route{
-		{Dst: netip.MustParsePrefix("2001:db8::1/64"), Attrs: ok.Attrs},            // host bits
-		{Dst: netip.MustParsePrefix("10.0.0.0/8"), Attrs: ok.Attrs},                 // IPv4
-		{Dst: netip.Prefix{}, Attrs: ok.Attrs},                                      // none
-		{Dst: netip.MustParsePrefix("2001:db8:1::/48")},                             // unicast without nexthop
-		{Dst: netip.MustParsePrefix("2001:db8:1::/48"), Attrs: Attrs{Type: 42}},     // unknown type
+		{Dst: netip.MustParsePrefix("2001:db8::1/64"), Attrs: ok.Attrs},         // host bits
+		{Dst: netip.MustParsePrefix("10.0.0.0/8"), Attrs: ok.Attrs},             // IPv4
+		{Dst: netip.Prefix{}, Attrs: ok.Attrs},                                  // none
+		{Dst: netip.MustParsePrefix("2001:db8:1::/48")},                         // unicast without nexthop
+		{Dst: netip.MustParsePrefix("2001:db8:1::/48"), Attrs: Attrs{Type: 42}}, // unknown type
 		{Dst: netip.MustParsePrefix("2001:db8:1::/48"), Attrs: Attrs{Type: Blackhole, Src: netip.MustParsePrefix("2001:db8::1/64")}},
-		{Dst: netip.MustParsePrefix("2001:db8::/32"), Attrs: ok.Attrs},              // exists
+		{Dst: netip.MustParsePrefix("2001:db8::/32"), Attrs: ok.Attrs}, // exists
 	}
 	for _, b := range bad {
 		x := tab.Begin()

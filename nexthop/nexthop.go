@@ -28,7 +28,7 @@ type Nexthop struct {
 	// directly on Link.
 	Gateway netip.Addr
 	// Link is the egress link's index; 0 means none (reject routes).
-	Link int32
+	Link  int32
 	Flags Flags
 }
 
