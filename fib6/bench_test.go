@@ -285,13 +285,13 @@ func BenchmarkParallelTables(b *testing.B) {
 	b.Run("one-writer", func(b *testing.B) {
 		rs := routes(total)
 		for i := 0; i < b.N; i++ {
-			fill(NewTables(nil).Ensure(100), rs)
+			fill(NewTables().Ensure(100), rs)
 		}
 	})
 	b.Run("two-writers", func(b *testing.B) {
 		rs := routes(total / 2)
 		for i := 0; i < b.N; i++ {
-			ts := NewTables(nil)
+			ts := NewTables()
 			var wg sync.WaitGroup
 			for _, id := range []uint32{100, 101} {
 				wg.Add(1)

@@ -16,8 +16,9 @@ const (
 	TableLocal   uint32 = 255
 )
 
-// DefaultMetric is the metric of a route added without one (Linux's
-// IP6_RT_PRIO_USER); a metric of 0 is read as this, as the kernel does.
+// DefaultMetric is the metric of a route a user adds without one (Linux's
+// IP6_RT_PRIO_USER; the command language applies it). Routes the router
+// derives from its addresses have 256 (connected) and 0 (local).
 const DefaultMetric = 1024
 
 // Type is a route's type (RTN_* in Linux).
@@ -81,6 +82,9 @@ type Attrs struct {
 	Type    Type
 	Proto   Proto
 	Nexthop nexthop.Nexthop
+	// PrefSrc is the source address the router prefers for packets it
+	// sends along the route (iproute2's "src"); zero for none.
+	PrefSrc netip.Addr
 	// MTU of the path, 0 for the link's own.
 	MTU uint32
 	// Expires is when the route goes away, in Unix nanoseconds; 0 never.
@@ -156,9 +160,6 @@ func (r *Route) normalize() error {
 		if r.Src.Bits() == 0 {
 			r.Src = netip.Prefix{} // "from ::/0" is no source restriction
 		}
-	}
-	if r.Metric == 0 {
-		r.Metric = DefaultMetric
 	}
 	if r.Type == 0 {
 		r.Type = Unicast

@@ -19,7 +19,7 @@ import (
 // writers add and delete routes at random in the same table and in a
 // second table, in parallel.
 func TestStress(t *testing.T) {
-	ts := NewTables(nil)
+	ts := NewTables()
 	tab := ts.Ensure(100)
 	other := ts.Ensure(101)
 	var dsts []netip.Prefix

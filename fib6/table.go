@@ -58,16 +58,22 @@ type Table struct {
 	intern  map[Attrs]*attrsRef
 	last    *attrsRef
 	expiry  map[netip.Prefix]int // destinations with expiring routes -> how many
-	notify  func(Table *Table, changes []Change)
+	watch   *atomic.Pointer[Watcher]
 }
 
-func newTable(id uint32, notify func(*Table, []Change)) *Table {
+// Watcher hears every committed change of every table of a registry.
+type Watcher func(t *Table, changes []Change)
+
+func newTable(id uint32, watch *atomic.Pointer[Watcher]) *Table {
+	if watch == nil {
+		watch = new(atomic.Pointer[Watcher])
+	}
 	return &Table{
 		id:     id,
 		trie:   newTrie(),
 		intern: make(map[Attrs]*attrsRef),
 		expiry: make(map[netip.Prefix]int),
-		notify: notify,
+		watch:  watch,
 	}
 }
 
@@ -195,6 +201,7 @@ func (t *Table) Begin() *Txn {
 	x.t = t
 	x.n = 0
 	x.changes = x.changes[:0]
+	x.watched = t.watch.Load() != nil
 	t.trie.begin(&x.tx, t.lastTxn)
 	return x
 }
@@ -204,6 +211,7 @@ type Txn struct {
 	t       *Table
 	tx      trieTxn
 	n       int // changes made
+	watched bool
 	changes []Change
 }
 
@@ -234,12 +242,12 @@ func (x *Txn) Commit() {
 		t.gen.Add(1)
 	}
 	var changes []Change
-	if t.notify != nil && len(x.changes) > 0 {
+	if len(x.changes) > 0 {
 		changes = slices.Clone(x.changes)
 	}
 	t.mu.Unlock()
-	if changes != nil {
-		t.notify(t, changes)
+	if w := t.watch.Load(); w != nil && changes != nil {
+		(*w)(t, changes)
 	}
 }
 
@@ -277,12 +285,34 @@ func (x *Txn) put(r Route, mode putMode) error {
 	t := x.t
 	k := prefixKey(r.Dst)
 	plen := r.Dst.Bits()
-	cur := x.tx.get(k, plen)
-	var old []*attrsRef
-	if cur != nil {
-		old = cur.routes
-	}
 	ref := t.ref(&r.Attrs)
+	// A new destination, the common case, takes one walk of the trie.
+	cur := x.tx.insert(k, plen, ref.single)
+	if cur == nil {
+		x.added(r.Dst, ref, r.Expires)
+		return nil
+	}
+	err := x.putOn(cur, k, plen, r, ref, mode)
+	if err != nil && ref.refs == 0 {
+		t.drop(ref)
+	}
+	return err
+}
+
+func (x *Txn) added(dst netip.Prefix, ref *attrsRef, expires int64) {
+	ref.refs++
+	x.n++
+	x.note(Added, dst, ref)
+	x.t.size.Add(1)
+	if expires != 0 {
+		x.t.expiry[dst]++
+	}
+}
+
+// putOn adds r to the routes cur of its destination.
+func (x *Txn) putOn(cur *rset, k key, plen int, r Route, ref *attrsRef, mode putMode) error {
+	t := x.t
+	old := cur.routes
 	at := -1       // insert position
 	replaced := -1 // index in old of the route replaced
 	for i, a := range old {
@@ -371,7 +401,7 @@ func (x *Txn) remove(dst netip.Prefix, k key, cur *rset, i int) {
 }
 
 func (x *Txn) note(op ChangeOp, dst netip.Prefix, a *attrsRef) {
-	if x.t.notify != nil {
+	if x.watched {
 		x.changes = append(x.changes, Change{Op: op, Table: x.t.id, Route: Route{Dst: dst, Attrs: a.Attrs}})
 	}
 }
@@ -394,13 +424,17 @@ func (t *Table) ref(a *Attrs) *attrsRef {
 	return r
 }
 
+func (t *Table) drop(r *attrsRef) {
+	delete(t.intern, r.Attrs)
+	if t.last == r {
+		t.last = nil
+	}
+}
+
 func (t *Table) unref(dst netip.Prefix, r *attrsRef) {
 	r.refs--
 	if r.refs == 0 {
-		delete(t.intern, r.Attrs)
-		if t.last == r {
-			t.last = nil
-		}
+		t.drop(r)
 	}
 	if r.Expires != 0 {
 		if t.expiry[dst]--; t.expiry[dst] <= 0 {
@@ -455,10 +489,14 @@ type Filter struct {
 	Type  Type
 	// Src: only routes whose source prefix lies within this one.
 	Src netip.Prefix
+	// Link, Gateway: only routes through this link, via this gateway.
+	Link    int32
+	Gateway netip.Addr
 }
 
 func (f *Filter) selects(dst netip.Prefix, a *Attrs) bool {
-	if f.Proto != 0 && a.Proto != f.Proto || f.Type != 0 && a.Type != f.Type {
+	if f.Proto != 0 && a.Proto != f.Proto || f.Type != 0 && a.Type != f.Type ||
+		f.Link != 0 && a.Nexthop.Link != f.Link || f.Gateway.IsValid() && a.Nexthop.Gateway != f.Gateway {
 		return false
 	}
 	if f.Src.IsValid() && (!a.Src.IsValid() || a.Src.Bits() < f.Src.Bits() || !f.Src.Contains(a.Src.Addr())) {
@@ -527,24 +565,34 @@ func (t *Table) Flush(f Filter) int {
 // a lock; creating one takes the registry's own mutex, which no route
 // change ever needs.
 type Tables struct {
-	mu     sync.Mutex
-	all    atomic.Pointer[map[uint32]*Table]
-	main   *Table
-	local  *Table
-	notify func(*Table, []Change)
+	mu    sync.Mutex
+	all   atomic.Pointer[map[uint32]*Table]
+	main  *Table
+	local *Table
+	watch atomic.Pointer[Watcher]
 }
 
 // NewTables returns the registry with local (255), main (254) and default
-// (253). notify, if not nil, hears every committed change.
-func NewTables(notify func(*Table, []Change)) *Tables {
-	ts := &Tables{notify: notify}
+// (253).
+func NewTables() *Tables {
+	ts := &Tables{}
 	m := map[uint32]*Table{}
 	for _, id := range []uint32{TableLocal, TableMain, TableDefault} {
-		m[id] = newTable(id, notify)
+		m[id] = newTable(id, &ts.watch)
 	}
 	ts.main, ts.local = m[TableMain], m[TableLocal]
 	ts.all.Store(&m)
 	return ts
+}
+
+// Watch makes w hear every change committed from now on; nil stops it.
+// Transactions record changes only while someone watches.
+func (ts *Tables) Watch(w Watcher) {
+	if w == nil {
+		ts.watch.Store(nil)
+	} else {
+		ts.watch.Store(&w)
+	}
 }
 
 // Main and Local are the two tables every lookup starts with.
@@ -569,7 +617,7 @@ func (ts *Tables) Ensure(id uint32) *Table {
 	for k, v := range old {
 		m[k] = v
 	}
-	t := newTable(id, ts.notify)
+	t := newTable(id, &ts.watch)
 	m[id] = t
 	ts.all.Store(&m)
 	return t

@@ -335,10 +335,10 @@ func TestSourceRoutes(t *testing.T) {
 }
 
 func ExampleTable_Dump() {
-	ts := NewTables(nil)
+	ts := NewTables()
 	x := ts.Main().Begin()
 	for _, p := range []string{"2001:db8:1::/48", "2001:db8::/32", "2001:db8::/48"} {
-		x.Add(Route{Dst: netip.MustParsePrefix(p), Attrs: Attrs{Nexthop: nexthop.Nexthop{Link: 1}}})
+		x.Add(Route{Dst: netip.MustParsePrefix(p), Attrs: Attrs{Metric: DefaultMetric, Nexthop: nexthop.Nexthop{Link: 1}}})
 	}
 	x.Commit()
 	ts.Main().Dump(Filter{}, func(r Route) bool { fmt.Println(r.Dst, r.Metric); return true })

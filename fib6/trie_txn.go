@@ -19,6 +19,10 @@ type trieTxn struct {
 	rootOwned bool
 	dirty     map[uint32]unsafe.Pointer // position (see pos) -> new slot entry
 	ops       int
+	// ifAbsent makes set a no-op where (k, plen) exists already, leaving
+	// what is there in found: insert's single walk.
+	ifAbsent bool
+	found    *rset
 	// pending is the first change's store into a published compressed
 	// node, deferred: when the transaction makes no other change, commit
 	// does just this store, and nothing above the node is copied.
@@ -215,6 +219,25 @@ func (x *trieTxn) set(k key, plen int, val *rset) {
 	x.setDense(0, k, plen, val)
 }
 
+// insert stores val for (k, plen) unless something is stored there; then
+// it changes nothing and returns that.
+func (x *trieTxn) insert(k key, plen int, val *rset) *rset {
+	x.ifAbsent, x.found = true, nil
+	x.set(k, plen, val)
+	x.ifAbsent = false
+	return x.found
+}
+
+// exists reports, for insert, whether r is stored where set is about to
+// store; it then keeps it and set changes nothing.
+func (x *trieTxn) exists(r *rset) bool {
+	if x.ifAbsent && r != nil {
+		x.found = r
+		return true
+	}
+	return false
+}
+
 // deferStore takes the store of kid entry e into published node n's slot
 // o as the pending store, if this is the transaction's only change so far
 // and the store cannot make n collapse.
@@ -266,6 +289,9 @@ func (x *trieTxn) copyPath(e unsafe.Pointer, depth int, p struct {
 func (x *trieTxn) setDense(lvl int, k key, plen int, val *rset) {
 	depth := lvl * 8
 	if plen <= depth+8 {
+		if x.exists(denseLocal(x.dense(lvl, k), k, plen-depth, lvl)) {
+			return
+		}
 		x.setDenseLocal(lvl, k, plen, val)
 		return
 	}
@@ -297,6 +323,9 @@ func (x *trieTxn) setDense(lvl int, k key, plen int, val *rset) {
 	case tagTail:
 		t := asTail(e)
 		if t.k == k && int(t.plen) == plen {
+			if x.exists(t.val) {
+				return
+			}
 			if val == nil {
 				x.setSlot(d, lvl, k, rsetEntry(dflt))
 			} else {
@@ -459,6 +488,9 @@ func (x *trieTxn) setIn(e unsafe.Pointer, depth int, k key, plen int, val, dflt 
 	case tagTail:
 		t := asTail(e)
 		if t.k == k && int(t.plen) == plen {
+			if x.exists(t.val) {
+				return e
+			}
 			if val == nil {
 				return nil
 			}
@@ -491,6 +523,9 @@ func (x *trieTxn) nodeSet(n *cnode, depth int, k key, plen int, val *rset, colla
 	l := plen - depth
 	if l > 8 {
 		return x.nodeSetDeeper(n, depth, k, plen, val, collapse)
+	}
+	if l == 8 && x.exists(n.fringeAt(o)) || l < 8 && x.exists(n.cold().loc.shortAt(artIndex(l, o))) {
+		return nodeEntry(n)
 	}
 	n = x.ownNode(n, 0)
 	e := n.slotEntry(o)

@@ -1,0 +1,53 @@
+// Command urouter is the router: `urouter daemon` runs it, and
+// `urouter [OPTIONS] OBJECT COMMAND ...` (iproute2's words) talks to it.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"urouter/control"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "daemon" {
+		os.Exit(daemon(os.Args[2:]))
+	}
+	os.Exit(control.Main(os.Args[1:]))
+}
+
+func daemon(args []string) int {
+	fs := flag.NewFlagSet("urouter daemon", flag.ContinueOnError)
+	config := fs.String("config", "", "apply this batch of commands at start")
+	socket := fs.String("socket", "", "control socket (default $UROUTER_SOCKET or "+control.DefaultSocket+")")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	r := control.NewRouter()
+	srv, err := control.Listen(control.SocketPath(*socket), r)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "urouter daemon:", err)
+		return 1
+	}
+	if *config != "" {
+		if err := r.ApplyConfig(*config); err != nil {
+			fmt.Fprintf(os.Stderr, "urouter daemon: config %s:\n%v\n", *config, err)
+			srv.Close()
+			return 1
+		}
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		<-sig
+		srv.Close()
+	}()
+	if err := srv.Serve(); err != nil {
+		fmt.Fprintln(os.Stderr, "urouter daemon:", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,204 @@
+package control
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+)
+
+const usage = `Usage: urouter [ OPTIONS ] OBJECT { COMMAND | help }
+       urouter [ -force ] -batch filename
+       urouter daemon [ --config FILE ] [ --socket PATH ]
+where  OBJECT := { route | link | address | monitor }
+       OPTIONS := { -6 | -s[tatistics] | -d[etails] | -j[son] | -p[retty] |
+                    -force | --socket PATH }
+The daemon is found at --socket PATH, $UROUTER_SOCKET, or ` + DefaultSocket + "."
+
+// Main is the client: it parses ip's global options, sends the command (or
+// the batch) to the daemon and prints what comes back. It returns the exit
+// status.
+func Main(args []string) int {
+	var o options
+	socket := ""
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
+		opt := args[0]
+		if opt == "--" {
+			args = args[1:]
+			break
+		}
+		if opt == "--socket" || opt == "-socket" {
+			if len(args) < 2 {
+				fmt.Fprintln(os.Stderr, "Error: argument \"socket path\" is required")
+				return 255
+			}
+			socket, args = args[1], args[2:]
+			continue
+		}
+		if strings.HasPrefix(opt, "--") {
+			opt = opt[1:]
+		}
+		w := []byte(opt[1:])
+		next := func() (string, bool) {
+			if len(args) < 2 {
+				return "", false
+			}
+			args = args[1:]
+			return args[0], true
+		}
+		switch {
+		case matches(w, "loops"), matches(w, "rcvbuf"):
+			if _, ok := next(); !ok {
+				fmt.Fprintf(os.Stderr, "Error: argument \"%s\" is required\n", opt)
+				return 255
+			}
+		case matches(w, "family"):
+			f, ok := next()
+			if !ok {
+				fmt.Fprintln(os.Stderr, "Error: argument \"family type\" is required")
+				return 255
+			}
+			if f != "inet6" {
+				fmt.Fprintf(os.Stderr, "Error: only the inet6 family is routed here, not \"%s\".\n", f)
+				return 255
+			}
+		case opt == "-6":
+		case opt == "-4", opt == "-0", opt == "-M", opt == "-B":
+			fmt.Fprintf(os.Stderr, "Error: only IPv6 (-6) is routed here, not %s.\n", opt)
+			return 255
+		case matches(w, "human"), matches(w, "human-readable"), matches(w, "iec"):
+		case matches(w, "stats"), matches(w, "statistics"):
+			o.stats++
+		case matches(w, "details"):
+			o.details = true
+		case matches(w, "resolve"), matches(w, "oneline"), matches(w, "timestamp"), matches(w, "tshort"):
+		case matches(w, "Version"):
+			fmt.Println("urouter, iproute2-compatible command language (ip utility 6.x words)")
+			return 0
+		case matches(w, "force"):
+			o.force = true
+		case matches(w, "batch"):
+			f, ok := next()
+			if !ok {
+				fmt.Fprintln(os.Stderr, "Error: argument \"batch file\" is required")
+				return 255
+			}
+			o.batch, o.batchName = true, f
+		case matches(w, "brief"):
+			fmt.Fprintln(os.Stderr, "Error: -brief is not supported.")
+			return 255
+		case matches(w, "json"):
+			o.json = true
+		case matches(w, "pretty"):
+			o.pretty = true
+		case strings.HasPrefix(opt, "-c"):
+		case matches(w, "help"):
+			fmt.Fprintln(os.Stderr, usage)
+			return 255
+		case matches(w, "netns"):
+			fmt.Fprintln(os.Stderr, "Error: -netns is not supported: start the client in the namespace.")
+			return 255
+		case matches(w, "Numeric"), matches(w, "all"), opt == "-echo":
+		default:
+			fmt.Fprintf(os.Stderr, "Option \"%s\" is unknown, try \"ip -help\".\n", args[0])
+			return 255
+		}
+		args = args[1:]
+	}
+	if !o.batch && len(args) == 0 {
+		fmt.Fprintln(os.Stderr, usage)
+		return 255
+	}
+	var input io.Reader
+	keepOpen := false
+	switch {
+	case o.batch:
+		if o.batchName == "-" {
+			input = os.Stdin
+		} else {
+			f, err := os.Open(o.batchName)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "Cannot open file \"%s\" for reading: %s\n", o.batchName, strerrorOf(err))
+				return 1
+			}
+			defer f.Close()
+			input = f
+		}
+	case len(args) >= 2 && matches([]byte(args[0]), "route") && matches([]byte(args[1]), "restore"):
+		// restore replays what `route save` wrote: a batch on stdin
+		o.batch, o.batchName, input = true, "-", os.Stdin
+	default:
+		w := []byte(args[0])
+		keepOpen = matches(w, "monitor") && !matches(w, "maddress")
+		input = strings.NewReader(string(quoteArgs(args)) + "\n")
+	}
+	return talk(SocketPath(socket), o, input, keepOpen)
+}
+
+func strerrorOf(err error) string {
+	if pe, ok := err.(*os.PathError); ok {
+		err = pe.Err
+	}
+	if e, ok := err.(interface{ Errno() uintptr }); ok {
+		_ = e
+	}
+	s := err.Error()
+	if s != "" {
+		s = strings.ToUpper(s[:1]) + s[1:]
+	}
+	return s
+}
+
+// talk sends the header and input to the daemon, writing its answer to
+// stdout and stderr as it comes, and returns the exit status it sends.
+func talk(socket string, o options, input io.Reader, keepOpen bool) int {
+	c, err := net.Dial("unix", socket)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "urouter: cannot reach the daemon at %s: %v\n", socket, err)
+		return 1
+	}
+	defer c.Close()
+	uc := c.(*net.UnixConn)
+	go func() {
+		w := bufio.NewWriterSize(uc, 1<<18)
+		w.WriteString(o.header())
+		io.Copy(w, &lineEnder{r: input})
+		w.Flush()
+		if !keepOpen {
+			uc.CloseWrite()
+		}
+	}()
+	r := bufio.NewReaderSize(uc, 1<<16)
+	stdout := bufio.NewWriterSize(os.Stdout, 1<<16)
+	defer stdout.Flush()
+	var hdr [5]byte
+	for {
+		if _, err := io.ReadFull(r, hdr[:]); err != nil {
+			stdout.Flush()
+			fmt.Fprintln(os.Stderr, "urouter: the daemon closed the connection")
+			return 1
+		}
+		n := int64(binary.BigEndian.Uint32(hdr[1:]))
+		switch hdr[0] {
+		case 'o':
+			if _, err := io.CopyN(stdout, r, n); err != nil {
+				return 1
+			}
+		case 'e':
+			stdout.Flush()
+			if _, err := io.CopyN(os.Stderr, r, n); err != nil {
+				return 1
+			}
+		case 'x':
+			var b [1]byte
+			io.ReadFull(r, b[:])
+			return int(b[0])
+		default:
+			fmt.Fprintln(os.Stderr, "urouter: garbled answer from the daemon")
+			return 1
+		}
+	}
+}

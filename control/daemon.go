@@ -1,0 +1,162 @@
+package control
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// DefaultSocket is where the daemon listens unless told otherwise.
+const DefaultSocket = "/run/urouter/urouter.sock"
+
+// SocketPath picks the control socket: the flag, else $UROUTER_SOCKET,
+// else DefaultSocket.
+func SocketPath(flag string) string {
+	if flag != "" {
+		return flag
+	}
+	if env := os.Getenv("UROUTER_SOCKET"); env != "" {
+		return env
+	}
+	return DefaultSocket
+}
+
+// Server is a running daemon's control socket.
+type Server struct {
+	R    *Router
+	ln   *net.UnixListener
+	path string
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// Listen claims the control socket at path (mode 0600). It refuses if
+// another daemon answers there, and removes a stale socket left by one
+// that died.
+func Listen(path string, r *Router) (*Server, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(path); err == nil {
+		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("another daemon owns %s", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("removing stale socket %s: %w", path, err)
+		}
+	}
+	// Create the socket with no access for others from the start.
+	old := umask(0o177)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	umask(old)
+	if err != nil {
+		return nil, err
+	}
+	ln.SetUnlinkOnClose(true)
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return &Server{R: r, ln: ln, path: path, stop: make(chan struct{})}, nil
+}
+
+// Serve accepts clients until Close, each in its own goroutine: commands
+// of different clients run in parallel.
+func (s *Server) Serve() error {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.R.expireRoutes(s.stop)
+	}()
+	for {
+		c, err := s.ln.AcceptUnix()
+		if err != nil {
+			select {
+			case <-s.stop:
+				return nil
+			default:
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return err
+		}
+		go s.R.serveConn(c)
+	}
+}
+
+// Close stops accepting and removes the socket.
+func (s *Server) Close() {
+	close(s.stop)
+	s.ln.Close()
+	s.wg.Wait()
+}
+
+// ApplyConfig runs a config file (commands in the batch language) as a
+// batch: it stops at the first error and returns it.
+func (r *Router) ApplyConfig(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var msgs []string
+	out := bufio.NewWriter(os.Stdout)
+	s := &session{
+		r:      r,
+		opt:    options{batch: true, batchName: path},
+		out:    out,
+		errOut: func(m string) { msgs = append(msgs, m) },
+	}
+	in := bufio.NewReaderSize(&lineEnder{r: f}, 1<<18)
+	status := s.run(in)
+	out.Flush()
+	if status != 0 {
+		return errors.New(joinLines(msgs))
+	}
+	return nil
+}
+
+func joinLines(ms []string) string {
+	s := ""
+	for i, m := range ms {
+		if i > 0 {
+			s += "\n"
+		}
+		s += m
+	}
+	return s
+}
+
+// lineEnder passes a reader through and adds a final '\n' if the input
+// lacks one, so that its last line counts.
+type lineEnder struct {
+	r    interface{ Read([]byte) (int, error) }
+	last byte
+	done bool
+}
+
+func (l *lineEnder) Read(p []byte) (int, error) {
+	if l.done {
+		return 0, errEOF
+	}
+	n, err := l.r.Read(p)
+	if n > 0 {
+		l.last = p[n-1]
+	}
+	if err != nil && n == 0 {
+		l.done = true
+		if l.last != '\n' && l.last != 0 && len(p) > 0 {
+			p[0] = '\n'
+			return 1, nil
+		}
+		return 0, err
+	}
+	return n, nil
+}

@@ -1,0 +1,117 @@
+package control
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+
+	"urouter/fib6"
+)
+
+// cmdErr is a failed command: the text iproute2 prints for it and the exit
+// status it gives it (255 for a parse error, 1 for an unknown device or
+// object, 2 for a request the kernel rejects).
+type cmdErr struct {
+	msg  string
+	code int
+}
+
+func (e *cmdErr) Error() string { return e.msg }
+
+func parseErr(format string, args ...any) *cmdErr {
+	return &cmdErr{msg: fmt.Sprintf(format, args...), code: 255}
+}
+
+func garbage(word []byte) *cmdErr {
+	return parseErr("Error: either \"to\" is duplicate, or \"%s\" is a garbage.", word)
+}
+
+// invarg is iproute2's invarg(msg, arg). Most of its messages end in a
+// newline of their own, so a blank line follows, as with ip.
+func invarg(msg string, arg []byte) *cmdErr {
+	return parseErr("Error: argument \"%s\" is wrong: %s", arg, msg)
+}
+
+// badValue is invarg's most common message: "KEY" value is invalid.
+func badValue(key string, arg []byte) *cmdErr {
+	return invarg("\""+key+"\" value is invalid\n", arg)
+}
+
+func unsupported(word []byte) *cmdErr {
+	return parseErr("Error: \"%s\" is not supported by this router.", word)
+}
+
+func duparg(key string, arg []byte) *cmdErr {
+	return parseErr("Error: duplicate \"%s\": \"%s\" is the second value.", key, arg)
+}
+
+func incomplete() *cmdErr { return parseErr("Command line is not complete. Try option \"help\"") }
+
+func prefixExpected(arg []byte) *cmdErr {
+	return &cmdErr{msg: fmt.Sprintf("Error: inet6 prefix is expected rather than \"%s\".", arg), code: 1}
+}
+
+func addrExpected(arg []byte) *cmdErr {
+	return &cmdErr{msg: fmt.Sprintf("Error: inet6 address is expected rather than \"%s\".", arg), code: 1}
+}
+
+func nodev(name []byte) *cmdErr {
+	return &cmdErr{msg: fmt.Sprintf("Cannot find device \"%s\"", name), code: 1}
+}
+
+// rejected is a request the router refuses, worded as iproute2 words a
+// kernel refusal: "Error: ..." when there is a message, else
+// "RTNETLINK answers: " and the errno's text.
+func rejected(err error) *cmdErr {
+	var fe *fib6.Error
+	if errors.As(err, &fe) {
+		if fe.Msg != "" {
+			return &cmdErr{msg: "Error: " + fe.Msg, code: 2}
+		}
+		return answers(fe.Errno)
+	}
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return answers(errno)
+	}
+	return &cmdErr{msg: "Error: " + err.Error(), code: 2}
+}
+
+func answers(errno syscall.Errno) *cmdErr {
+	return &cmdErr{msg: "RTNETLINK answers: " + strerror(errno), code: 2}
+}
+
+func extack(msg string) *cmdErr { return &cmdErr{msg: "Error: " + msg, code: 2} }
+
+// strerror is glibc's wording (Go's is lower-case).
+func strerror(e syscall.Errno) string {
+	switch e {
+	case syscall.EEXIST:
+		return "File exists"
+	case syscall.ESRCH:
+		return "No such process"
+	case syscall.ENODEV:
+		return "No such device"
+	case syscall.EHOSTUNREACH:
+		return "No route to host"
+	case syscall.ENETUNREACH:
+		return "Network is unreachable"
+	case syscall.EACCES:
+		return "Permission denied"
+	case syscall.EINVAL:
+		return "Invalid argument"
+	case syscall.ENOENT:
+		return "No such file or directory"
+	case syscall.ENETDOWN:
+		return "Network is down"
+	case syscall.EOPNOTSUPP:
+		return "Operation not supported"
+	case syscall.EBUSY:
+		return "Device or resource busy"
+	}
+	s := e.Error()
+	if s != "" && s[0] >= 'a' && s[0] <= 'z' {
+		s = string(s[0]-'a'+'A') + s[1:]
+	}
+	return s
+}

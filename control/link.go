@@ -1,0 +1,574 @@
+package control
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"urouter/dataplane"
+)
+
+// The link object: ip link { add NAME type dummy | set NAME up|down|mtu N |
+// del NAME | show [NAME] }, and the address object: ip address { add | del |
+// show | flush }.
+
+func (s *session) linkCmd(args [][]byte) *cmdErr {
+	if len(args) == 0 {
+		return s.linkShow(nil)
+	}
+	w, rest := args[0], args[1:]
+	switch {
+	case matches(w, "add"):
+		return s.linkAdd(rest)
+	case matches(w, "set") || matches(w, "change"):
+		return s.linkSet(rest)
+	case matches(w, "delete"):
+		return s.linkDel(rest)
+	case matches(w, "show") || matches(w, "lst") || matches(w, "list"):
+		return s.linkShow(rest)
+	case matches(w, "help"):
+		return parseErr("Usage: ip link add NAME type { dummy }\n" +
+			"       ip link set { DEVICE | dev DEVICE } [ up | down ] [ mtu MTU ]\n" +
+			"       ip link delete { DEVICE | dev DEVICE }\n" +
+			"       ip link show [ DEVICE ]")
+	}
+	return parseErr("Command \"%s\" is unknown, try \"ip link help\".", w)
+}
+
+// linkArgs is what iplink_parse reads.
+type linkArgs struct {
+	name    []byte
+	typ     []byte
+	typArgs [][]byte
+	up, set bool
+	mtu     int
+}
+
+func parseLinkArgs(args [][]byte) (*linkArgs, *cmdErr) {
+	a := &linkArgs{mtu: -1}
+	for i := 0; i < len(args); i++ {
+		w := args[i]
+		next := func() ([]byte, *cmdErr) {
+			i++
+			if i >= len(args) {
+				return nil, incomplete()
+			}
+			return args[i], nil
+		}
+		switch {
+		case is(w, "up"):
+			a.up, a.set = true, true
+		case is(w, "down"):
+			a.up, a.set = false, true
+		case is(w, "name"):
+			v, err := next()
+			if err != nil {
+				return nil, err
+			}
+			if a.name != nil {
+				return nil, duparg("name", v)
+			}
+			a.name = v
+		case is(w, "mtu"):
+			v, err := next()
+			if err != nil {
+				return nil, err
+			}
+			if a.mtu >= 0 {
+				return nil, duparg("mtu", v)
+			}
+			n, perr := strconv.Atoi(str(v))
+			if perr != nil || n < 0 {
+				return nil, invarg("Invalid \"mtu\" value\n", v)
+			}
+			a.mtu = n
+		case matches(w, "type"):
+			v, err := next()
+			if err != nil {
+				return nil, err
+			}
+			a.typ = v
+			a.typArgs = args[i+1:]
+			return a, nil
+		default:
+			if is(w, "dev") {
+				v, err := next()
+				if err != nil {
+					return nil, err
+				}
+				w = v
+			}
+			if matches(w, "help") {
+				return nil, parseErr("Usage: ip link { add | set | delete | show } ...")
+			}
+			if a.name != nil {
+				return nil, parseErr("Error: either \"dev\" is duplicate, or \"%s\" is a garbage.", w)
+			}
+			a.name = w
+		}
+	}
+	return a, nil
+}
+
+func (s *session) linkAdd(args [][]byte) *cmdErr {
+	a, err := parseLinkArgs(args)
+	if err != nil {
+		return err
+	}
+	if a.typ == nil {
+		return &cmdErr{msg: "Not enough information: \"type\" argument is required", code: 1}
+	}
+	if a.name == nil {
+		return &cmdErr{msg: "Not enough information: \"dev\" argument is required.", code: 255}
+	}
+	var kind dataplane.Kind
+	switch str(a.typ) {
+	case "dummy":
+		kind = dataplane.Dummy
+	default:
+		return extack("Unknown device type.")
+	}
+	if len(a.typArgs) > 0 {
+		return &cmdErr{msg: fmt.Sprintf("Garbage instead of arguments \"%s ...\". Try \"ip link help\".", a.typArgs[0]), code: 1}
+	}
+	if len(a.name) == 0 || len(a.name) > 15 || strings.ContainsAny(str(a.name), "/ \t:") {
+		return invarg("\"name\" not a valid ifname\n", a.name)
+	}
+	mtu := 1500
+	if a.mtu >= 0 {
+		if a.mtu < dataplane.MinMTU {
+			return extack(dataplane.ErrMTU.Error())
+		}
+		mtu = a.mtu
+	}
+	s.r.mu.Lock()
+	l, lerr := s.r.Links.Add(string(a.name), kind, mtu)
+	s.r.mu.Unlock()
+	if lerr != nil {
+		return linkErr(lerr)
+	}
+	if a.set && a.up {
+		s.r.setUp(l, true)
+	}
+	return nil
+}
+
+func linkErr(err error) *cmdErr {
+	switch {
+	case errors.Is(err, dataplane.ErrLinkExists):
+		return &cmdErr{msg: "RTNETLINK answers: File exists", code: 2}
+	case errors.Is(err, dataplane.ErrNoLink):
+		return &cmdErr{msg: "RTNETLINK answers: No such device", code: 2}
+	}
+	return extack(err.Error())
+}
+
+func (s *session) linkSet(args [][]byte) *cmdErr {
+	a, err := parseLinkArgs(args)
+	if err != nil {
+		return err
+	}
+	if a.name == nil {
+		return parseErr("Not enough information: \"dev\" argument is required.")
+	}
+	l, err := s.link(a.name)
+	if err != nil {
+		return err
+	}
+	if a.typ != nil {
+		return extack("Operation not supported.")
+	}
+	if a.mtu >= 0 {
+		s.r.mu.Lock()
+		merr := s.r.Links.SetMTU(l, a.mtu)
+		s.r.mu.Unlock()
+		if merr != nil {
+			return extack(merr.Error())
+		}
+	}
+	if a.set {
+		s.r.setUp(l, a.up)
+	}
+	return nil
+}
+
+func (s *session) linkDel(args [][]byte) *cmdErr {
+	a, err := parseLinkArgs(args)
+	if err != nil {
+		return err
+	}
+	if a.name == nil {
+		return parseErr("Not enough information: \"dev\" argument is required.")
+	}
+	l, err := s.link(a.name)
+	if err != nil {
+		return err
+	}
+	if derr := s.r.delLink(l); derr != nil {
+		return rejected(derr)
+	}
+	return nil
+}
+
+func (s *session) linkShow(args [][]byte) *cmdErr {
+	var only *dataplane.Link
+	for i := 0; i < len(args); i++ {
+		w := args[i]
+		if is(w, "dev") {
+			if i++; i >= len(args) {
+				return incomplete()
+			}
+			w = args[i]
+		} else if matches(w, "up") {
+			continue
+		}
+		only = s.r.Links.ByName(str(w))
+		if only == nil {
+			return &cmdErr{msg: fmt.Sprintf("Device \"%s\" does not exist.", w), code: 1}
+		}
+	}
+	var j *jsonw
+	if s.opt.json {
+		j = &jsonw{w: s.out, pretty: s.opt.pretty}
+		j.startArray()
+	}
+	for _, l := range s.r.Links.All() {
+		if only != nil && l != only {
+			continue
+		}
+		if j != nil {
+			j.startObject()
+			s.linkJSON(j, l, true)
+			j.endObject()
+		} else {
+			s.out.WriteString(s.linkLine(l, true))
+			s.out.WriteString(linkL2(l))
+			if s.opt.stats > 0 {
+				s.out.WriteString(linkStats(l))
+			}
+		}
+	}
+	if j != nil {
+		j.endArray()
+		s.out.WriteByte('\n')
+	}
+	return nil
+}
+
+// linkFlags are the interface flags Linux shows for the kind of link.
+func linkFlags(l *dataplane.Link) []string {
+	var f []string
+	switch l.Kind {
+	case dataplane.Loopback:
+		f = []string{"LOOPBACK"}
+	case dataplane.Dummy:
+		f = []string{"BROADCAST", "NOARP"}
+	case dataplane.TUN:
+		f = []string{"POINTOPOINT", "MULTICAST", "NOARP"}
+	}
+	if l.Up() {
+		f = append(f, "UP", "LOWER_UP")
+	}
+	return f
+}
+
+func operstate(l *dataplane.Link) string {
+	if l.Up() {
+		return "UNKNOWN"
+	}
+	return "DOWN"
+}
+
+func qlen(l *dataplane.Link) int {
+	if l.Kind == dataplane.TUN {
+		return 500
+	}
+	return 1000
+}
+
+// linkLine is the first line of `ip link show` (mode is left out by
+// `ip addr show`).
+func (s *session) linkLine(l *dataplane.Link, mode bool) string {
+	m := ""
+	if mode {
+		m = "mode DEFAULT "
+	}
+	return fmt.Sprintf("%d: %s: <%s> mtu %d qdisc noqueue state %s %sgroup default qlen %d\n",
+		l.Index, l.Name, strings.Join(linkFlags(l), ","), l.MTU(), operstate(l), m, qlen(l))
+}
+
+func linkL2(l *dataplane.Link) string {
+	switch l.Kind {
+	case dataplane.Loopback:
+		return "    link/loopback 00:00:00:00:00:00 brd 00:00:00:00:00:00\n"
+	case dataplane.Dummy:
+		return "    link/ether " + l.MAC.String() + " brd ff:ff:ff:ff:ff:ff\n"
+	}
+	return "    link/none \n"
+}
+
+func linkStats(l *dataplane.Link) string {
+	c := l.Stats()
+	return fmt.Sprintf("    RX:  bytes packets errors dropped  missed   mcast           \n"+
+		"    %10d %7d %6d %7d %7d %7d \n"+
+		"    TX:  bytes packets errors dropped carrier collsns           \n"+
+		"    %10d %7d %6d %7d %7d %7d \n",
+		c.RxBytes, c.RxPackets, c.RxErrors, c.RxDropped, 0, 0,
+		c.TxBytes, c.TxPackets, c.TxErrors, c.TxDropped, 0, 0) + dropReasons(c)
+}
+
+// dropReasons adds a line per drop reason the router counts, beyond what
+// Linux shows, so that `link show -s` says why packets were dropped.
+func dropReasons(c dataplane.Stats) string {
+	var b strings.Builder
+	for _, d := range c.Drops {
+		if d.Count > 0 {
+			fmt.Fprintf(&b, "    drop %s %d\n", d.Reason, d.Count)
+		}
+	}
+	return b.String()
+}
+
+func (s *session) linkJSON(j *jsonw, l *dataplane.Link, full bool) {
+	j.uint("ifindex", uint64(l.Index))
+	j.str("ifname", l.Name)
+	j.strings("flags", linkFlags(l))
+	j.uint("mtu", uint64(l.MTU()))
+	j.str("qdisc", "noqueue")
+	j.str("operstate", operstate(l))
+	if full {
+		j.str("linkmode", "DEFAULT")
+	}
+	j.str("group", "default")
+	j.uint("txqlen", uint64(qlen(l)))
+	if !full {
+		return
+	}
+	switch l.Kind {
+	case dataplane.Loopback:
+		j.str("link_type", "loopback")
+		j.str("address", "00:00:00:00:00:00")
+		j.str("broadcast", "00:00:00:00:00:00")
+	case dataplane.Dummy:
+		j.str("link_type", "ether")
+		j.str("address", l.MAC.String())
+		j.str("broadcast", "ff:ff:ff:ff:ff:ff")
+	default:
+		j.str("link_type", "none")
+	}
+	if s.opt.stats > 0 {
+		c := l.Stats()
+		j.name("stats64")
+		j.startObject()
+		for _, dir := range []struct {
+			k                           string
+			bytes, packets, errs, drops uint64
+		}{{"rx", c.RxBytes, c.RxPackets, c.RxErrors, c.RxDropped}, {"tx", c.TxBytes, c.TxPackets, c.TxErrors, c.TxDropped}} {
+			j.name(dir.k)
+			j.startObject()
+			j.uint("bytes", dir.bytes)
+			j.uint("packets", dir.packets)
+			j.uint("errors", dir.errs)
+			j.uint("dropped", dir.drops)
+			j.endObject()
+		}
+		j.name("drops")
+		j.startObject()
+		for _, d := range c.Drops {
+			j.uint(d.Reason, d.Count)
+		}
+		j.endObject()
+		j.endObject()
+	}
+}
+
+func (s *session) addrCmd(args [][]byte) *cmdErr {
+	if len(args) == 0 {
+		return s.addrShow(nil)
+	}
+	w, rest := args[0], args[1:]
+	switch {
+	case matches(w, "add"):
+		return s.addrModify(rest, false)
+	case matches(w, "delete"):
+		return s.addrModify(rest, true)
+	case matches(w, "show") || matches(w, "lst") || matches(w, "list"):
+		return s.addrShow(rest)
+	case matches(w, "flush"):
+		return s.addrFlush(rest)
+	case matches(w, "help"):
+		return parseErr("Usage: ip address { add | del } IFADDR dev IFNAME\n" +
+			"       ip address { show | flush } [ dev IFNAME ]")
+	}
+	return parseErr("Command \"%s\" is unknown, try \"ip address help\".", w)
+}
+
+func (s *session) addrModify(args [][]byte, del bool) *cmdErr {
+	var dev []byte
+	var pfx netip.Prefix
+	var set, lenGiven bool
+	for i := 0; i < len(args); i++ {
+		w := args[i]
+		next := func() ([]byte, *cmdErr) {
+			i++
+			if i >= len(args) {
+				return nil, incomplete()
+			}
+			return args[i], nil
+		}
+		switch {
+		case is(w, "dev"):
+			v, err := next()
+			if err != nil {
+				return err
+			}
+			dev = v
+		case is(w, "scope"), matches(w, "valid_lft"), matches(w, "preferred_lft"), is(w, "label"):
+			if _, err := next(); err != nil { // accepted, the router has one kind of address
+				return err
+			}
+		case is(w, "nodad"), is(w, "noprefixroute"), is(w, "home"), is(w, "mngtmpaddr"):
+			return unsupported(w)
+		default:
+			if matches(w, "local") {
+				v, err := next()
+				if err != nil {
+					return err
+				}
+				w = v
+			}
+			if matches(w, "help") {
+				return s.addrCmd([][]byte{[]byte("help")})
+			}
+			if set {
+				return duparg("local", w)
+			}
+			p, err := parsePrefix(w)
+			if err != nil {
+				return err
+			}
+			if p.Addr().IsUnspecified() || p.Addr().IsMulticast() {
+				return extack("ipv6: Invalid address.")
+			}
+			pfx, set, lenGiven = p, true, containsByte(str(w), '/')
+		}
+	}
+	if dev == nil {
+		return parseErr("Not enough information: \"dev\" argument is required.")
+	}
+	if !set {
+		return incomplete()
+	}
+	l, err := s.link(dev)
+	if err != nil {
+		return err
+	}
+	if del {
+		if !lenGiven {
+			for _, a := range l.Addrs() {
+				if a.Addr() == pfx.Addr() {
+					pfx = a // wildcard deletion, as ip does for an address without length
+				}
+			}
+		}
+		if derr := s.r.delAddr(l, pfx); derr != nil {
+			return extack(derr.Error())
+		}
+		return nil
+	}
+	if aerr := s.r.addAddr(l, pfx); aerr != nil {
+		return extack(aerr.Error())
+	}
+	return nil
+}
+
+func (s *session) addrFlush(args [][]byte) *cmdErr {
+	var l *dataplane.Link
+	for i := 0; i < len(args); i++ {
+		if is(args[i], "dev") {
+			i++
+		}
+		if i >= len(args) {
+			return incomplete()
+		}
+		var err *cmdErr
+		if l, err = s.link(args[i]); err != nil {
+			return err
+		}
+	}
+	if l == nil {
+		return &cmdErr{msg: "Flush requires arguments.", code: 1}
+	}
+	for _, a := range l.Addrs() {
+		s.r.delAddr(l, a)
+	}
+	return nil
+}
+
+func scopeOf(a netip.Addr) string {
+	switch {
+	case a.IsLoopback():
+		return "host"
+	case a.IsLinkLocalUnicast():
+		return "link"
+	}
+	return "global"
+}
+
+func (s *session) addrShow(args [][]byte) *cmdErr {
+	var only *dataplane.Link
+	for i := 0; i < len(args); i++ {
+		w := args[i]
+		if is(w, "dev") {
+			if i++; i >= len(args) {
+				return incomplete()
+			}
+			w = args[i]
+		}
+		only = s.r.Links.ByName(str(w))
+		if only == nil {
+			return &cmdErr{msg: fmt.Sprintf("Device \"%s\" does not exist.", w), code: 1}
+		}
+	}
+	var j *jsonw
+	if s.opt.json {
+		j = &jsonw{w: s.out, pretty: s.opt.pretty}
+		j.startArray()
+	}
+	for _, l := range s.r.Links.All() {
+		if only != nil && l != only {
+			continue
+		}
+		addrs := l.Addrs()
+		if j != nil {
+			j.startObject()
+			s.linkJSON(j, l, false)
+			j.name("addr_info")
+			j.startArray()
+			for _, a := range addrs {
+				j.startObject()
+				j.str("family", "inet6")
+				j.str("local", a.Addr().String())
+				j.uint("prefixlen", uint64(a.Bits()))
+				j.str("scope", scopeOf(a.Addr()))
+				j.uint("valid_life_time", 4294967295)
+				j.uint("preferred_life_time", 4294967295)
+				j.endObject()
+			}
+			j.endArray()
+			j.endObject()
+			continue
+		}
+		s.out.WriteString(s.linkLine(l, false))
+		for _, a := range addrs {
+			fmt.Fprintf(s.out, "    inet6 %s scope %s \n       valid_lft forever preferred_lft forever\n", a, scopeOf(a.Addr()))
+		}
+	}
+	if j != nil {
+		j.endArray()
+		s.out.WriteByte('\n')
+	}
+	return nil
+}

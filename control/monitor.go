@@ -1,0 +1,187 @@
+package control
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+
+	"urouter/dataplane"
+	"urouter/fib6"
+)
+
+// `monitor [all | route | link | address] [label]` streams changes as they
+// are published, as `ip monitor` does.
+
+type monitorReq struct {
+	route, link, addr, label bool
+}
+
+func (s *session) monitorCmd(args [][]byte) *cmdErr {
+	req := &monitorReq{}
+	for _, w := range args {
+		switch {
+		case matches(w, "label"):
+			req.label = true
+		case matches(w, "link"):
+			req.link = true
+		case matches(w, "address"):
+			req.addr = true
+		case matches(w, "route"):
+			req.route = true
+		case is(w, "all"):
+			req.route, req.link, req.addr, req.label = true, true, true, true
+		case matches(w, "help"):
+			return parseErr("Usage: ip monitor [ all | OBJECTS ] [ label ]\nOBJECTS :=  link | address | route")
+		default:
+			return parseErr("Argument \"%s\" is unknown, try \"ip monitor help\".", w)
+		}
+	}
+	if !req.route && !req.link && !req.addr {
+		req.route, req.link, req.addr = true, true, true
+	}
+	if s.opt.batch {
+		return &cmdErr{msg: "Error: monitor cannot run inside a batch.", code: 1}
+	}
+	s.monitor = req
+	return nil
+}
+
+// event is one change a monitor hears.
+type event struct {
+	route   *fib6.Change
+	link    *dataplane.Link
+	addr    netip.Prefix
+	deleted bool
+}
+
+type subscriber struct {
+	req  monitorReq
+	ch   chan event
+	lost atomic.Uint64
+}
+
+// hub hands the router's changes to the monitors. Changes are recorded
+// only while a monitor listens.
+type hub struct {
+	r      *Router
+	mu     sync.Mutex
+	subs   map[*subscriber]struct{}
+	routes int
+}
+
+func (h *hub) subscribe(req monitorReq) *subscriber {
+	s := &subscriber{req: req, ch: make(chan event, 4096)}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.subs == nil {
+		h.subs = map[*subscriber]struct{}{}
+	}
+	h.subs[s] = struct{}{}
+	if req.route {
+		if h.routes++; h.routes == 1 {
+			h.r.Tables.Watch(h.routeChanges)
+		}
+	}
+	return s
+}
+
+func (h *hub) unsubscribe(s *subscriber) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.subs, s)
+	if s.req.route {
+		if h.routes--; h.routes == 0 {
+			h.r.Tables.Watch(nil)
+		}
+	}
+}
+
+func (h *hub) publish(ev event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for s := range h.subs {
+		if ev.route != nil && !s.req.route || ev.link != nil && !ev.addr.IsValid() && !s.req.link ||
+			ev.addr.IsValid() && !s.req.addr {
+			continue
+		}
+		select {
+		case s.ch <- ev:
+		default:
+			s.lost.Add(1) // a monitor that cannot keep up loses events, never blocks the router
+		}
+	}
+}
+
+func (h *hub) routeChanges(_ *fib6.Table, cs []fib6.Change) {
+	for i := range cs {
+		h.publish(event{route: &cs[i], deleted: cs[i].Op == fib6.Deleted})
+	}
+}
+
+func (h *hub) linkChanged(l *dataplane.Link, what string) {
+	if h.r == nil {
+		return
+	}
+	h.publish(event{link: l, deleted: what == "del"})
+}
+
+func (h *hub) addrChanged(l *dataplane.Link, a netip.Prefix, deleted bool) {
+	h.publish(event{link: l, addr: a, deleted: deleted})
+}
+
+// stream sends events to the session's client until it goes away.
+func (h *hub) stream(s *session, in *bufio.Reader) {
+	sub := h.subscribe(*s.monitor)
+	defer h.unsubscribe(sub)
+	gone := make(chan struct{})
+	go func() {
+		io.Copy(io.Discard, in) // the client sends nothing more; EOF means it left
+		close(gone)
+	}()
+	p := s.printer(&showFilter{monitor: true})
+	p.j = nil // ip monitor prints text even with -j
+	for {
+		select {
+		case <-gone:
+			return
+		case ev := <-sub.ch:
+			if n := sub.lost.Swap(0); n > 0 {
+				fmt.Fprintf(s.out, "(%d events lost)\n", n)
+			}
+			h.format(s, p, ev)
+			if s.out.Flush() != nil {
+				return
+			}
+		}
+	}
+}
+
+func (h *hub) format(s *session, p *routePrinter, ev event) {
+	label := func(l string) {
+		if s.monitor.label {
+			s.out.WriteString(l)
+		}
+	}
+	del := ""
+	if ev.deleted {
+		del = "Deleted "
+	}
+	switch {
+	case ev.route != nil:
+		label("[ROUTE]")
+		p.table = ev.route.Table
+		p.deleted = ev.deleted
+		p.add(ev.route.Route)
+		p.flushGroup()
+	case ev.addr.IsValid():
+		label("[ADDR]")
+		fmt.Fprintf(s.out, "%s%d: %s    inet6 %s scope %s \n       valid_lft forever preferred_lft forever\n",
+			del, ev.link.Index, ev.link.Name, ev.addr, scopeOf(ev.addr.Addr()))
+	default:
+		label("[LINK]")
+		s.out.WriteString(del + s.linkLine(ev.link, false) + linkL2(ev.link))
+	}
+}

@@ -1,0 +1,95 @@
+package control
+
+import (
+	"strconv"
+
+	"urouter/fib6"
+)
+
+// The names iproute2 knows for route protocols (/etc/iproute2/rt_protos
+// as shipped with iproute2 6.x), route types, tables and preferences.
+
+var protoNames = map[fib6.Proto]string{
+	0: "unspec", 1: "redirect", 2: "kernel", 3: "boot", 4: "static",
+	8: "gated", 9: "ra", 10: "mrt", 11: "zebra", 12: "bird", 13: "dnrouted",
+	14: "xorp", 15: "ntk", 16: "dhcp", 18: "keepalived", 42: "babel",
+	99: "openr", 186: "bgp", 187: "isis", 188: "ospf", 189: "rip", 192: "eigrp",
+}
+
+var protoByName = invert(protoNames)
+
+func protoString(p fib6.Proto) string {
+	if s, ok := protoNames[p]; ok {
+		return s
+	}
+	return strconv.Itoa(int(p))
+}
+
+func parseProto(b []byte) (fib6.Proto, bool) {
+	if p, ok := protoByName[string(b)]; ok {
+		return p, true
+	}
+	n, err := strconv.ParseUint(string(b), 0, 8)
+	return fib6.Proto(n), err == nil
+}
+
+// parseType reads a route type word as iproute2's rtnl_rtntype_a2n does,
+// abbreviations included ("u" is unreachable, "bl" blackhole). known says
+// iproute2 knows the word; t is 0 for types this router does not have
+// (broadcast, anycast, multicast, nat, xresolve).
+func parseType(w []byte) (t fib6.Type, known bool) {
+	switch {
+	case is(w, "local"):
+		return fib6.Local, true
+	case is(w, "nat"), matches(w, "broadcast"), is(w, "brd"), matches(w, "anycast"), matches(w, "multicast"):
+		return 0, true
+	case matches(w, "prohibit"):
+		return fib6.Prohibit, true
+	case matches(w, "unreachable"):
+		return fib6.Unreachable, true
+	case matches(w, "blackhole"):
+		return fib6.Blackhole, true
+	case matches(w, "xresolve"):
+		return 0, true
+	case matches(w, "unicast"):
+		return fib6.Unicast, true
+	case is(w, "throw"):
+		return fib6.Throw, true
+	}
+	return 0, false
+}
+
+var tableNames = map[uint32]string{fib6.TableDefault: "default", fib6.TableMain: "main", fib6.TableLocal: "local"}
+
+func tableString(id uint32) string {
+	if s, ok := tableNames[id]; ok {
+		return s
+	}
+	return strconv.FormatUint(uint64(id), 10)
+}
+
+// tableAll is "table all" in show and flush.
+const tableAll = ^uint32(0)
+
+func parseTable(b []byte, allowAll bool) (uint32, bool) {
+	switch string(b) {
+	case "main":
+		return fib6.TableMain, true
+	case "local":
+		return fib6.TableLocal, true
+	case "default":
+		return fib6.TableDefault, true
+	case "all":
+		return tableAll, allowAll
+	}
+	n, err := strconv.ParseUint(string(b), 0, 32)
+	return uint32(n), err == nil && n > 0
+}
+
+func invert[K comparable, V comparable](m map[K]V) map[V]K {
+	out := make(map[V]K, len(m))
+	for k, v := range m {
+		out[v] = k
+	}
+	return out
+}

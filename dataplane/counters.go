@@ -1,0 +1,104 @@
+package dataplane
+
+import (
+	"slices"
+	"sync/atomic"
+)
+
+// DropReason says why the router dropped a packet.
+type DropReason uint8
+
+const (
+	DropTruncated   DropReason = iota // shorter than its headers
+	DropVersion                       // not IPv6
+	DropLength                        // shorter than its payload length says
+	DropMartian                       // a source or destination that must not be routed
+	DropHopLimit                      // hop limit expired
+	DropNoRoute                       // no route, or an unreachable route
+	DropProhibited                    // prohibit route
+	DropBlackhole                     // blackhole route
+	DropTooBig                        // larger than the egress MTU
+	DropLinkDown                      // egress link down or gone
+	DropDummy                         // sent to a dummy link, which drops everything
+	DropLocal                         // for the router, not answered (e.g. an error message)
+	DropWrite                         // the egress refused the write
+	DropRateLimit                     // an ICMPv6 error over the rate limit
+	numDropReasons
+)
+
+var dropNames = [numDropReasons]string{
+	"truncated", "version", "length", "martian", "hop_limit", "no_route", "prohibited",
+	"blackhole", "too_big", "link_down", "dummy", "local", "write", "icmp_ratelimit",
+}
+
+func (d DropReason) String() string { return dropNames[d] }
+
+// Counters are one worker's counts for one link. Only that worker adds to
+// them (once per batch), anyone reads them; a link sums its workers'
+// counters when asked, so packets never share a counter.
+type Counters struct {
+	RxPackets, RxBytes atomic.Uint64
+	TxPackets, TxBytes atomic.Uint64
+	RxErrors, TxErrors atomic.Uint64
+	Drops              [numDropReasons]atomic.Uint64
+	_                  [64]byte // keep workers' counters on separate cache lines
+}
+
+// Stats are a link's counters summed over its workers.
+type Stats struct {
+	RxPackets, RxBytes, TxPackets, TxBytes uint64
+	RxErrors, TxErrors                     uint64
+	RxDropped, TxDropped                   uint64
+	Drops                                  []Drop // every reason, in a fixed order
+}
+
+// Drop is one reason's count.
+type Drop struct {
+	Reason string
+	Count  uint64
+}
+
+// NewCounters gives a worker its own counters on l.
+func (l *Link) NewCounters() *Counters {
+	c := new(Counters)
+	for {
+		old := l.counters.Load()
+		var next []*Counters
+		if old != nil {
+			next = slices.Clone(*old)
+		}
+		next = append(next, c)
+		if l.counters.CompareAndSwap(old, &next) {
+			return c
+		}
+	}
+}
+
+// Stats sums the link's counters.
+func (l *Link) Stats() Stats {
+	var s Stats
+	var drops [numDropReasons]uint64
+	if p := l.counters.Load(); p != nil {
+		for _, c := range *p {
+			s.RxPackets += c.RxPackets.Load()
+			s.RxBytes += c.RxBytes.Load()
+			s.TxPackets += c.TxPackets.Load()
+			s.TxBytes += c.TxBytes.Load()
+			s.RxErrors += c.RxErrors.Load()
+			s.TxErrors += c.TxErrors.Load()
+			for i := range drops {
+				drops[i] += c.Drops[i].Load()
+			}
+		}
+	}
+	for i, n := range drops {
+		s.Drops = append(s.Drops, Drop{Reason: dropNames[i], Count: n})
+		switch DropReason(i) {
+		case DropWrite, DropLinkDown, DropDummy:
+			s.TxDropped += n
+		default:
+			s.RxDropped += n
+		}
+	}
+	return s
+}
