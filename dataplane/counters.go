@@ -9,20 +9,20 @@ import (
 type DropReason uint8
 
 const (
-	DropTruncated   DropReason = iota // shorter than its headers
-	DropVersion                       // not IPv6
-	DropLength                        // shorter than its payload length says
-	DropMartian                       // a source or destination that must not be routed
-	DropHopLimit                      // hop limit expired
-	DropNoRoute                       // no route, or an unreachable route
-	DropProhibited                    // prohibit route
-	DropBlackhole                     // blackhole route
-	DropTooBig                        // larger than the egress MTU
-	DropLinkDown                      // egress link down or gone
-	DropDummy                         // sent to a dummy link, which drops everything
-	DropLocal                         // for the router, not answered (e.g. an error message)
-	DropWrite                         // the egress refused the write
-	DropRateLimit                     // an ICMPv6 error over the rate limit
+	DropTruncated  DropReason = iota // shorter than its headers
+	DropVersion                      // not IPv6
+	DropLength                       // shorter than its payload length says
+	DropMartian                      // a source or destination that must not be routed
+	DropHopLimit                     // hop limit expired
+	DropNoRoute                      // no route, or an unreachable route
+	DropProhibited                   // prohibit route
+	DropBlackhole                    // blackhole route
+	DropTooBig                       // larger than the egress MTU
+	DropLinkDown                     // egress link down or gone
+	DropDummy                        // sent to a dummy link, which drops everything
+	DropLocal                        // for the router, not answered (e.g. an error message)
+	DropWrite                        // the egress refused the write
+	DropRateLimit                    // an ICMPv6 error over the rate limit
 	numDropReasons
 )
 
