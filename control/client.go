@@ -129,13 +129,13 @@ func Main(args []string) int {
 		}
 	case len(args) >= 2 && matches([]byte(args[0]), "route") && matches([]byte(args[1]), "restore"):
 		// restore replays what `route save` wrote: a batch on stdin
-		o.batch, o.batchName, input = true, "-", os.Stdin
+		o.batch, o.restore, o.batchName, input = true, true, "-", os.Stdin
 	default:
 		w := []byte(args[0])
 		keepOpen = matches(w, "monitor") && !matches(w, "maddress")
 		input = strings.NewReader(string(quoteArgs(args)) + "\n")
 	}
-	return talk(SocketPath(socket), o, input, keepOpen)
+	return talk(SocketPath(socket), o, input, keepOpen, os.Stdout, os.Stderr)
 }
 
 func strerrorOf(err error) string {
@@ -154,10 +154,10 @@ func strerrorOf(err error) string {
 
 // talk sends the header and input to the daemon, writing its answer to
 // stdout and stderr as it comes, and returns the exit status it sends.
-func talk(socket string, o options, input io.Reader, keepOpen bool) int {
+func talk(socket string, o options, input io.Reader, keepOpen bool, stdoutW, stderr io.Writer) int {
 	c, err := net.Dial("unix", socket)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "urouter: cannot reach the daemon at %s: %v\n", socket, err)
+		fmt.Fprintf(stderr, "urouter: cannot reach the daemon at %s: %v\n", socket, err)
 		return 1
 	}
 	defer c.Close()
@@ -172,13 +172,13 @@ func talk(socket string, o options, input io.Reader, keepOpen bool) int {
 		}
 	}()
 	r := bufio.NewReaderSize(uc, 1<<16)
-	stdout := bufio.NewWriterSize(os.Stdout, 1<<16)
+	stdout := bufio.NewWriterSize(stdoutW, 1<<16)
 	defer stdout.Flush()
 	var hdr [5]byte
 	for {
 		if _, err := io.ReadFull(r, hdr[:]); err != nil {
 			stdout.Flush()
-			fmt.Fprintln(os.Stderr, "urouter: the daemon closed the connection")
+			fmt.Fprintln(stderr, "urouter: the daemon closed the connection")
 			return 1
 		}
 		n := int64(binary.BigEndian.Uint32(hdr[1:]))
@@ -189,7 +189,7 @@ func talk(socket string, o options, input io.Reader, keepOpen bool) int {
 			}
 		case 'e':
 			stdout.Flush()
-			if _, err := io.CopyN(os.Stderr, r, n); err != nil {
+			if _, err := io.CopyN(stderr, r, n); err != nil {
 				return 1
 			}
 		case 'x':
@@ -197,7 +197,7 @@ func talk(socket string, o options, input io.Reader, keepOpen bool) int {
 			io.ReadFull(r, b[:])
 			return int(b[0])
 		default:
-			fmt.Fprintln(os.Stderr, "urouter: garbled answer from the daemon")
+			fmt.Fprintln(stderr, "urouter: garbled answer from the daemon")
 			return 1
 		}
 	}

@@ -491,7 +491,7 @@ func (s *session) routeModify(op routeOp, args [][]byte) *cmdErr {
 		err = x.Prepend(rt)
 	case opChange:
 		if _, derr := x.Delete(fib6.Match{Dst: rt.Dst, Src: rt.Src, Metric: rt.Metric}); derr != nil {
-			return answers(syscall.ENOENT)
+			return extack("Can not replace route - no match found.")
 		}
 		err = x.Add(rt)
 	}

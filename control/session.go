@@ -26,6 +26,9 @@ const protoMagic = "urouter/1"
 
 type options struct {
 	json, pretty, details, force, batch bool
+	// restore: a batch replaying `route save`; routes that exist already
+	// are not errors, as with ip route restore.
+	restore bool
 	stats                               int
 	batchName                           string
 }
@@ -35,7 +38,7 @@ func (o options) header() string {
 	for _, x := range []struct {
 		on bool
 		c  string
-	}{{o.json, "j"}, {o.pretty, "p"}, {o.details, "d"}, {o.force, "f"}, {o.batch, "b"}} {
+	}{{o.json, "j"}, {o.pretty, "p"}, {o.details, "d"}, {o.force, "f"}, {o.batch, "b"}, {o.restore, "r"}} {
 		if x.on {
 			f += x.c
 		}
@@ -71,6 +74,8 @@ func parseHeader(line string) (options, error) {
 			o.force = true
 		case c == 'b':
 			o.batch = true
+		case c == 'r':
+			o.restore = true
 		case c >= '0' && c <= '9':
 			o.stats = o.stats*10 + int(c-'0')
 		}
@@ -160,7 +165,7 @@ func (s *session) run(in *bufio.Reader) int {
 		if s.monitor != nil {
 			return 0
 		}
-		if e == nil {
+		if e == nil || s.opt.restore && e.msg == "RTNETLINK answers: File exists" {
 			continue
 		}
 		s.out.Flush()

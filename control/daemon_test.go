@@ -1,0 +1,257 @@
+package control
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// startServer runs a daemon's socket for r in a temp dir.
+func startServer(t *testing.T, r *Router) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "urouter.sock")
+	srv, err := Listen(path, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve()
+	t.Cleanup(srv.Close)
+	return path
+}
+
+// client runs one client request against the socket.
+func client(sock string, o options, input string) (string, string, int) {
+	var out, errs bytes.Buffer
+	st := talk(sock, o, strings.NewReader(input), false, &out, &errs)
+	return out.String(), errs.String(), st
+}
+
+func TestSocket(t *testing.T) {
+	r := newTestRouter(t)
+	sock := startServer(t, r)
+	fi, err := os.Stat(sock)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("socket mode %v %v", fi.Mode(), err)
+	}
+	if _, err := Listen(sock, NewRouter()); err == nil || !strings.Contains(err.Error(), "another daemon") {
+		t.Fatalf("a second daemon on the same socket: %v", err)
+	}
+	out, e, st := client(sock, options{}, "route add 2001:db8:1::/48 via 2001:db8:91::2 dev d0\n")
+	if st != 0 || e != "" || out != "" {
+		t.Fatalf("add: %q %q %d", out, e, st)
+	}
+	out, _, _ = client(sock, options{json: true}, "route show 2001:db8:1::/48\n")
+	if out != `[{"dst":"2001:db8:1::/48","gateway":"2001:db8:91::2","dev":"d0","metric":1024,"flags":[],"pref":"medium"}]`+"\n" {
+		t.Fatalf("show over the socket: %q", out)
+	}
+	_, e, st = client(sock, options{}, "route add 2001:db8:1::/48 dev d0\n")
+	if st != 2 || e != "RTNETLINK answers: File exists\n" {
+		t.Fatalf("error over the socket: %q %d", e, st)
+	}
+	_, e, st = client(sock, options{batch: true, batchName: "x.batch"}, "route add 2001:db8:2::/48 dev d0\nroute add 2001:db8:2::/48 dev d0\n")
+	if st != 1 || e != "RTNETLINK answers: File exists\nCommand failed x.batch:2\n" {
+		t.Fatalf("batch over the socket: %q %d", e, st)
+	}
+}
+
+// TestStaleSocket: a socket left by a daemon that died is taken over.
+func TestStaleSocket(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s")
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.SetUnlinkOnClose(false)
+	ln.Close() // the file stays, nobody listens
+	srv, err := Listen(path, NewRouter())
+	if err != nil {
+		t.Fatalf("stale socket not replaced: %v", err)
+	}
+	srv.Close()
+}
+
+// TestDisconnectMidBatch: the lines a client sent whole are applied, the
+// line it was cut off in is not, and the transaction is published.
+func TestDisconnectMidBatch(t *testing.T) {
+	r := newTestRouter(t)
+	sock := startServer(t, r)
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprint(c, options{batch: true, batchName: "-"}.header())
+	for i := 0; i < 100; i++ {
+		fmt.Fprintf(c, "route add 2001:db8:%x::/48 dev d0\n", i)
+	}
+	fmt.Fprint(c, "route add 2001:db8:ffff::/48 de") // cut short
+	c.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		out, _, _ := run(r, options{}, "route show root 2001:db8::/32")
+		n := strings.Count(out, "\n") - 1 // less the connected /64? it is in 2001:db8:91::/64
+		if n == 100 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the disconnect %d routes, want 100:\n%s", n, out)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if out, _, _ := run(r, options{}, "route show 2001:db8:ffff::/48"); out != "" {
+		t.Fatalf("a line cut short was applied: %q", out)
+	}
+}
+
+// TestParallelClients: clients on different tables, and a link going
+// down while routes through it are being added (run with -race). After
+// the link is down no route through it may remain.
+func TestParallelClients(t *testing.T) {
+	r := newTestRouter(t)
+	sock := startServer(t, r)
+	run(r, options{batch: true}, "link add d1 type dummy", "link set d1 up")
+	var wg sync.WaitGroup
+	for c := 0; c < 4; c++ {
+		wg.Add(1)
+		go func(c int) {
+			defer wg.Done()
+			var b strings.Builder
+			for i := 0; i < 2000; i++ {
+				fmt.Fprintf(&b, "route add 2001:db8:%x:%x::/64 dev d0 table %d\n", c, i, 100+c)
+				fmt.Fprintf(&b, "route add 2001:db9:%x:%x::/64 dev d1 table %d\n", c, i, 100+c)
+			}
+			client(sock, options{batch: true, force: true, batchName: "-"}, b.String())
+		}(c)
+	}
+	time.Sleep(5 * time.Millisecond)
+	if _, e, st := client(sock, options{}, "link set d1 down\n"); st != 0 {
+		t.Fatal(e)
+	}
+	wg.Wait()
+	for c := 0; c < 4; c++ {
+		out, _, _ := run(r, options{}, fmt.Sprintf("route show table %d", 100+c))
+		if got := strings.Count(out, "dev d0"); got != 2000 {
+			t.Errorf("table %d: %d routes via d0, want 2000", 100+c, got)
+		}
+		if strings.Contains(out, "dev d1") {
+			t.Errorf("table %d keeps routes via d1, which is down", 100+c)
+		}
+	}
+}
+
+func TestMonitor(t *testing.T) {
+	r := newTestRouter(t)
+	sock := startServer(t, r)
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprint(c, options{}.header())
+	fmt.Fprint(c, "monitor route\n")
+	time.Sleep(50 * time.Millisecond) // subscribed
+	client(sock, options{}, "route add 2001:db8:7::/48 dev d0 table 9\n")
+	client(sock, options{}, "route del 2001:db8:7::/48 table 9\n")
+	br := bufio.NewReader(c)
+	var got string
+	for !strings.Contains(got, "Deleted") {
+		var hdr [5]byte
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := br.Read(hdr[:1]); err != nil {
+			t.Fatalf("monitor: %v (got %q)", err, got)
+		}
+		if _, err := ioReadFull(br, hdr[1:]); err != nil {
+			t.Fatal(err)
+		}
+		n := int(hdr[1])<<24 | int(hdr[2])<<16 | int(hdr[3])<<8 | int(hdr[4])
+		buf := make([]byte, n)
+		ioReadFull(br, buf)
+		got += string(buf)
+	}
+	want := "2001:db8:7::/48 dev d0 table 9 metric 1024 pref medium\nDeleted 2001:db8:7::/48 dev d0 table 9 metric 1024 pref medium\n"
+	if got != want {
+		t.Fatalf("monitor printed %q, want %q", got, want)
+	}
+}
+
+func ioReadFull(r *bufio.Reader, b []byte) (int, error) {
+	n := 0
+	for n < len(b) {
+		m, err := r.Read(b[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// TestSaveRestore: `route save` of the full real table, replayed into a
+// fresh router, gives back the same table, text and JSON.
+func TestSaveRestore(t *testing.T) {
+	f, err := os.Open("../testdata/prefixes.txt.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	z, _ := gzip.NewReader(f)
+	sc := bufio.NewScanner(z)
+	var lines []string
+	i := 0
+	for sc.Scan() {
+		p, err := netip.ParsePrefix(strings.TrimSpace(sc.Text()))
+		if err != nil || !p.Addr().Is6() {
+			continue
+		}
+		// a mix of what routes say, so that the round trip covers them
+		switch i % 7 {
+		case 0:
+			lines = append(lines, fmt.Sprintf("route add %s via 2001:db8:91::2 dev d0 table 100", p))
+		case 1:
+			lines = append(lines, fmt.Sprintf("route add %s dev d0 table 100 metric 10 proto static mtu 1400", p))
+		case 2:
+			lines = append(lines, fmt.Sprintf("route add unreachable %s table 100", p))
+		case 3:
+			lines = append(lines, fmt.Sprintf("route add %s via fe80::1 dev d0 table 100", p),
+				fmt.Sprintf("route append %s via fe80::2 dev d0 table 100", p))
+		case 4:
+			lines = append(lines, fmt.Sprintf("route add %s from 2001:db8:aa::/48 dev d0 table 100 onlink via 2001:db8:99::1", p))
+		case 5:
+			lines = append(lines, fmt.Sprintf("route add %s dev d0 table 100 metric 5", p),
+				fmt.Sprintf("route add %s dev d0 table 100 metric 7 proto 186", p))
+		default:
+			lines = append(lines, fmt.Sprintf("route add blackhole %s table 100", p))
+		}
+		i++
+	}
+	a := newTestRouter(t)
+	if _, e, st := run(a, options{batch: true}, lines...); st != 0 {
+		t.Fatal(e)
+	}
+	saved, _, st := run(a, options{}, "route save table 100")
+	if st != 0 {
+		t.Fatal("save failed")
+	}
+	b := newTestRouter(t)
+	if _, e, st := run(b, options{batch: true}, strings.Split(strings.TrimSuffix(saved, "\n"), "\n")...); st != 0 {
+		t.Fatalf("restore: %s", e)
+	}
+	for _, o := range []options{{}, {json: true}} {
+		wa, _, _ := run(a, o, "route show table 100")
+		wb, _, _ := run(b, o, "route show table 100")
+		if wa != wb {
+			t.Fatalf("restored table differs (json %v)", o.json)
+		}
+		if n := strings.Count(wa, "\n"); !o.json && n < 160147 {
+			t.Fatalf("only %d lines", n)
+		}
+	}
+}

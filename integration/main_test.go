@@ -1,0 +1,164 @@
+// Package integration holds the end-to-end tests: the urouter binary
+// started as a user starts it, real network namespaces and TUN links, the
+// Linux kernel as a neighbour and as an oracle, ping6, traceroute6 and
+// iperf3. They need root; CI runs them as root.
+package integration
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// urouter is the binary under test, built once by TestMain.
+var urouter string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "urouter-it")
+	if err != nil {
+		panic(err)
+	}
+	urouter = filepath.Join(dir, "urouter")
+	build := exec.Command("go", "build", "-o", urouter, "../cmd/urouter")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building urouter:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (CI runs as root)")
+	}
+}
+
+// daemon is a urouter daemon started for a test.
+type daemon struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	sock string
+	log  *bytes.Buffer
+}
+
+// startDaemon runs `urouter daemon --config CONF --socket SOCK`, in netns
+// ns if not empty, and waits until it answers.
+func startDaemon(t *testing.T, ns string, config ...string) *daemon {
+	t.Helper()
+	dir := t.TempDir()
+	d := &daemon{t: t, sock: filepath.Join(dir, "urouter.sock"), log: new(bytes.Buffer)}
+	args := []string{"daemon", "--socket", d.sock}
+	if len(config) > 0 {
+		conf := filepath.Join(dir, "urouter.conf")
+		if err := os.WriteFile(conf, []byte(strings.Join(config, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "--config", conf)
+	}
+	if ns != "" {
+		args = append([]string{"netns", "exec", ns, urouter}, args...)
+		d.cmd = exec.Command("ip", args...)
+	} else {
+		d.cmd = exec.Command(urouter, args...)
+	}
+	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.stop)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, _, st := d.run("route", "show"); st == 0 {
+			return d
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("daemon did not answer: %s", d.log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (d *daemon) stop() {
+	if d.cmd.Process == nil || d.cmd.ProcessState != nil {
+		return
+	}
+	syscall.Kill(-d.cmd.Process.Pid, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { d.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+	}
+}
+
+// run runs the client with args against the daemon.
+func (d *daemon) run(args ...string) (stdout, stderr string, status int) {
+	return runCmd(urouter, append([]string{"--socket", d.sock}, args...)...)
+}
+
+func runCmd(name string, args ...string) (stdout, stderr string, status int) {
+	var out, errs bytes.Buffer
+	c := exec.Command(name, args...)
+	c.Stdout, c.Stderr = &out, &errs
+	err := c.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return out.String(), errs.String(), ee.ExitCode()
+	} else if err != nil {
+		return out.String(), err.Error(), -1
+	}
+	return out.String(), errs.String(), 0
+}
+
+// mustRun runs a command that has to succeed (lab set-up).
+func mustRun(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	out, errs, st := runCmd(name, args...)
+	if st != 0 {
+		t.Fatalf("%s %s: %d %s%s", name, strings.Join(args, " "), st, out, errs)
+	}
+	return out
+}
+
+// netns creates a network namespace for the test and deletes it after.
+func netns(t *testing.T, name string) string {
+	t.Helper()
+	runCmd("ip", "netns", "del", name)
+	mustRun(t, "ip", "netns", "add", name)
+	t.Cleanup(func() {
+		// end what still runs in it, then delete it
+		if out, _, _ := runCmd("ip", "netns", "pids", name); out != "" {
+			for _, p := range strings.Fields(out) {
+				var pid int
+				fmt.Sscan(p, &pid)
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		runCmd("ip", "netns", "del", name)
+	})
+	mustRun(t, "ip", "-n", name, "link", "set", "lo", "up")
+	return name
+}
+
+func runCmdIn(in *os.File, name string, args ...string) (stdout, stderr string, status int) {
+	var out, errs bytes.Buffer
+	c := exec.Command(name, args...)
+	c.Stdin, c.Stdout, c.Stderr = in, &out, &errs
+	err := c.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return out.String(), errs.String(), ee.ExitCode()
+	}
+	return out.String(), errs.String(), 0
+}
