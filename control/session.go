@@ -28,9 +28,9 @@ type options struct {
 	json, pretty, details, force, batch bool
 	// restore: a batch replaying `route save`; routes that exist already
 	// are not errors, as with ip route restore.
-	restore bool
-	stats                               int
-	batchName                           string
+	restore   bool
+	stats     int
+	batchName string
 }
 
 func (o options) header() string {
