@@ -32,3 +32,21 @@ func newKeywords(list []kw) keywords {
 
 // of returns the keyword word selects, or 0 for none.
 func (k keywords) of(word []byte) int { return k[str(word)] }
+
+// memo remembers the last word looked up in a keywords map: a batch
+// repeats the same few words on every line, and comparing bytes is
+// cheaper than hashing them.
+type memo struct {
+	word []byte
+	id   int
+}
+
+func (m *memo) of(k keywords, word []byte) int {
+	if string(word) == string(m.word) && m.word != nil {
+		return m.id
+	}
+	id := k.of(word)
+	m.word = append(m.word[:0], word...)
+	m.id = id
+	return id
+}

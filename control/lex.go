@@ -1,36 +1,35 @@
 package control
 
+import "bytes"
+
 // splitLine splits a command line into words the way iproute2's batch mode
-// does (getcmdline and makeargs): a '#' starts a comment, words are
-// separated by blanks, and a word that begins with a quote runs to the
-// matching quote. The words are views into line; args is reused.
+// does (getcmdline and makeargs): a '#' ends the line, words are separated
+// by blanks, and a word that begins with a quote runs to the matching
+// quote. The words are views into line; args is reused.
 func splitLine(line []byte, args [][]byte) ([][]byte, error) {
 	args = args[:0]
-	i := 0
-	for i < len(line) {
+	if c := bytes.IndexByte(line, '#'); c >= 0 {
+		line = line[:c] // iproute2 cuts at the first '#', even inside quotes
+	}
+	i, n := 0, len(line)
+	for i < n {
 		c := line[i]
-		switch {
-		case c == '#':
-			return args, nil
-		case c == ' ' || c == '\t' || c == '\r' || c == '\n':
+		switch class[c] {
+		case blank:
 			i++
-		case c == '"' || c == '\'':
+		case quote:
 			j := i + 1
-			for j < len(line) && line[j] != c {
+			for j < n && line[j] != c {
 				j++
 			}
-			if j == len(line) {
+			if j == n {
 				return args, errUnterminated
 			}
 			args = append(args, line[i+1:j])
 			i = j + 1
 		default:
-			j := i
-			for j < len(line) {
-				d := line[j]
-				if d == ' ' || d == '\t' || d == '\r' || d == '\n' {
-					break
-				}
+			j := i + 1
+			for j < n && class[line[j]] != blank {
 				j++
 			}
 			args = append(args, line[i:j])
@@ -39,6 +38,20 @@ func splitLine(line []byte, args [][]byte) ([][]byte, error) {
 	}
 	return args, nil
 }
+
+const (
+	word = iota
+	blank
+	quote
+)
+
+var class = func() (c [256]uint8) {
+	for _, b := range " \t\r\n" {
+		c[b] = blank
+	}
+	c['"'], c['\''] = quote, quote
+	return c
+}()
 
 // quoteArgs joins command-line arguments into one line that splitLine
 // turns back into the same words.

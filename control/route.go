@@ -89,8 +89,20 @@ func parseUint32(b []byte) (uint32, bool) {
 
 // parseRouteModify parses the arguments of add/del/change/append/replace/
 // prepend, keyword by keyword in iproute2's order (iproute_modify).
-func parseRouteModify(q *routeReq, op routeOp, args [][]byte) *cmdErr {
+// parseMemo keeps what the previous command parsed, for the next: a batch
+// repeats its keywords, gateway and table on every line.
+type parseMemo struct {
+	kw    [4]memo // by position among the keywords
+	gw    []byte
+	gwVal netip.Addr
+	tab   []byte
+	tabID uint32
+}
+
+func parseRouteModify(q *routeReq, op routeOp, args [][]byte, pm *parseMemo) *cmdErr {
 	*q = routeReq{op: op, expires: -1}
+	memos := pm.kw[:]
+	nk := 0 // keywords seen: the memo of each position
 	for i := 0; i < len(args); i++ {
 		w := args[i]
 		next := func() ([]byte, *cmdErr) {
@@ -101,8 +113,15 @@ func parseRouteModify(q *routeReq, op routeOp, args [][]byte) *cmdErr {
 			return args[i], nil
 		}
 		k := 0
-		if len(w) > 0 && (w[0] < '0' || w[0] > '9') {
-			k = modifyWords.of(w) // a word with a leading digit is an address
+		if len(w) > 0 && (w[0] < '0' || w[0] > '9') { // a word with a leading digit is an address
+			if nk < len(memos) {
+				k = memos[nk].of(modifyWords, w)
+			} else {
+				k = modifyWords.of(w)
+			}
+			if k != 0 {
+				nk++
+			}
 		}
 		switch k {
 		case mkSrc:
@@ -126,8 +145,13 @@ func parseRouteModify(q *routeReq, op routeOp, args [][]byte) *cmdErr {
 					return err
 				}
 			}
-			if q.gw, err = parseAddr(v); err != nil {
-				return err
+			if pm.gw != nil && string(v) == string(pm.gw) {
+				q.gw = pm.gwVal
+			} else {
+				if q.gw, err = parseAddr(v); err != nil {
+					return err
+				}
+				pm.gw, pm.gwVal = append(pm.gw[:0], v...), q.gw
 			}
 		case mkFrom:
 			v, err := next()
@@ -201,11 +225,16 @@ func parseRouteModify(q *routeReq, op routeOp, args [][]byte) *cmdErr {
 			if err != nil {
 				return err
 			}
+			if pm.tab != nil && string(v) == string(pm.tab) {
+				q.table = pm.tabID
+				break
+			}
 			t, ok := parseTable(v, false)
 			if !ok {
 				return badValue("table", v)
 			}
 			q.table = t
+			pm.tab, pm.tabID = append(pm.tab[:0], v...), t
 		case mkDev:
 			v, err := next()
 			if err != nil {
@@ -350,7 +379,7 @@ func (s *session) route(args [][]byte) *cmdErr {
 		return s.routeShow(nil, false)
 	}
 	w, rest := args[0], args[1:]
-	switch routeCmds.of(w) {
+	switch s.cmdMemo.of(routeCmds, w) {
 	case rcAdd:
 		return s.routeModify(opAdd, rest)
 	case rcChange:
@@ -384,10 +413,14 @@ func (s *session) route(args [][]byte) *cmdErr {
 }
 
 func (s *session) link(name []byte) (*dataplane.Link, *cmdErr) {
+	if l := s.lastDev; l != nil && l.Name == string(name) && s.r.Links.ByIndex(l.Index) == l {
+		return l, nil // still the link of that name
+	}
 	l := s.r.Links.ByName(str(name))
 	if l == nil {
 		return nil, nodev(name)
 	}
+	s.lastDev = l
 	return l, nil
 }
 
@@ -396,7 +429,7 @@ func (s *session) link(name []byte) (*dataplane.Link, *cmdErr) {
 // down cannot race the route in) and applies.
 func (s *session) routeModify(op routeOp, args [][]byte) *cmdErr {
 	q := &s.req
-	if perr := parseRouteModify(q, op, args); perr != nil {
+	if perr := parseRouteModify(q, op, args, &s.parseMemo); perr != nil {
 		return perr
 	}
 	tid := q.table

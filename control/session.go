@@ -2,6 +2,7 @@ package control
 
 import (
 	"bufio"
+
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"urouter/dataplane"
 
 	"urouter/fib6"
 )
@@ -115,8 +117,12 @@ type session struct {
 	args   [][]byte
 	line   int
 	// per-command scratch, reused
-	req     routeReq
-	gwCache gwCheck
+	req       routeReq
+	gwCache   gwCheck
+	objMemo   memo
+	cmdMemo   memo
+	parseMemo parseMemo
+	lastDev   *dataplane.Link
 	// monitor is set by a monitor command: the caller then streams events.
 	monitor *monitorReq
 }
@@ -211,7 +217,7 @@ func (s *session) exec(line []byte) *cmdErr {
 	}
 	w, rest := args[0], args[1:]
 	obj := ""
-	if i := objectWords.of(w); i > 0 {
+	if i := s.objMemo.of(objectWords, w); i > 0 {
 		obj = objects[i-1]
 	}
 	if is(w, "nh") {
