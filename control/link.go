@@ -29,7 +29,8 @@ func (s *session) linkCmd(args [][]byte) *cmdErr {
 	case matches(w, "show") || matches(w, "lst") || matches(w, "list"):
 		return s.linkShow(rest)
 	case matches(w, "help"):
-		return parseErr("Usage: ip link add NAME type { dummy }\n" +
+		return parseErr("Usage: ip link add NAME type dummy\n" +
+			"       ip link add NAME type tun [ mtu MTU ] [ queues N ] [ netns NS ] [ gso { on | off } ]\n" +
 			"       ip link set { DEVICE | dev DEVICE } [ up | down ] [ mtu MTU ]\n" +
 			"       ip link delete { DEVICE | dev DEVICE }\n" +
 			"       ip link show [ DEVICE ]")
@@ -123,18 +124,22 @@ func (s *session) linkAdd(args [][]byte) *cmdErr {
 	if a.name == nil {
 		return &cmdErr{msg: "Not enough information: \"dev\" argument is required.", code: 255}
 	}
-	var kind dataplane.Kind
-	switch str(a.typ) {
-	case "dummy":
-		kind = dataplane.Dummy
-	default:
-		return extack("Unknown device type.")
-	}
-	if len(a.typArgs) > 0 {
-		return &cmdErr{msg: fmt.Sprintf("Garbage instead of arguments \"%s ...\". Try \"ip link help\".", a.typArgs[0]), code: 1}
-	}
 	if len(a.name) == 0 || len(a.name) > 15 || strings.ContainsAny(str(a.name), "/ \t:") {
 		return invarg("\"name\" not a valid ifname\n", a.name)
+	}
+	var tun *dataplane.TUNOptions
+	switch str(a.typ) {
+	case "dummy":
+		if len(a.typArgs) > 0 {
+			return &cmdErr{msg: fmt.Sprintf("Garbage instead of arguments \"%s ...\". Try \"ip link help\".", a.typArgs[0]), code: 1}
+		}
+	case "tun":
+		var err *cmdErr
+		if tun, err = parseTUNArgs(a); err != nil {
+			return err
+		}
+	default:
+		return extack("Unknown device type.")
 	}
 	mtu := 1500
 	if a.mtu >= 0 {
@@ -144,7 +149,14 @@ func (s *session) linkAdd(args [][]byte) *cmdErr {
 		mtu = a.mtu
 	}
 	s.r.mu.Lock()
-	l, lerr := s.r.Links.Add(string(a.name), kind, mtu)
+	var l *dataplane.Link
+	var lerr error
+	if tun != nil {
+		tun.MTU = mtu
+		l, lerr = s.r.DP.AddTUN(string(a.name), *tun)
+	} else {
+		l, lerr = s.r.Links.Add(string(a.name), dataplane.Dummy, mtu)
+	}
 	s.r.mu.Unlock()
 	if lerr != nil {
 		return linkErr(lerr)
@@ -153,6 +165,47 @@ func (s *session) linkAdd(args [][]byte) *cmdErr {
 		s.r.setUp(l, true)
 	}
 	return nil
+}
+
+// parseTUNArgs reads `type tun [mtu N] [queues N] [netns NS] [gso on|off]`.
+func parseTUNArgs(a *linkArgs) (*dataplane.TUNOptions, *cmdErr) {
+	o := &dataplane.TUNOptions{Queues: 1}
+	args := a.typArgs
+	for i := 0; i < len(args); i++ {
+		w := args[i]
+		if i+1 >= len(args) {
+			return nil, incomplete()
+		}
+		v := args[i+1]
+		i++
+		switch {
+		case is(w, "mtu"):
+			n, err := strconv.Atoi(str(v))
+			if err != nil || n < 0 {
+				return nil, invarg("Invalid \"mtu\" value\n", v)
+			}
+			a.mtu = n
+		case is(w, "queues"):
+			n, err := strconv.Atoi(str(v))
+			if err != nil || n < 1 || n > 64 {
+				return nil, invarg("\"queues\" must be 1 to 64\n", v)
+			}
+			o.Queues = n
+		case is(w, "netns"):
+			o.Netns = string(v)
+		case is(w, "gso"):
+			switch str(v) {
+			case "on":
+			case "off":
+				o.NoGSO = true
+			default:
+				return nil, invarg("\"gso\" is on or off\n", v)
+			}
+		default:
+			return nil, &cmdErr{msg: fmt.Sprintf("Garbage instead of arguments \"%s ...\". Try \"ip link help\".", w), code: 1}
+		}
+	}
+	return o, nil
 }
 
 func linkErr(err error) *cmdErr {
@@ -183,6 +236,9 @@ func (s *session) linkSet(args [][]byte) *cmdErr {
 	if a.mtu >= 0 {
 		s.r.mu.Lock()
 		merr := s.r.Links.SetMTU(l, a.mtu)
+		if merr == nil {
+			s.r.DP.SetKernelMTU(l, a.mtu)
+		}
 		s.r.mu.Unlock()
 		if merr != nil {
 			return extack(merr.Error())

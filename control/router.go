@@ -25,6 +25,7 @@ const (
 type Router struct {
 	Tables *fib6.Tables
 	Links  *dataplane.Links
+	DP     *dataplane.Dataplane
 	mu     sync.Mutex
 	hub    hub
 }
@@ -34,6 +35,7 @@ func NewRouter() *Router {
 	r := &Router{Tables: fib6.NewTables()}
 	r.hub.r = r
 	r.Links = dataplane.NewLinks(r.hub.linkChanged)
+	r.DP = dataplane.New(r.Links, r.Tables)
 	lo := r.Links.ByName("lo")
 	r.addAddr(lo, netip.PrefixFrom(netip.IPv6Loopback(), 128))
 	return r
@@ -114,6 +116,7 @@ func (r *Router) setUp(l *dataplane.Link, up bool) {
 }
 
 func (r *Router) setUpLocked(l *dataplane.Link, up bool) {
+	r.DP.SetKernelUp(l, up)
 	if l.Up() == up {
 		return
 	}
@@ -142,6 +145,7 @@ func (r *Router) delLink(l *dataplane.Link) error {
 		return syscall.EOPNOTSUPP
 	}
 	r.setUpLocked(l, false)
+	r.DP.Remove(l)
 	r.Links.Delete(l)
 	return nil
 }

@@ -50,6 +50,7 @@ type Link struct {
 	up       atomic.Bool
 	addrs    atomic.Pointer[[]netip.Prefix] // the router's addresses, with prefix length
 	counters atomic.Pointer[[]*Counters]    // one per worker that touches the link
+	dev      atomic.Pointer[tunDev]         // a TUN link's device; nil once removed
 }
 
 // MTU is the link's MTU.

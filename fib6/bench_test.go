@@ -96,7 +96,7 @@ func benchLookups(b *testing.B, n int) {
 		var s *Attrs
 		for i := 0; i < b.N; i += batch {
 			j := i & (n - 1)
-			t.LookupBatch(addrs[j:j+batch], nil, out)
+			t.LookupBatch(addrs[j:j+batch], nil, nil, out)
 			s = out[batch-1]
 		}
 		sinkAttrs = s
@@ -250,7 +250,7 @@ func BenchmarkLookupUnderWrites(b *testing.B) {
 		b.ResetTimer()
 		for i := 0; i < b.N; i += 64 {
 			j := i & (len(addrs) - 1)
-			t.LookupBatch(addrs[j:j+64], nil, out)
+			t.LookupBatch(addrs[j:j+64], nil, nil, out)
 		}
 		b.StopTimer()
 		close(stop)

@@ -65,7 +65,7 @@ func TestStress(t *testing.T) {
 					continue
 				}
 				v := first.Nexthop.Link
-				tab.LookupBatch(addrs, nil, out)
+				tab.LookupBatch(addrs, nil, nil, out)
 				for i, a := range out {
 					if a == nil || a.Nexthop.Link < v {
 						torn.Add(1)

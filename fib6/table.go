@@ -13,10 +13,16 @@ import (
 type rset struct {
 	// best is what a lookup without a source returns: the first route
 	// without a source prefix, nil if every route has one.
-	best   *Attrs
+	best *Attrs
+	// ecmp holds best and the routes that share its metric as Linux's
+	// IPv6 ECMP siblings do (unicast with a gateway, added after it with
+	// append); nil when there is one path.
+	ecmp   []*Attrs
 	routes []*attrsRef // ordered by metric, then as added
 	hasSrc bool        // some route has a source prefix: take the slow path
 }
+
+func multipath(a *Attrs) bool { return a.Type == Unicast && a.Nexthop.Gateway.IsValid() && !a.Src.IsValid() }
 
 // attrsRef is a table's one shared copy of some Attrs.
 type attrsRef struct {
@@ -33,14 +39,34 @@ func newRset(routes []*attrsRef) *rset {
 		return routes[0].single
 	}
 	r := &rset{routes: routes}
-	for _, a := range routes {
+	for i, a := range routes {
 		if a.Src.IsValid() {
 			r.hasSrc = true
 		} else if r.best == nil {
 			r.best = &a.Attrs
+			if multipath(r.best) {
+				for _, b := range routes[i+1:] {
+					if b.Metric != a.Metric || !multipath(&b.Attrs) {
+						break
+					}
+					if r.ecmp == nil {
+						r.ecmp = []*Attrs{r.best}
+					}
+					r.ecmp = append(r.ecmp, &b.Attrs)
+				}
+			}
 		}
 	}
 	return r
+}
+
+// pickPath chooses among a route set's ECMP paths by flow hash, as
+// Linux's hash-threshold does with equal weights.
+func (r *rset) pickPath(hash uint32) *Attrs {
+	if r.ecmp == nil {
+		return r.best
+	}
+	return r.ecmp[uint64(hash)*uint64(len(r.ecmp))>>32]
 }
 
 // Table is one routing table. Lookups never lock and never allocate: they
@@ -106,11 +132,11 @@ func (t *Table) Lookup(dst, src netip.Addr) *Attrs {
 	return rt.attrs
 }
 
-// LookupBatch looks up the destinations of a batch of packets without a
-// source restriction, interleaving their memory accesses; out[i] is what
-// Lookup(dsts[i], src) would return. Source-specific prefixes take the slow
-// path with srcs[i] (srcs may be nil: no source).
-func (t *Table) LookupBatch(dsts []netip.Addr, srcs []netip.Addr, out []*Attrs) {
+// LookupBatch looks up the destinations of a batch of packets,
+// interleaving their memory accesses; out[i] is what Lookup(dsts[i],
+// srcs[i]) would return, except that where a destination has ECMP paths,
+// hashes[i] (the packet's flow hash) picks one. srcs and hashes may be nil.
+func (t *Table) LookupBatch(dsts []netip.Addr, srcs []netip.Addr, hashes []uint32, out []*Attrs) {
 	var sets [batchWidth]*rset
 	for base := 0; base < len(dsts); base += batchWidth {
 		n := min(batchWidth, len(dsts)-base)
@@ -120,6 +146,8 @@ func (t *Table) LookupBatch(dsts []netip.Addr, srcs []netip.Addr, out []*Attrs) 
 			switch {
 			case r == nil:
 				out[base+j] = nil
+			case !r.hasSrc && hashes != nil:
+				out[base+j] = r.pickPath(hashes[base+j])
 			case !r.hasSrc:
 				out[base+j] = r.best
 			default:

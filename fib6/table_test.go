@@ -189,7 +189,7 @@ func checkTable(t *testing.T, tab *Table, m *refTable, r *rand.Rand) {
 		}
 	}
 	out := make([]*Attrs, len(dsts))
-	tab.LookupBatch(dsts, srcs, out)
+	tab.LookupBatch(dsts, srcs, nil, out)
 	for i := range dsts {
 		if out[i] != tab.Lookup(dsts[i], srcs[i]) {
 			t.Fatalf("LookupBatch(%s) differs from Lookup", dsts[i])
@@ -346,4 +346,53 @@ func ExampleTable_Dump() {
 	// 2001:db8::/32 1024
 	// 2001:db8::/48 1024
 	// 2001:db8:1::/48 1024
+}
+
+// TestECMP: routes appended with the same metric and a gateway are
+// siblings; a batch lookup spreads flows over them by hash, always the
+// same path for the same hash.
+func TestECMP(t *testing.T) {
+	tab := newTable(100, nil)
+	x := tab.Begin()
+	dst := netip.MustParsePrefix("2001:db8::/32")
+	for i := 1; i <= 3; i++ {
+		err := x.Append(Route{Dst: dst, Attrs: Attrs{Metric: 10, Nexthop: nexthop.Nexthop{Link: 1,
+			Gateway: netip.AddrFrom16([16]byte{0xfe, 0x80, 15: byte(i)})}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	x.Append(Route{Dst: dst, Attrs: Attrs{Metric: 20, Nexthop: nexthop.Nexthop{Link: 2}}})
+	x.Commit()
+	a := netip.MustParseAddr("2001:db8::1")
+	seen := map[netip.Addr]int{}
+	var dsts []netip.Addr
+	var hashes []uint32
+	for h := uint32(0); h < 3000; h++ {
+		dsts = append(dsts, a)
+		hashes = append(hashes, h*1431655)
+	}
+	out := make([]*Attrs, len(dsts))
+	tab.LookupBatch(dsts, nil, hashes, out)
+	for i, o := range out {
+		if o.Metric != 10 {
+			t.Fatalf("hash %d took the metric %d route", hashes[i], o.Metric)
+		}
+		seen[o.Nexthop.Gateway]++
+	}
+	if len(seen) != 3 {
+		t.Fatalf("flows spread over %d paths, want 3: %v", len(seen), seen)
+	}
+	for g, n := range seen {
+		if n < 800 {
+			t.Errorf("path %s got %d of 3000 flows", g, n)
+		}
+	}
+	again := make([]*Attrs, len(dsts))
+	tab.LookupBatch(dsts, nil, hashes, again)
+	for i := range out {
+		if out[i] != again[i] {
+			t.Fatal("the same flow took another path")
+		}
+	}
 }

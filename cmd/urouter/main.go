@@ -24,6 +24,8 @@ func daemon(args []string) int {
 	fs := flag.NewFlagSet("urouter daemon", flag.ContinueOnError)
 	config := fs.String("config", "", "apply this batch of commands at start")
 	socket := fs.String("socket", "", "control socket (default $UROUTER_SOCKET or "+control.DefaultSocket+")")
+	icmpRate := fs.Int("icmp-ratelimit", 1000, "ICMPv6 errors sent per second at most (0: no limit), as Linux's icmp_msgs_per_sec")
+	icmpBurst := fs.Int("icmp-burst", 50, "ICMPv6 errors sent in a burst at most, as Linux's icmp_msgs_burst")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -35,6 +37,7 @@ func daemon(args []string) int {
 		debug.SetGCPercent(400)
 	}
 	r := control.NewRouter()
+	r.DP.SetICMPRate(*icmpRate, *icmpBurst)
 	srv, err := control.Listen(control.SocketPath(*socket), r)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "urouter daemon:", err)

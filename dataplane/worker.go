@@ -1,0 +1,146 @@
+package dataplane
+
+import (
+	"errors"
+	"os"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+
+	"urouter/fib6"
+)
+
+// batchSize is how many packets a worker reads before it routes them.
+const batchSize = 64
+
+// worker owns one TUN queue: it reads batches from it and routes them.
+// Everything it touches per packet is its own; shared state (links,
+// tables, addresses) is read through atomic pointers.
+type worker struct {
+	dp    *Dataplane
+	in    *Link
+	q     *tunQueue
+	id    int
+	vnet  bool
+	epoch atomic.Uint64 // odd while a batch is in flight (see synchronize)
+
+	bufs   [batchSize][]byte
+	sizes  [batchSize]int
+	nread  int
+	err    error
+	readFn func(fd uintptr) bool
+
+	pk       [batchSize]pkt
+	dsts     [batchSize]netipAddr
+	srcs     [batchSize]netipAddr
+	hashes   [batchSize]uint32
+	res      [batchSize]*fib6.Attrs
+	pending  [batchSize]int
+	ctrs     []*Counters // by link index
+	scratch  []byte      // ICMPv6 messages
+	segments []byte      // segmentation output
+}
+
+func newWorker(dp *Dataplane, l *Link, q *tunQueue, id int) *worker {
+	w := &worker{dp: dp, in: l, q: q, id: id, vnet: l.dev.Load().vnet}
+	for i := range w.bufs {
+		w.bufs[i] = make([]byte, vnetHdrLen+maxPacket)
+	}
+	w.scratch = make([]byte, vnetHdrLen+minMTU)
+	w.segments = make([]byte, vnetHdrLen+maxPacket)
+	w.readFn = w.readBatch
+	return w
+}
+
+// readBatch is the netpoller callback: it reads packets until the queue
+// is empty or the batch full, and asks to be called again (after the fd
+// is readable) only when it read nothing.
+func (w *worker) readBatch(fd uintptr) bool {
+	off := 0
+	if !w.vnet {
+		off = vnetHdrLen // keep the header's room; it reads as zeros
+	}
+	for w.nread < batchSize {
+		b := w.bufs[w.nread]
+		n, err := unix.Read(int(fd), b[off:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err == unix.EAGAIN {
+			return w.nread > 0
+		}
+		if err != nil {
+			w.err = err
+			return true
+		}
+		if off > 0 {
+			clear(b[:off])
+		}
+		w.sizes[w.nread] = off + n
+		w.nread++
+	}
+	return true
+}
+
+// RoutineRead reads and routes batches until the link's device closes.
+func (w *worker) RoutineRead() {
+	for {
+		w.nread, w.err = 0, nil
+		err := w.q.rc.Read(w.readFn)
+		if w.nread > 0 {
+			w.epoch.Add(1)
+			w.forward(w.nread)
+			w.epoch.Add(1)
+		}
+		if err != nil || w.err != nil {
+			if errors.Is(err, os.ErrClosed) || w.in.dev.Load() == nil {
+				return
+			}
+			if errors.Is(w.err, unix.EBADFD) || errors.Is(w.err, unix.EBADF) {
+				return
+			}
+			// EIO and the like while the other side is down: count, go on
+			w.ctr(w.in).RxErrors.Add(1)
+		}
+	}
+}
+
+// ctr returns the worker's own counters on link l.
+func (w *worker) ctr(l *Link) *Counters {
+	i := int(l.Index)
+	if i >= len(w.ctrs) {
+		w.ctrs = append(w.ctrs, make([]*Counters, i+1-len(w.ctrs))...)
+	}
+	c := w.ctrs[i]
+	if c == nil {
+		c = l.NewCounters()
+		w.ctrs[i] = c
+	}
+	return c
+}
+
+func (w *worker) drop(l *Link, why DropReason) { w.ctr(l).Drops[why].Add(1) }
+
+// write sends one packet (b: virtio_net_hdr and packet) out of TUN link
+// out, by the queue that matches the worker.
+func (w *worker) write(out *Link, dev *tunDev, b []byte) bool {
+	q := dev.queues[w.id%len(dev.queues)]
+	if !dev.vnet {
+		b = b[vnetHdrLen:]
+	}
+	for {
+		_, err := unix.Write(q.fd, b)
+		if err == unix.EINTR {
+			continue
+		}
+		c := w.ctr(out)
+		if err != nil {
+			c.Drops[DropWrite].Add(1)
+			c.TxErrors.Add(1)
+			return false
+		}
+		c.TxPackets.Add(1)
+		c.TxBytes.Add(uint64(len(b)))
+		return true
+	}
+}
