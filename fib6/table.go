@@ -22,7 +22,9 @@ type rset struct {
 	hasSrc bool        // some route has a source prefix: take the slow path
 }
 
-func multipath(a *Attrs) bool { return a.Type == Unicast && a.Nexthop.Gateway.IsValid() && !a.Src.IsValid() }
+func multipath(a *Attrs) bool {
+	return a.Type == Unicast && a.Nexthop.Gateway.IsValid() && !a.Src.IsValid()
+}
 
 // attrsRef is a table's one shared copy of some Attrs.
 type attrsRef struct {
