@@ -5,6 +5,7 @@ go 1.26.0
 require github.com/gaissmai/bart v0.30.0
 
 require (
+	github.com/google/gopacket v1.1.19 // indirect
 	github.com/vishvananda/netlink v1.3.1 // indirect
 	github.com/vishvananda/netns v0.0.5 // indirect
 	golang.org/x/crypto v0.37.0 // indirect

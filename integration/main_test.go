@@ -25,7 +25,11 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	urouter = filepath.Join(dir, "urouter")
-	build := exec.Command("go", "build", "-o", urouter, "../cmd/urouter")
+	args := []string{"build", "-o", urouter}
+	if raceBuild {
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, "../cmd/urouter")...)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building urouter:", err)
@@ -93,6 +97,11 @@ func (d *daemon) stop() {
 	if d.cmd.Process == nil || d.cmd.ProcessState != nil {
 		return
 	}
+	defer func() {
+		if strings.Contains(d.log.String(), "DATA RACE") {
+			d.t.Errorf("the daemon reported a data race:\n%s", d.log)
+		}
+	}()
 	syscall.Kill(-d.cmd.Process.Pid, syscall.SIGTERM)
 	done := make(chan struct{})
 	go func() { d.cmd.Wait(); close(done) }()
@@ -133,7 +142,7 @@ func mustRun(t *testing.T, name string, args ...string) string {
 }
 
 // netns creates a network namespace for the test and deletes it after.
-func netns(t *testing.T, name string) string {
+func newNetns(t *testing.T, name string) string {
 	t.Helper()
 	runCmd("ip", "netns", "del", name)
 	mustRun(t, "ip", "netns", "add", name)

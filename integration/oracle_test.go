@@ -12,7 +12,7 @@ import (
 // by itself (link-local and multicast routes) are compared.
 func TestKernelOracle(t *testing.T) {
 	needRoot(t)
-	ns := netns(t, "uro-oracle")
+	ns := newNetns(t, "uro-oracle")
 	// no duplicate address detection: the address is usable at once
 	mustRun(t, "ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0")
 	mustRun(t, "ip", "-n", ns, "link", "add", "d0", "type", "veth", "peer", "name", "d0peer")

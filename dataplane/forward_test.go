@@ -1,0 +1,369 @@
+package dataplane
+
+import (
+	"encoding/binary"
+	"net"
+	"net/netip"
+	"testing"
+
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
+	"golang.org/x/sys/unix"
+
+	"urouter/fib6"
+	"urouter/nexthop"
+)
+
+// rig is a dataplane with two TUN-kind links whose devices are socket
+// pairs (what the router writes to a link arrives at the pair's other
+// end), a dummy link, addresses and routes; and a worker reading "from" ta.
+type rig struct {
+	dp     *Dataplane
+	w      *worker
+	ta, tb *Link
+	d0     *Link
+	peer   map[*Link]int // the other end of each link's socket pair
+}
+
+func newRig(t testing.TB) *rig {
+	t.Helper()
+	r := &rig{peer: map[*Link]int{}}
+	links := NewLinks(nil)
+	tables := fib6.NewTables()
+	r.dp = New(links, tables)
+	mk := func(name string, vnet bool) *Link {
+		l, _ := links.Add(name, TUN, 1500)
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		unix.SetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_SNDBUF, 1<<22)
+		t.Cleanup(func() { unix.Close(fds[0]); unix.Close(fds[1]) })
+		l.dev.Store(&tunDev{vnet: vnet, uso: true, queues: []*tunQueue{{fd: fds[0]}}})
+		r.peer[l] = fds[1]
+		links.SetUp(l, true)
+		return l
+	}
+	r.ta, r.tb = mk("ta", true), mk("tb", true)
+	r.d0, _ = links.Add("d0", Dummy, 1500)
+	links.SetUp(r.d0, true)
+	tc := mk("tc", false) // no offloads: super-packets get segmented
+	links.SetMTU(r.tb, 1400)
+	add := func(tid uint32, rt fib6.Route) {
+		x := tables.Ensure(tid).Begin()
+		if err := x.Add(rt); err != nil {
+			t.Fatal(err)
+		}
+		x.Commit()
+	}
+	for _, a := range []struct {
+		l    *Link
+		addr string
+	}{{r.ta, "2001:db8:1::1/64"}, {r.tb, "2001:db8:2::1/64"}, {tc, "2001:db8:3::1/64"}} {
+		p := netip.MustParsePrefix(a.addr)
+		links.AddAddr(a.l, p)
+		add(fib6.TableLocal, fib6.Route{Dst: netip.PrefixFrom(p.Addr(), 128), Attrs: fib6.Attrs{Type: fib6.Local, Nexthop: nexthop.Nexthop{Link: a.l.Index}}})
+		add(fib6.TableMain, fib6.Route{Dst: p.Masked(), Attrs: fib6.Attrs{Metric: 256, Nexthop: nexthop.Nexthop{Link: a.l.Index}}})
+	}
+	add(fib6.TableMain, fib6.Route{Dst: netip.MustParsePrefix("2001:db8:d::/48"), Attrs: fib6.Attrs{Metric: 1, Nexthop: nexthop.Nexthop{Link: r.d0.Index}}})
+	add(fib6.TableMain, fib6.Route{Dst: netip.MustParsePrefix("2001:db8:66::/48"), Attrs: fib6.Attrs{Metric: 1, Type: fib6.Unreachable}})
+	add(fib6.TableMain, fib6.Route{Dst: netip.MustParsePrefix("2001:db8:67::/48"), Attrs: fib6.Attrs{Metric: 1, Type: fib6.Prohibit}})
+	add(fib6.TableMain, fib6.Route{Dst: netip.MustParsePrefix("2001:db8:68::/48"), Attrs: fib6.Attrs{Metric: 1, Type: fib6.Blackhole}})
+	add(fib6.TableMain, fib6.Route{Dst: netip.MustParsePrefix("2001:db8:69::/48"), Attrs: fib6.Attrs{Metric: 1, MTU: 1300, Nexthop: nexthop.Nexthop{Link: r.tb.Index}}})
+	r.w = newWorker(r.dp, r.ta, r.ta.dev.Load().queues[0], 0)
+	r.dp.SetICMPRate(0, 0)
+	return r
+}
+
+// run feeds packets (each: a virtio_net_hdr and an IPv6 packet) to the
+// worker as one batch.
+func (r *rig) run(pkts ...[]byte) {
+	for i, p := range pkts {
+		r.w.sizes[i] = copy(r.w.bufs[i], p)
+	}
+	r.w.forward(len(pkts))
+}
+
+// recv returns what the router wrote to link l since the last call.
+func (r *rig) recv(l *Link) [][]byte {
+	var out [][]byte
+	buf := make([]byte, 1<<17)
+	for {
+		n, err := unix.Read(r.peer[l], buf)
+		if err != nil {
+			return out
+		}
+		out = append(out, append([]byte(nil), buf[:n]...))
+	}
+}
+
+var (
+	host1  = net.ParseIP("2001:db8:1::2")
+	host2  = net.ParseIP("2001:db8:2::2")
+	router = net.ParseIP("2001:db8:1::1")
+)
+
+// craft serializes layers into an IPv6 packet with a zero virtio header.
+func craft(t testing.TB, ls ...gopacket.SerializableLayer) []byte {
+	t.Helper()
+	for _, l := range ls {
+		if ip, ok := l.(*layers.IPv6); ok {
+			for _, o := range ls {
+				if n, ok := o.(interface {
+					SetNetworkLayerForChecksum(gopacket.NetworkLayer) error
+				}); ok {
+					n.SetNetworkLayerForChecksum(ip)
+				}
+			}
+		}
+	}
+	buf := gopacket.NewSerializeBuffer()
+	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, ls...); err != nil {
+		t.Fatal(err)
+	}
+	return append(make([]byte, vnetHdrLen), buf.Bytes()...)
+}
+
+func ipv6(src, dst net.IP, next layers.IPProtocol, hl uint8) *layers.IPv6 {
+	return &layers.IPv6{Version: 6, SrcIP: src, DstIP: dst, NextHeader: next, HopLimit: hl}
+}
+
+func udp(n int) []gopacket.SerializableLayer {
+	return []gopacket.SerializableLayer{&layers.UDP{SrcPort: 4000, DstPort: 5000}, gopacket.Payload(make([]byte, n))}
+}
+
+func decode(t testing.TB, b []byte, vnet bool) gopacket.Packet {
+	t.Helper()
+	if vnet {
+		b = b[vnetHdrLen:]
+	}
+	p := gopacket.NewPacket(b, layers.LayerTypeIPv6, gopacket.Default)
+	if e := p.ErrorLayer(); e != nil {
+		t.Fatalf("bad packet from the router: %v", e.Error())
+	}
+	return p
+}
+
+// icmpOf checks that b is a valid ICMPv6 message from the router and
+// returns it.
+func icmpOf(t testing.TB, b []byte) (*layers.IPv6, *layers.ICMPv6) {
+	t.Helper()
+	p := decode(t, b, true)
+	ip := p.Layer(layers.LayerTypeIPv6).(*layers.IPv6)
+	ic, ok := p.Layer(layers.LayerTypeICMPv6).(*layers.ICMPv6)
+	if !ok {
+		t.Fatalf("not ICMPv6: %v", p)
+	}
+	if icmpSum(b[vnetHdrLen:]) != 0xffff {
+		t.Fatal("bad ICMPv6 checksum")
+	}
+	return ip, ic
+}
+
+func TestForwardUDP(t *testing.T) {
+	r := newRig(t)
+	r.run(craft(t, append([]gopacket.SerializableLayer{ipv6(host1, host2, layers.IPProtocolUDP, 64)}, udp(100)...)...))
+	got := r.recv(r.tb)
+	if len(got) != 1 {
+		t.Fatalf("%d packets out of tb", len(got))
+	}
+	p := decode(t, got[0], true)
+	if hl := p.Layer(layers.LayerTypeIPv6).(*layers.IPv6).HopLimit; hl != 63 {
+		t.Errorf("hop limit %d, want 63", hl)
+	}
+	if s := r.tb.Stats(); s.TxPackets != 1 || r.ta.Stats().RxPackets != 1 {
+		t.Errorf("counters: tb tx %d, ta rx %d", s.TxPackets, r.ta.Stats().RxPackets)
+	}
+}
+
+func TestICMPErrors(t *testing.T) {
+	r := newRig(t)
+	cases := []struct {
+		name       string
+		dst        net.IP
+		hl         uint8
+		size       int
+		typ, code  uint8
+		param      uint32
+		dropReason DropReason
+	}{
+		{"no route", net.ParseIP("2001:db8:99::1"), 64, 100, icmpDstUnreach, codeNoRoute, 0, DropNoRoute},
+		{"unreachable", net.ParseIP("2001:db8:66::1"), 64, 100, icmpDstUnreach, codeNoRoute, 0, DropNoRoute},
+		{"prohibit", net.ParseIP("2001:db8:67::1"), 64, 100, icmpDstUnreach, codeProhibited, 0, DropProhibited},
+		{"hop limit", host2, 1, 100, icmpTimeExceeded, 0, 0, DropHopLimit},
+		{"too big for the link", host2, 64, 1400, icmpPacketTooBig, 0, 1400, DropTooBig},
+		{"too big for the route", net.ParseIP("2001:db8:69::1"), 64, 1300, icmpPacketTooBig, 0, 1300, DropTooBig},
+		{"closed port", router, 64, 10, icmpDstUnreach, codePortUnreach, 0, DropLocal},
+	}
+	for _, c := range cases {
+		pkt := craft(t, append([]gopacket.SerializableLayer{ipv6(host1, c.dst, layers.IPProtocolUDP, c.hl)}, udp(c.size)...)...)
+		before := r.ta.Stats().Drops[c.dropReason].Count
+		r.run(pkt)
+		got := r.recv(r.ta)
+		if len(got) != 1 {
+			t.Errorf("%s: %d answers", c.name, len(got))
+			continue
+		}
+		ip, ic := icmpOf(t, got[0])
+		if ic.TypeCode.Type() != c.typ || ic.TypeCode.Code() != c.code {
+			t.Errorf("%s: %v, want type %d code %d", c.name, ic.TypeCode, c.typ, c.code)
+		}
+		if !ip.SrcIP.Equal(router) || !ip.DstIP.Equal(host1) {
+			t.Errorf("%s: from %s to %s", c.name, ip.SrcIP, ip.DstIP)
+		}
+		if param := binary.BigEndian.Uint32(ic.Payload[:4]); param != c.param {
+			t.Errorf("%s: param %d, want %d", c.name, param, c.param)
+		}
+		quoted := ic.Payload[4:]
+		if want := min(len(pkt)-vnetHdrLen, minMTU-48); len(quoted) != want || string(quoted[:40]) != string(pkt[vnetHdrLen:vnetHdrLen+40]) {
+			t.Errorf("%s: quotes %d bytes, want %d of the packet", c.name, len(quoted), want)
+		}
+		if n := r.ta.Stats().Drops[c.dropReason].Count - before; n != 1 {
+			t.Errorf("%s: %s counted %d times", c.name, c.dropReason, n)
+		}
+	}
+	// never an error about an error
+	r.run(craft(t, ipv6(host1, net.ParseIP("2001:db8:99::1"), layers.IPProtocolICMPv6, 64),
+		&layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(1, 0)}, gopacket.Payload(make([]byte, 44))))
+	if got := r.recv(r.ta); len(got) != 0 {
+		t.Errorf("an error answered an error")
+	}
+	// a blackhole is silent
+	r.run(craft(t, append([]gopacket.SerializableLayer{ipv6(host1, net.ParseIP("2001:db8:68::1"), layers.IPProtocolUDP, 64)}, udp(10)...)...))
+	if got := r.recv(r.ta); len(got) != 0 || r.ta.Stats().Drops[DropBlackhole].Count != 1 {
+		t.Errorf("blackhole answered or not counted")
+	}
+}
+
+func TestEcho(t *testing.T) {
+	r := newRig(t)
+	r.run(craft(t, ipv6(host1, net.ParseIP("2001:db8:2::1"), layers.IPProtocolICMPv6, 1),
+		&layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(icmpEchoRequest, 0)},
+		&layers.ICMPv6Echo{Identifier: 7, SeqNumber: 9}, gopacket.Payload("hello")))
+	got := r.recv(r.ta)
+	if len(got) != 1 {
+		t.Fatalf("%d replies", len(got))
+	}
+	ip, ic := icmpOf(t, got[0])
+	if ic.TypeCode.Type() != icmpEchoReply || !ip.SrcIP.Equal(net.ParseIP("2001:db8:2::1")) || !ip.DstIP.Equal(host1) {
+		t.Fatalf("reply %v from %s to %s", ic.TypeCode, ip.SrcIP, ip.DstIP)
+	}
+	if string(ic.Payload[4:]) != "hello" {
+		t.Fatalf("echo data %q", ic.Payload)
+	}
+}
+
+func TestMartiansAndMalformed(t *testing.T) {
+	r := newRig(t)
+	good := craft(t, append([]gopacket.SerializableLayer{ipv6(host1, host2, layers.IPProtocolUDP, 64)}, udp(20)...)...)
+	long := append(append([]byte(nil), good...), make([]byte, 30)...) // longer than its payload length
+	short := append([]byte(nil), good...)
+	binary.BigEndian.PutUint16(short[vnetHdrLen+4:], 500)
+	v4 := append([]byte(nil), good...)
+	v4[vnetHdrLen] = 0x45
+	mcast := craft(t, append([]gopacket.SerializableLayer{ipv6(host1, net.ParseIP("ff02::1"), layers.IPProtocolUDP, 64)}, udp(20)...)...)
+	unspec := craft(t, append([]gopacket.SerializableLayer{ipv6(net.IPv6unspecified, host2, layers.IPProtocolUDP, 64)}, udp(20)...)...)
+	llsrc := craft(t, append([]gopacket.SerializableLayer{ipv6(net.ParseIP("fe80::2"), host2, layers.IPProtocolUDP, 64)}, udp(20)...)...)
+	r.run(good[:vnetHdrLen+30], v4, short, long, mcast, unspec, llsrc)
+	s := r.ta.Stats()
+	for reason, n := range map[DropReason]uint64{DropTruncated: 1, DropVersion: 1, DropLength: 1, DropMartian: 3} {
+		if s.Drops[reason].Count != n {
+			t.Errorf("%s: %d, want %d", reason, s.Drops[reason].Count, n)
+		}
+	}
+	got := r.recv(r.tb)
+	if len(got) != 1 || len(got[0]) != len(good) {
+		t.Fatalf("the packet longer than its payload length should go out trimmed: %d packets", len(got))
+	}
+}
+
+// TestGSO: a TCP super-packet goes out whole to a link with offloads,
+// judged by its segment size; to a link without, it is cut into valid
+// segments.
+func TestGSO(t *testing.T) {
+	r := newRig(t)
+	tc := r.dp.Links.ByName("tc")
+	const mss = 1000
+	tcp := &layers.TCP{SrcPort: 5555, DstPort: 80, Seq: 1000, ACK: true, PSH: true, Window: 100, DataOffset: 5}
+	mk := func(dst net.IP) []byte {
+		b := craft(t, ipv6(host1, dst, layers.IPProtocolTCP, 64), tcp, gopacket.Payload(make([]byte, 4500)))
+		b[0], b[1] = vnetNeedsCsum, unix.VIRTIO_NET_HDR_GSO_TCPV6
+		binary.LittleEndian.PutUint16(b[2:], 60)
+		binary.LittleEndian.PutUint16(b[4:], mss)
+		binary.LittleEndian.PutUint16(b[6:], 40)
+		binary.LittleEndian.PutUint16(b[8:], 16)
+		return b
+	}
+	r.run(mk(host2)) // tb: MTU 1400 > 40+20+1000
+	if got := r.recv(r.tb); len(got) != 1 || len(got[0]) != vnetHdrLen+60+4500 {
+		t.Fatalf("super-packet to tb: %d packets", len(got))
+	}
+	r.run(mk(net.ParseIP("2001:db8:3::2")))
+	segs := r.recv(tc)
+	if len(segs) != 5 {
+		t.Fatalf("%d segments, want 5", len(segs))
+	}
+	seq := uint32(1000)
+	for i, s := range segs {
+		p := gopacket.NewPacket(s, layers.LayerTypeIPv6, gopacket.Default)
+		tl := p.Layer(layers.LayerTypeTCP).(*layers.TCP)
+		if tl.Seq != seq || len(tl.Payload) != min(mss, 4500-i*mss) || tl.PSH != (i == 4) {
+			t.Errorf("segment %d: seq %d len %d psh %v", i, tl.Seq, len(tl.Payload), tl.PSH)
+		}
+		if transportSum(s, 40, protoTCP) != 0xffff {
+			t.Errorf("segment %d: bad TCP checksum", i)
+		}
+		seq += uint32(len(tl.Payload))
+	}
+}
+
+// TestNoAllocs: the packet path allocates nothing per packet, whatever
+// becomes of the packets.
+func TestNoAllocs(t *testing.T) {
+	r := newRig(t)
+	batch := [][]byte{
+		craft(t, append([]gopacket.SerializableLayer{ipv6(host1, host2, layers.IPProtocolUDP, 64)}, udp(100)...)...),
+		craft(t, append([]gopacket.SerializableLayer{ipv6(host1, net.ParseIP("2001:db8:99::1"), layers.IPProtocolUDP, 64)}, udp(100)...)...),
+		craft(t, ipv6(host1, router, layers.IPProtocolICMPv6, 64),
+			&layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(icmpEchoRequest, 0)}, &layers.ICMPv6Echo{}, gopacket.Payload("x")),
+		craft(t, append([]gopacket.SerializableLayer{ipv6(host1, net.ParseIP("2001:db8:d::1"), layers.IPProtocolUDP, 64)}, udp(100)...)...),
+		craft(t, append([]gopacket.SerializableLayer{ipv6(host1, host2, layers.IPProtocolUDP, 1)}, udp(100)...)...),
+	}
+	r.run(batch...) // the worker's counters get made on first use
+	buf := make([]byte, 1<<16)
+	drain := func() {
+		for _, fd := range r.peer {
+			for {
+				if _, err := unix.Read(fd, buf); err != nil {
+					break
+				}
+			}
+		}
+	}
+	allocs := testing.AllocsPerRun(200, func() {
+		r.run(batch...)
+		drain()
+	})
+	if allocs > 0 {
+		t.Fatalf("%.1f allocations per batch", allocs)
+	}
+}
+
+// BenchmarkForward routes batches of 64 UDP packets between two links:
+// the packet path's own cost, writes included (-benchmem: no allocation).
+func BenchmarkForward(b *testing.B) {
+	r := newRig(b)
+	pkts := make([][]byte, batchSize)
+	for i := range pkts {
+		pkts[i] = craft(b, append([]gopacket.SerializableLayer{ipv6(host1, host2, layers.IPProtocolUDP, 64)}, udp(64)...)...)
+	}
+	buf := make([]byte, 4096)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i += batchSize {
+		r.run(pkts...)
+		for j := 0; j < batchSize; j++ {
+			unix.Read(r.peer[r.tb], buf)
+		}
+	}
+}

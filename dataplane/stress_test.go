@@ -1,0 +1,114 @@
+package dataplane
+
+import (
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
+	"golang.org/x/sys/unix"
+
+	"urouter/fib6"
+	"urouter/nexthop"
+)
+
+// TestStressWorkers: workers forward batches while routes are published
+// and withdrawn, links go down and up, addresses change and a link is
+// removed under them (run with -race): no race, no crash, and after the
+// removal no worker writes to the removed link's device.
+func TestStressWorkers(t *testing.T) {
+	r := newRig(t)
+	main := r.dp.Tables.Main()
+	pkts := [][]byte{
+		craft(t, append([]gopacket.SerializableLayer{ipv6(host1, host2, layers.IPProtocolUDP, 64)}, udp(64)...)...),
+		craft(t, append([]gopacket.SerializableLayer{ipv6(host1, net.ParseIP("2001:db8:77::1"), layers.IPProtocolUDP, 64)}, udp(64)...)...),
+		craft(t, ipv6(host1, router, layers.IPProtocolICMPv6, 64),
+			&layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(icmpEchoRequest, 0)}, &layers.ICMPv6Echo{}, gopacket.Payload("x")),
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 0; i < 3; i++ {
+		w := newWorker(r.dp, r.ta, r.ta.dev.Load().queues[0], i)
+		ws := append(r.dp.snapshot(), w)
+		r.dp.workers.Store(&ws)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				for j, p := range pkts {
+					w.sizes[j] = copy(w.bufs[j], p)
+				}
+				w.epoch.Add(1)
+				w.forward(len(pkts))
+				w.epoch.Add(1)
+			}
+		}()
+	}
+	var others []int
+	for l, fd := range r.peer {
+		if l != r.tb {
+			others = append(others, fd)
+		}
+	}
+	wg.Add(1)
+	go func() { // drain what the workers write (tb's queue may fill: then writes fail, counted)
+		defer wg.Done()
+		buf := make([]byte, 1<<16)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for _, fd := range others {
+				unix.Read(fd, buf)
+			}
+		}
+	}()
+	dst := netip.MustParsePrefix("2001:db8:77::/48")
+	deadline := time.Now().Add(300 * time.Millisecond)
+	for i := 0; time.Now().Before(deadline); i++ {
+		x := main.Begin()
+		if i%2 == 0 {
+			x.Add(fib6.Route{Dst: dst, Attrs: fib6.Attrs{Metric: 1, Nexthop: nexthop.Nexthop{Link: r.tb.Index}}})
+		} else {
+			x.Delete(fib6.Match{Dst: dst})
+		}
+		x.Commit()
+		r.dp.Links.SetUp(r.tb, i%3 != 0)
+		a := netip.MustParsePrefix("2001:db8:1::9/64")
+		if i%2 == 0 {
+			r.dp.Links.AddAddr(r.ta, a)
+		} else {
+			r.dp.Links.DelAddr(r.ta, a)
+		}
+		r.tb.Stats()
+	}
+	r.dp.Links.SetUp(r.tb, true)
+	// remove tb while the workers run: afterwards none may write to it
+	fd := r.peer[r.tb]
+	dev := r.tb.dev.Load()
+	r.dp.Remove(r.tb)
+	if r.tb.dev.Load() != nil || dev == nil {
+		t.Fatal("Remove left the device")
+	}
+	for { // what was written before the removal
+		if _, err := unix.Read(fd, make([]byte, 1<<16)); err != nil {
+			break
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	if n, _ := unix.Read(fd, make([]byte, 1<<16)); n > 0 {
+		t.Fatal("a worker wrote to a removed link")
+	}
+}
