@@ -2,7 +2,7 @@
 
 GO ?= go
 
-.PHONY: test build bench
+.PHONY: test build bench lab
 
 build:
 	$(GO) build -o bin/urouter ./cmd/urouter
@@ -12,6 +12,10 @@ build:
 test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 40m ./...
+
+# The demo lab: urouter between two netns hosts, real traffic (as root).
+lab:
+	bash bench/lab.sh
 
 # Micro-benchmarks with their peers, one at a time on the shared machine.
 bench:
