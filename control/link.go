@@ -212,8 +212,6 @@ func linkErr(err error) *cmdErr {
 	switch {
 	case errors.Is(err, dataplane.ErrLinkExists):
 		return &cmdErr{msg: "RTNETLINK answers: File exists", code: 2}
-	case errors.Is(err, dataplane.ErrNoLink):
-		return &cmdErr{msg: "RTNETLINK answers: No such device", code: 2}
 	}
 	return extack(err.Error())
 }

@@ -237,9 +237,8 @@ func (p *routePrinter) json(g []fib6.Route) {
 }
 
 // routeGet answers `route get ADDR [from SRC] [iif DEV] [oif DEV]` the way
-// the dataplane decides: table local, then main (the default rules until
-// policy rules arrive). A reject route answers with its error; throw goes
-// on to the next table.
+// the dataplane decides: rule by rule (local, then main by default). A
+// reject route answers with its error; throw goes on to the next rule.
 func (s *session) routeGet(args [][]byte) *cmdErr {
 	var dst, src netip.Addr
 	var iif, oif []byte
@@ -312,7 +311,11 @@ func (s *session) routeGet(args [][]byte) *cmdErr {
 			return !a.Type.IsReject() && (a.Nexthop.Link == 0 || a.Nexthop.Link == oifIndex)
 		}
 	}
-	for _, t := range []*fib6.Table{s.r.Tables.Local(), s.r.Tables.Main()} {
+	for _, rule := range s.r.DP.Rules.Load().Rules() {
+		t := s.r.Tables.Get(rule.Table)
+		if t == nil {
+			continue
+		}
 		res, ok := t.Get(dst, src, accept)
 		if !ok {
 			continue

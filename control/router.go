@@ -1,7 +1,6 @@
 package control
 
 import (
-	"errors"
 	"net/netip"
 	"sync"
 	"syscall"
@@ -165,5 +164,3 @@ func (r *Router) expireRoutes(stop <-chan struct{}) {
 		}
 	}
 }
-
-var errNoDaemon = errors.New("no daemon")

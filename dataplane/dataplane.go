@@ -1,7 +1,6 @@
 package dataplane
 
 import (
-	"fmt"
 	"runtime"
 	"slices"
 	"sync"
@@ -9,6 +8,7 @@ import (
 	"time"
 
 	"urouter/fib6"
+	"urouter/rules"
 )
 
 // Dataplane runs the packet workers of the router's links: one goroutine
@@ -17,6 +17,7 @@ import (
 type Dataplane struct {
 	Links  *Links
 	Tables *fib6.Tables
+	Rules  *rules.Current
 	icmp   limiter
 
 	mu      sync.Mutex // link I/O set-up and tear-down
@@ -27,7 +28,7 @@ type Dataplane struct {
 // New returns a dataplane over the router's links and tables, with
 // Linux's default ICMPv6 error rate (icmp_msgs_per_sec 1000, burst 50).
 func New(links *Links, tables *fib6.Tables) *Dataplane {
-	dp := &Dataplane{Links: links, Tables: tables}
+	dp := &Dataplane{Links: links, Tables: tables, Rules: rules.NewCurrent()}
 	dp.SetICMPRate(1000, 50)
 	return dp
 }
@@ -125,13 +126,4 @@ func (dp *Dataplane) SetKernelMTU(l *Link, mtu int) {
 	if l.Kind == TUN {
 		setKernelMTU(l.Name, mtu)
 	}
-}
-
-// Describe says how a link's I/O is set up (for logs).
-func (l *Link) Describe() string {
-	d := l.dev.Load()
-	if d == nil {
-		return l.Kind.String()
-	}
-	return fmt.Sprintf("tun, %d queues, vnet header %v, USO %v", len(d.queues), d.vnet, d.uso)
 }

@@ -36,10 +36,6 @@ type pkt struct {
 	icmpParam          uint32
 }
 
-// defaultRules are the IPv6 default policy rules: 0 `from all lookup
-// local`, 32766 `from all lookup main`, until policy rules arrive.
-var defaultRules = [...]uint32{fib6.TableLocal, fib6.TableMain}
-
 // forward routes a batch of n packets read from w.in, top to bottom:
 // parse and check each, look their routes up together, decide, then send
 // them in order. The rare paths (ICMPv6 errors, local delivery,
@@ -79,7 +75,12 @@ func (w *worker) forward(n int) {
 		case actDrop:
 			w.drop(in, k.reason)
 		case actForward:
-			w.send(k)
+			if j := w.coalescable(i, n); j > i+1 {
+				w.sendCoalesced(i, j)
+				i = j - 1
+			} else {
+				w.send(k)
+			}
 		case actLocal:
 			w.local(k)
 		case actError:
@@ -149,14 +150,15 @@ func isUnspecOrLoop(a []byte) bool {
 
 func linkLocal(a []byte) bool { return a[0] == 0xfe && a[1]&0xc0 == 0x80 }
 
-// route looks the routes of the nl pending packets up, rule by rule, all
-// of a rule's lookups as one batch, and decides what becomes of each.
+// route looks the routes of the nl pending packets up, rule by rule (the
+// rule set in force when the batch started), all of a rule's lookups as
+// one batch, and decides what becomes of each.
 func (w *worker) route(nl int) {
-	for _, id := range defaultRules {
+	for _, rule := range w.dp.Rules.Load().Rules() {
 		if nl == 0 {
 			return
 		}
-		t := w.dp.Tables.Get(id)
+		t := w.dp.Tables.Get(rule.Table)
 		if t == nil {
 			continue
 		}

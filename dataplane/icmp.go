@@ -131,8 +131,8 @@ func (w *worker) originate(b []byte) {
 	p := b[vnetHdrLen:]
 	dst := netip.AddrFrom16([16]byte(p[offDst : offDst+16]))
 	src := netip.AddrFrom16([16]byte(p[offSrc : offSrc+16]))
-	for _, id := range defaultRules {
-		t := w.dp.Tables.Get(id)
+	for _, rule := range w.dp.Rules.Load().Rules() {
+		t := w.dp.Tables.Get(rule.Table)
 		if t == nil {
 			continue
 		}

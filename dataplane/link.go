@@ -71,7 +71,6 @@ func (l *Link) Addrs() []netip.Prefix {
 // Errors of link changes, worded as Linux words them.
 var (
 	ErrLinkExists = errors.New("File exists")
-	ErrNoLink     = errors.New("No such device")
 	ErrAddrExists = errors.New("ipv6: address already assigned.")
 	ErrNoAddr     = errors.New("ipv6: address not found.")
 	ErrMTU        = errors.New("mtu less than device minimum.")

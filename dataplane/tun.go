@@ -1,7 +1,6 @@
 package dataplane
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"syscall"
@@ -162,5 +161,3 @@ func setKernelMTU(name string, mtu int) {
 		netlink.LinkSetMTU(l, mtu)
 	}
 }
-
-var errClosed = errors.New("link closed")
