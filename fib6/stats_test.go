@@ -33,7 +33,7 @@ func TestTrieStats(t *testing.T) {
 			nodeBytes += int(cnodeSize) + 8*capOf[n.cls] + 16
 			if l := n.cold().loc; l != nil {
 				locs++
-				locBytes += int(unsafe.Sizeof(locals{})) + int(unsafe.Sizeof(local{}))*cap(l.ent)
+				locBytes += int(unsafe.Sizeof(locals{})) + 8*cap(l.vals)
 			}
 			for i := 0; i < n.entries(); i++ {
 				if k := n.entryAt(i); isKid(k) {

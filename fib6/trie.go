@@ -154,23 +154,21 @@ func (b *bitmap256) count() int {
 func artIndex(l int, s uint8) uint8 { return uint8(1<<l | int(s)>>(8-l)) }
 
 // locals are a node's short local prefixes (shorter than the stride, so
-// covering a block of slots), sorted by ART index. They are few: a lookup
-// reaches them only for a slot without an entry. Immutable once published.
+// covering a block of slots): which ART indices are present, and their
+// route sets in index order. A lookup reaches them only for a slot
+// without an entry, and then tests at most 8 bits. Immutable once
+// published.
 type locals struct {
-	owner uint64 // transaction that made it; it may change it in place
-	ent   []local
-}
-
-type local struct {
-	idx uint8
-	val *rset
+	owner uint64    // transaction that made it; it may change it in place
+	short bitmap256 // ART indices present
+	vals  []*rset
 }
 
 func (l *locals) len() int {
 	if l == nil {
 		return 0
 	}
-	return len(l.ent)
+	return len(l.vals)
 }
 
 // shortBest is the longest short local covering slot s.
@@ -178,27 +176,29 @@ func (l *locals) shortBest(s uint8) *rset {
 	if l == nil {
 		return nil
 	}
-	var best *rset
-	bestLen := -1
-	for _, e := range l.ent {
-		n := bits.Len8(e.idx) - 1 // the prefix length below the node
-		if n > bestLen && int(s)>>(8-n) == int(e.idx)&^(1<<n) {
-			best, bestLen = e.val, n
-		}
-	}
-	return best
-}
-
-func (l *locals) shortAt(idx uint8) *rset {
-	if l == nil {
-		return nil
-	}
-	for _, e := range l.ent {
-		if e.idx == idx {
-			return e.val
+	for n := 7; n >= 0; n-- {
+		if i := artIndex(n, s); l.short.has(i) {
+			return l.vals[l.short.rank(i)]
 		}
 	}
 	return nil
+}
+
+func (l *locals) shortAt(idx uint8) *rset {
+	if l == nil || !l.short.has(idx) {
+		return nil
+	}
+	return l.vals[l.short.rank(idx)]
+}
+
+// first returns the first short local (by index).
+func (l *locals) first() (uint8, *rset) {
+	for w, word := range l.short {
+		if word != 0 {
+			return uint8(w*64 + bits.TrailingZeros64(word)), l.vals[0]
+		}
+	}
+	return 0, nil
 }
 
 // withShort returns l with index idx set to v (nil deletes): l itself if
@@ -207,20 +207,23 @@ func (l *locals) withShort(owner uint64, idx uint8, v *rset) *locals {
 	if l == nil || l.owner != owner {
 		c := &locals{owner: owner}
 		if l != nil {
-			c.ent = append(make([]local, 0, len(l.ent)+1), l.ent...)
+			c.short = l.short
+			c.vals = append(make([]*rset, 0, len(l.vals)+1), l.vals...)
 		}
 		l = c
 	}
-	i, found := slices.BinarySearchFunc(l.ent, idx, func(e local, idx uint8) int { return int(e.idx) - int(idx) })
+	i := l.short.rank(idx)
 	switch {
-	case found && v != nil:
-		l.ent[i].val = v
-	case found:
-		l.ent = slices.Delete(l.ent, i, i+1)
+	case l.short.has(idx) && v != nil:
+		l.vals[i] = v
+	case l.short.has(idx):
+		l.short.clear(idx)
+		l.vals = slices.Delete(l.vals, i, i+1)
 	case v != nil:
-		l.ent = slices.Insert(l.ent, i, local{idx, v})
+		l.short.set(idx)
+		l.vals = slices.Insert(l.vals, i, v)
 	}
-	if len(l.ent) == 0 {
+	if len(l.vals) == 0 {
 		return nil
 	}
 	return l

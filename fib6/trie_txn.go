@@ -659,10 +659,10 @@ func (x *trieTxn) collapse(n *cnode, depth int, k key) unsafe.Pointer {
 	fringe := n.flags&dfltFringe != 0
 	switch {
 	case single == nil: // one short local
-		e := loc.ent[0]
-		ln := bits.Len8(e.idx) - 1
-		pk := base.withByte(bi, uint8(int(e.idx)&^(1<<ln)<<(8-ln)))
-		return tailEntry(&tail{k: pk, plen: uint8(depth + ln), val: e.val, dflt: n.dflt, fringe: fringe})
+		idx, val := loc.first()
+		ln := bits.Len8(idx) - 1
+		pk := base.withByte(bi, uint8(int(idx)&^(1<<ln)<<(8-ln)))
+		return tailEntry(&tail{k: pk, plen: uint8(depth + ln), val: val, dflt: n.dflt, fringe: fringe})
 	case tagOf(single) == tagTail:
 		t := *asTail(single)
 		t.dflt, t.fringe = n.dflt, fringe
@@ -747,8 +747,8 @@ func (x *trieTxn) compactNode(e unsafe.Pointer) unsafe.Pointer {
 			*n.entryPtr(i) = x.compactNode(k)
 		}
 	}
-	if l := c.loc; l != nil && cap(l.ent) > len(l.ent) {
-		l.ent = slices.Clip(l.ent)
+	if l := c.loc; l != nil && l.owner == x.id && cap(l.vals) > len(l.vals) {
+		l.vals = slices.Clip(l.vals)
 	}
 	cnt := n.entries()
 	if cls := classFor(cnt); cls < n.cls {
