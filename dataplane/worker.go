@@ -29,6 +29,12 @@ type worker struct {
 	nread  int
 	err    error
 	readFn func(fd uintptr) bool
+	// single: traffic is sparse, so forward each packet as soon as it is
+	// read rather than pay one more read (EAGAIN) to learn the batch has
+	// ended: ~7 µs per hop of ping RTT here. calls counts the callbacks of
+	// one Read; a packet waiting at the first one means traffic is dense.
+	single bool
+	calls  int
 
 	pk       [batchSize]pkt
 	dsts     [batchSize]netipAddr
@@ -49,18 +55,27 @@ func newWorker(dp *Dataplane, l *Link, q *tunQueue, id int) *worker {
 	w.scratch = make([]byte, vnetHdrLen+minMTU)
 	w.segments = make([]byte, vnetHdrLen+maxPacket)
 	w.readFn = w.readBatch
+	w.single = true
 	return w
 }
 
 // readBatch is the netpoller callback: it reads packets until the queue
-// is empty or the batch full, and asks to be called again (after the fd
-// is readable) only when it read nothing.
+// is empty or the batch full (in single mode: one packet), and asks to be
+// called again (after the fd is readable) only when it read nothing.
 func (w *worker) readBatch(fd uintptr) bool {
 	off := 0
 	if !w.vnet {
 		off = vnetHdrLen // keep the header's room; it reads as zeros
 	}
+	w.calls++
 	for w.nread < batchSize {
+		if w.single && w.nread == 1 {
+			if w.calls == 1 {
+				w.single = false // a packet was already queued: dense
+			} else {
+				return true
+			}
+		}
 		b := w.bufs[w.nread]
 		n, err := unix.Read(int(fd), b[off:])
 		if err == unix.EINTR {
@@ -85,8 +100,11 @@ func (w *worker) readBatch(fd uintptr) bool {
 // RoutineRead reads and routes batches until the link's device closes.
 func (w *worker) RoutineRead() {
 	for {
-		w.nread, w.err = 0, nil
+		w.nread, w.err, w.calls = 0, nil, 0
 		err := w.q.rc.Read(w.readFn)
+		if w.nread == 1 {
+			w.single = true
+		}
 		if w.nread > 0 {
 			w.epoch.Add(1)
 			w.forward(w.nread)
