@@ -5,20 +5,27 @@ import (
 	"bytes"
 	"io"
 	"os"
+	"strings"
+	"sync"
 	"testing"
 )
 
 // BenchmarkBatchApply runs a batch file through a session in process (no
 // socket, no client): the daemon's share of a `-batch` load. The file is
-// $UROUTER_BATCH, with the config $UROUTER_CONF applied first.
+// $UROUTER_BATCH, with the config $UROUTER_CONF applied first. Several
+// files, comma-separated, run as parallel sessions (as parallel clients).
 func BenchmarkBatchApply(b *testing.B) {
-	file, conf := os.Getenv("UROUTER_BATCH"), os.Getenv("UROUTER_CONF")
-	if file == "" {
+	files, conf := os.Getenv("UROUTER_BATCH"), os.Getenv("UROUTER_CONF")
+	if files == "" {
 		b.Skip("UROUTER_BATCH not set")
 	}
-	data, err := os.ReadFile(file)
-	if err != nil {
-		b.Fatal(err)
+	var data [][]byte
+	for _, f := range strings.Split(files, ",") {
+		d, err := os.ReadFile(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		data = append(data, d)
 	}
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
@@ -28,10 +35,18 @@ func BenchmarkBatchApply(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		s := &session{r: r, opt: options{batch: true, batchName: file}, out: bufio.NewWriter(io.Discard), errOut: func(m string) { b.Fatal(m) }}
 		b.StartTimer()
-		if st := s.run(bufio.NewReaderSize(bytes.NewReader(data), 1<<18)); st != 0 {
-			b.Fatal(st)
+		var wg sync.WaitGroup
+		for _, d := range data {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s := &session{r: r, opt: options{batch: true, batchName: "bench"}, out: bufio.NewWriter(io.Discard), errOut: func(m string) { b.Error(m) }}
+				if st := s.run(bufio.NewReaderSize(bytes.NewReader(d), 1<<18)); st != 0 {
+					b.Error("exit status", st)
+				}
+			}()
 		}
+		wg.Wait()
 	}
 }

@@ -111,6 +111,36 @@ func TestDisconnectMidBatch(t *testing.T) {
 	}
 }
 
+// TestPausedClientPublishes: a client that streams a batch and pauses
+// (its connection still open) has its routes published within idleCommit,
+// and does not hold the table's lock from other clients meanwhile.
+func TestPausedClientPublishes(t *testing.T) {
+	r := newTestRouter(t)
+	sock := startServer(t, r)
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprint(c, options{batch: true, batchName: "-"}.header())
+	fmt.Fprint(c, "route add 2001:db8:1::/48 dev d0\nroute add 2001:db8:2::/48 dev d0\n")
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		out, _, _ := client(sock, options{}, "route show root 2001:db8::/32\n")
+		if strings.Contains(out, "2001:db8:1::/48") && strings.Contains(out, "2001:db8:2::/48") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("routes of a paused batch not published: %q", out)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// the table is free for another client while the first one waits
+	if _, e, st := client(sock, options{}, "route add 2001:db8:3::/48 dev d0\n"); st != 0 {
+		t.Fatalf("another client's add: %q %d", e, st)
+	}
+}
+
 // TestParallelClients: clients on different tables, and a link going
 // down while routes through it are being added (run with -race). After
 // the link is down no route through it may remain.

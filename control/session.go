@@ -2,16 +2,17 @@ package control
 
 import (
 	"bufio"
-
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"strings"
-	"urouter/dataplane"
+	"time"
 
+	"urouter/dataplane"
 	"urouter/fib6"
 )
 
@@ -148,14 +149,13 @@ func (s *session) commit() {
 // run executes the command lines of in, and returns the exit status: a
 // single command's own, or a batch's (1 if a command failed, 255 if one
 // did not parse). A batch stops at its first failure unless forced. The
-// open transaction is published before waiting for more input, so a
-// transaction never waits on the client.
+// open transaction is published at the end, when another table's command
+// comes, or when a socket client pauses (see pausingReader).
 func (s *session) run(in *bufio.Reader) int {
 	status := 0
 	defer s.commit()
 	for {
 		if in.Buffered() == 0 {
-			s.commit()
 			s.out.Flush()
 		}
 		line, err := in.ReadSlice('\n')
@@ -251,7 +251,8 @@ var errUnterminated = errors.New("Unterminated quoted string")
 // serveConn runs one client connection.
 func (r *Router) serveConn(c net.Conn) {
 	defer c.Close()
-	in := bufio.NewReaderSize(c, 1<<18)
+	pr := &pausingReader{c: c}
+	in := bufio.NewReaderSize(pr, 1<<18)
 	hdr, err := in.ReadString('\n')
 	if err != nil {
 		return
@@ -269,6 +270,7 @@ func (r *Router) serveConn(c net.Conn) {
 		out:    bufio.NewWriterSize(&frameWriter{c: c, kind: 'o'}, 64<<10),
 		errOut: func(m string) { ew.Write([]byte(m + "\n")) },
 	}
+	pr.pause = s.commit
 	status := s.run(in)
 	s.out.Flush()
 	if s.monitor != nil {
@@ -276,4 +278,33 @@ func (r *Router) serveConn(c net.Conn) {
 		return
 	}
 	(&frameWriter{c: c, kind: 'x'}).Write([]byte{byte(status)})
+}
+
+// idleCommit is how long a session's open transaction waits for more
+// input before it is published. A client streaming a batch so gets one
+// publish per pause, not one per socket read (a read often returns a few
+// KB, and a publish ends the transaction's in-place copies); a client
+// that stops sending sees its routes within this time, and other writers
+// of the table wait at most this long for the table's lock.
+const idleCommit = time.Millisecond
+
+// pausingReader reads a client's input; when a read waits longer than
+// idleCommit it calls pause, then waits without limit.
+type pausingReader struct {
+	c     net.Conn
+	pause func()
+}
+
+func (p *pausingReader) Read(b []byte) (int, error) {
+	if p.pause == nil {
+		return p.c.Read(b)
+	}
+	p.c.SetReadDeadline(time.Now().Add(idleCommit))
+	n, err := p.c.Read(b)
+	if n > 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+		return n, err
+	}
+	p.pause()
+	p.c.SetReadDeadline(time.Time{})
+	return p.c.Read(b)
 }
