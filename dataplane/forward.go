@@ -2,13 +2,10 @@ package dataplane
 
 import (
 	"encoding/binary"
-	"net/netip"
 
 	"urouter/fib6"
 	"urouter/nexthop"
 )
-
-type netipAddr = netip.Addr
 
 // What happens to a packet of the batch.
 type action uint8
@@ -57,8 +54,8 @@ func (w *worker) forward(n int) {
 		if !w.parse(k) {
 			continue
 		}
-		w.dsts[nl] = netip.AddrFrom16([16]byte(k.p[offDst : offDst+16]))
-		w.srcs[nl] = netip.AddrFrom16([16]byte(k.p[offSrc : offSrc+16]))
+		w.dsts[nl] = [16]byte(k.p[offDst : offDst+16])
+		w.srcs[nl] = [16]byte(k.p[offSrc : offSrc+16])
 		f := nexthop.Flow{Src: [16]byte(k.p[offSrc : offSrc+16]), Dst: [16]byte(k.p[offDst : offDst+16]),
 			Label: binary.BigEndian.Uint32(k.p[0:4]) & 0xfffff}
 		if k.l4.ports {
@@ -162,7 +159,7 @@ func (w *worker) route(nl int) {
 		if t == nil {
 			continue
 		}
-		t.LookupBatch(w.dsts[:nl], w.srcs[:nl], w.hashes[:nl], w.res[:nl])
+		t.LookupKeys(w.dsts[:nl], w.srcs[:nl], w.hashes[:nl], w.res[:nl])
 		left := 0
 		for j := 0; j < nl; j++ {
 			a := w.res[j]

@@ -37,8 +37,8 @@ type worker struct {
 	calls  int
 
 	pk       [batchSize]pkt
-	dsts     [batchSize]netipAddr
-	srcs     [batchSize]netipAddr
+	dsts     [batchSize][16]byte
+	srcs     [batchSize][16]byte
 	hashes   [batchSize]uint32
 	res      [batchSize]*fib6.Attrs
 	pending  [batchSize]int

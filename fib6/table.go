@@ -144,23 +144,53 @@ func (t *Table) LookupBatch(dsts []netip.Addr, srcs []netip.Addr, hashes []uint3
 		n := min(batchWidth, len(dsts)-base)
 		t.trie.lookupBatch(dsts[base:base+n], sets[:n])
 		for j := 0; j < n; j++ {
-			r := sets[j]
-			switch {
-			case r == nil:
-				out[base+j] = nil
-			case !r.hasSrc && hashes != nil:
-				out[base+j] = r.pickPath(hashes[base+j])
-			case !r.hasSrc:
-				out[base+j] = r.best
-			default:
+			a, ok := decided(sets[j], hashes, base+j)
+			if !ok {
 				var src netip.Addr
 				if srcs != nil {
 					src = srcs[base+j]
 				}
-				out[base+j] = t.Lookup(dsts[base+j], src)
+				a = t.Lookup(dsts[base+j], src)
 			}
+			out[base+j] = a
 		}
 	}
+}
+
+// LookupKeys is LookupBatch for addresses as the bytes of packet headers
+// (the dataplane's form: no conversion per address). srcs may be nil; a
+// source of all zeros (the unspecified address) counts as none.
+func (t *Table) LookupKeys(dsts [][16]byte, srcs [][16]byte, hashes []uint32, out []*Attrs) {
+	var sets [batchWidth]*rset
+	for base := 0; base < len(dsts); base += batchWidth {
+		n := min(batchWidth, len(dsts)-base)
+		t.trie.lookupKeys(dsts[base:base+n], sets[:n])
+		for j := 0; j < n; j++ {
+			a, ok := decided(sets[j], hashes, base+j)
+			if !ok {
+				var src netip.Addr
+				if srcs != nil && srcs[base+j] != ([16]byte{}) {
+					src = netip.AddrFrom16(srcs[base+j])
+				}
+				a = t.Lookup(netip.AddrFrom16(dsts[base+j]), src)
+			}
+			out[base+j] = a
+		}
+	}
+}
+
+// decided returns the route a batch lookup that found r decides on, or
+// false when r has source routes and the slow path must decide.
+func decided(r *rset, hashes []uint32, i int) (*Attrs, bool) {
+	switch {
+	case r == nil:
+		return nil, true
+	case r.hasSrc:
+		return nil, false
+	case hashes != nil:
+		return r.pickPath(hashes[i]), true
+	}
+	return r.best, true
 }
 
 // Result is the route that decided a lookup, as `ip route get` shows it.

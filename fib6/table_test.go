@@ -190,9 +190,22 @@ func checkTable(t *testing.T, tab *Table, m *refTable, r *rand.Rand) {
 	}
 	out := make([]*Attrs, len(dsts))
 	tab.LookupBatch(dsts, srcs, nil, out)
+	keys, skeys := make([][16]byte, len(dsts)), make([][16]byte, len(dsts))
 	for i := range dsts {
-		if out[i] != tab.Lookup(dsts[i], srcs[i]) {
+		keys[i] = dsts[i].As16()
+		if srcs[i].IsValid() {
+			skeys[i] = srcs[i].As16()
+		}
+	}
+	outKeys := make([]*Attrs, len(dsts))
+	tab.LookupKeys(keys, skeys, nil, outKeys)
+	for i := range dsts {
+		want := tab.Lookup(dsts[i], srcs[i])
+		if out[i] != want {
 			t.Fatalf("LookupBatch(%s) differs from Lookup", dsts[i])
+		}
+		if outKeys[i] != want {
+			t.Fatalf("LookupKeys(%s, %s) differs from Lookup", dsts[i], srcs[i])
 		}
 	}
 }

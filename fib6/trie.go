@@ -462,14 +462,26 @@ const batchWidth = 16
 // lookup waits on one cache miss per level; a batch waits on one per level
 // for all of them.
 func (t *trie) lookupBatch(addrs []netip.Addr, out []*rset) {
-	root := t.root.Load()
+	var keys [batchWidth][16]byte
 	for base := 0; base < len(addrs); base += batchWidth {
 		n := min(batchWidth, len(addrs)-base)
-		var as [batchWidth][16]byte
+		for j := 0; j < n; j++ {
+			keys[j] = addrs[base+j].As16()
+		}
+		t.lookupKeys(keys[:n], out[base:base+n])
+	}
+}
+
+// lookupKeys is lookupBatch for addresses as bytes, as the dataplane
+// takes them from packets (no conversion per address).
+func (t *trie) lookupKeys(keys [][16]byte, out []*rset) {
+	root := t.root.Load()
+	for base := 0; base < len(keys); base += batchWidth {
+		n := min(batchWidth, len(keys)-base)
+		as := keys[base : base+n]
 		var es [batchWidth]unsafe.Pointer
 		var best [batchWidth]*rset
 		for j := 0; j < n; j++ {
-			as[j] = addrs[base+j].As16()
 			es[j] = root.slot(as[j][0])
 		}
 		for i := 1; i < 16; i++ {
