@@ -28,6 +28,19 @@ func startServer(t *testing.T, r *Router) string {
 	return path
 }
 
+// dial opens a raw connection to the socket and sends o's header; the
+// test writes the command lines itself.
+func dial(t *testing.T, sock string, o options) net.Conn {
+	t.Helper()
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	fmt.Fprint(c, o.header())
+	return c
+}
+
 // client runs one client request against the socket.
 func client(sock string, o options, input string) (string, string, int) {
 	var out, errs bytes.Buffer
@@ -84,11 +97,7 @@ func TestStaleSocket(t *testing.T) {
 func TestDisconnectMidBatch(t *testing.T) {
 	r := newTestRouter(t)
 	sock := startServer(t, r)
-	c, err := net.Dial("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Fprint(c, options{batch: true, batchName: "-"}.header())
+	c := dial(t, sock, options{batch: true, batchName: "-"})
 	for i := 0; i < 100; i++ {
 		fmt.Fprintf(c, "route add 2001:db8:%x::/48 dev d0\n", i)
 	}
@@ -117,12 +126,7 @@ func TestDisconnectMidBatch(t *testing.T) {
 func TestPausedClientPublishes(t *testing.T) {
 	r := newTestRouter(t)
 	sock := startServer(t, r)
-	c, err := net.Dial("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	fmt.Fprint(c, options{batch: true, batchName: "-"}.header())
+	c := dial(t, sock, options{batch: true, batchName: "-"})
 	fmt.Fprint(c, "route add 2001:db8:1::/48 dev d0\nroute add 2001:db8:2::/48 dev d0\n")
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -180,12 +184,7 @@ func TestParallelClients(t *testing.T) {
 func TestMonitor(t *testing.T) {
 	r := newTestRouter(t)
 	sock := startServer(t, r)
-	c, err := net.Dial("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	fmt.Fprint(c, options{}.header())
+	c := dial(t, sock, options{})
 	fmt.Fprint(c, "monitor route\n")
 	time.Sleep(50 * time.Millisecond) // subscribed
 	client(sock, options{}, "route add 2001:db8:7::/48 dev d0 table 9\n")

@@ -96,3 +96,40 @@ func matches(word []byte, keyword string) bool {
 
 // is reports whether word is exactly keyword.
 func is(word []byte, keyword string) bool { return string(word) == keyword }
+
+// argv walks a command's words as iproute2's NEXT_ARG does: next steps
+// from a keyword to its value, or fails as the command is incomplete.
+type argv struct {
+	args [][]byte
+	i    int
+}
+
+func (a *argv) next() ([]byte, *cmdErr) {
+	a.i++
+	if a.i >= len(a.args) {
+		return nil, incomplete()
+	}
+	return a.args[a.i], nil
+}
+
+// nextUint32 is next read as a number; a bad one is named as what.
+func (a *argv) nextUint32(what string) (uint32, *cmdErr) {
+	v, err := a.next()
+	if err != nil {
+		return 0, err
+	}
+	n, ok := parseUint32(v)
+	if !ok {
+		return 0, badValue(what, v)
+	}
+	return n, nil
+}
+
+// nextVia is the address of `via [inet6] ADDRESS`, as written.
+func (a *argv) nextVia() ([]byte, *cmdErr) {
+	v, err := a.next()
+	if err == nil && is(v, "inet6") {
+		v, err = a.next()
+	}
+	return v, err
+}

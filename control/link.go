@@ -49,22 +49,16 @@ type linkArgs struct {
 
 func parseLinkArgs(args [][]byte) (*linkArgs, *cmdErr) {
 	a := &linkArgs{mtu: -1}
-	for i := 0; i < len(args); i++ {
-		w := args[i]
-		next := func() ([]byte, *cmdErr) {
-			i++
-			if i >= len(args) {
-				return nil, incomplete()
-			}
-			return args[i], nil
-		}
+	ws := argv{args: args}
+	for ; ws.i < len(args); ws.i++ {
+		w := args[ws.i]
 		switch {
 		case is(w, "up"):
 			a.up, a.set = true, true
 		case is(w, "down"):
 			a.up, a.set = false, true
 		case is(w, "name"):
-			v, err := next()
+			v, err := ws.next()
 			if err != nil {
 				return nil, err
 			}
@@ -73,7 +67,7 @@ func parseLinkArgs(args [][]byte) (*linkArgs, *cmdErr) {
 			}
 			a.name = v
 		case is(w, "mtu"):
-			v, err := next()
+			v, err := ws.next()
 			if err != nil {
 				return nil, err
 			}
@@ -86,16 +80,16 @@ func parseLinkArgs(args [][]byte) (*linkArgs, *cmdErr) {
 			}
 			a.mtu = n
 		case matches(w, "type"):
-			v, err := next()
+			v, err := ws.next()
 			if err != nil {
 				return nil, err
 			}
 			a.typ = v
-			a.typArgs = args[i+1:]
+			a.typArgs = args[ws.i+1:]
 			return a, nil
 		default:
 			if is(w, "dev") {
-				v, err := next()
+				v, err := ws.next()
 				if err != nil {
 					return nil, err
 				}
@@ -266,32 +260,44 @@ func (s *session) linkDel(args [][]byte) *cmdErr {
 	return nil
 }
 
-func (s *session) linkShow(args [][]byte) *cmdErr {
+// shownLinks parses the `[dev] NAME` of link and address show: the links
+// to show, the one named or all. A word matching skip (if any) is ignored.
+func (s *session) shownLinks(args [][]byte, skip string) ([]*dataplane.Link, *cmdErr) {
 	var only *dataplane.Link
-	for i := 0; i < len(args); i++ {
-		w := args[i]
+	ws := argv{args: args}
+	for ; ws.i < len(args); ws.i++ {
+		w := args[ws.i]
 		if is(w, "dev") {
-			if i++; i >= len(args) {
-				return incomplete()
+			v, err := ws.next()
+			if err != nil {
+				return nil, err
 			}
-			w = args[i]
-		} else if matches(w, "up") {
+			w = v
+		} else if skip != "" && matches(w, skip) {
 			continue
 		}
 		only = s.r.Links.ByName(str(w))
 		if only == nil {
-			return &cmdErr{msg: fmt.Sprintf("Device \"%s\" does not exist.", w), code: 1}
+			return nil, &cmdErr{msg: fmt.Sprintf("Device \"%s\" does not exist.", w), code: 1}
 		}
+	}
+	if only != nil {
+		return []*dataplane.Link{only}, nil
+	}
+	return s.r.Links.All(), nil
+}
+
+func (s *session) linkShow(args [][]byte) *cmdErr {
+	links, err := s.shownLinks(args, "up")
+	if err != nil {
+		return err
 	}
 	var j *jsonw
 	if s.opt.json {
 		j = &jsonw{w: s.out, pretty: s.opt.pretty}
 		j.startArray()
 	}
-	for _, l := range s.r.Links.All() {
-		if only != nil && l != only {
-			continue
-		}
+	for _, l := range links {
 		if j != nil {
 			j.startObject()
 			s.linkJSON(j, l, true)
@@ -463,31 +469,25 @@ func (s *session) addrModify(args [][]byte, del bool) *cmdErr {
 	var dev []byte
 	var pfx netip.Prefix
 	var set, lenGiven bool
-	for i := 0; i < len(args); i++ {
-		w := args[i]
-		next := func() ([]byte, *cmdErr) {
-			i++
-			if i >= len(args) {
-				return nil, incomplete()
-			}
-			return args[i], nil
-		}
+	ws := argv{args: args}
+	for ; ws.i < len(args); ws.i++ {
+		w := args[ws.i]
 		switch {
 		case is(w, "dev"):
-			v, err := next()
+			v, err := ws.next()
 			if err != nil {
 				return err
 			}
 			dev = v
 		case is(w, "scope"), matches(w, "valid_lft"), matches(w, "preferred_lft"), is(w, "label"):
-			if _, err := next(); err != nil { // accepted, the router has one kind of address
+			if _, err := ws.next(); err != nil { // accepted, the router has one kind of address
 				return err
 			}
 		case is(w, "nodad"), is(w, "noprefixroute"), is(w, "home"), is(w, "mngtmpaddr"):
 			return unsupported(w)
 		default:
 			if matches(w, "local") {
-				v, err := next()
+				v, err := ws.next()
 				if err != nil {
 					return err
 				}
@@ -572,29 +572,16 @@ func scopeOf(a netip.Addr) string {
 }
 
 func (s *session) addrShow(args [][]byte) *cmdErr {
-	var only *dataplane.Link
-	for i := 0; i < len(args); i++ {
-		w := args[i]
-		if is(w, "dev") {
-			if i++; i >= len(args) {
-				return incomplete()
-			}
-			w = args[i]
-		}
-		only = s.r.Links.ByName(str(w))
-		if only == nil {
-			return &cmdErr{msg: fmt.Sprintf("Device \"%s\" does not exist.", w), code: 1}
-		}
+	links, err := s.shownLinks(args, "")
+	if err != nil {
+		return err
 	}
 	var j *jsonw
 	if s.opt.json {
 		j = &jsonw{w: s.out, pretty: s.opt.pretty}
 		j.startArray()
 	}
-	for _, l := range s.r.Links.All() {
-		if only != nil && l != only {
-			continue
-		}
+	for _, l := range links {
 		addrs := l.Addrs()
 		if j != nil {
 			j.startObject()

@@ -242,37 +242,31 @@ func (p *routePrinter) json(g []fib6.Route) {
 func (s *session) routeGet(args [][]byte) *cmdErr {
 	var dst, src netip.Addr
 	var iif, oif []byte
-	for i := 0; i < len(args); i++ {
-		w := args[i]
-		next := func() ([]byte, *cmdErr) {
-			i++
-			if i >= len(args) {
-				return nil, incomplete()
-			}
-			return args[i], nil
-		}
+	ws := argv{args: args}
+	for ; ws.i < len(args); ws.i++ {
+		w := args[ws.i]
 		var err *cmdErr
 		var v []byte
 		switch {
 		case is(w, "tos") || matches(w, "dsfield"):
 			return unsupported(w)
 		case matches(w, "from"):
-			if v, err = next(); err == nil {
+			if v, err = ws.next(); err == nil {
 				src, err = parseAddr(trimLen(v))
 			}
 		case matches(w, "iif"):
-			iif, err = next()
+			iif, err = ws.next()
 		case matches(w, "mark"):
 			return unsupported(w)
 		case matches(w, "oif") || is(w, "dev"):
-			oif, err = next()
+			oif, err = ws.next()
 		case matches(w, "notify"), matches(w, "connected"), matches(w, "fibmatch"):
 		case matches(w, "vrf"), matches(w, "uid"), is(w, "as"), matches(w, "sport"), matches(w, "dport"),
 			matches(w, "ipproto"), is(w, "flowlabel"):
 			return unsupported(w)
 		default:
 			if is(w, "to") {
-				if w, err = next(); err != nil {
+				if w, err = ws.next(); err != nil {
 					return err
 				}
 			}

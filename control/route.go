@@ -103,15 +103,9 @@ func parseRouteModify(q *routeReq, op routeOp, args [][]byte, pm *parseMemo) *cm
 	*q = routeReq{op: op, expires: -1}
 	memos := pm.kw[:]
 	nk := 0 // keywords seen: the memo of each position
-	for i := 0; i < len(args); i++ {
-		w := args[i]
-		next := func() ([]byte, *cmdErr) {
-			i++
-			if i >= len(args) {
-				return nil, incomplete()
-			}
-			return args[i], nil
-		}
+	ws := argv{args: args}
+	for ; ws.i < len(args); ws.i++ {
+		w := args[ws.i]
 		k := 0
 		if len(w) > 0 && (w[0] < '0' || w[0] > '9') { // a word with a leading digit is an address
 			if nk < len(memos) {
@@ -125,7 +119,7 @@ func parseRouteModify(q *routeReq, op routeOp, args [][]byte, pm *parseMemo) *cm
 		}
 		switch k {
 		case mkSrc:
-			v, err := next()
+			v, err := ws.next()
 			if err != nil {
 				return err
 			}
@@ -136,14 +130,9 @@ func parseRouteModify(q *routeReq, op routeOp, args [][]byte, pm *parseMemo) *cm
 			if q.gw.IsValid() {
 				return invarg("use nexthop syntax to specify multiple via\n", w)
 			}
-			v, err := next()
+			v, err := ws.nextVia()
 			if err != nil {
 				return err
-			}
-			if is(v, "inet6") {
-				if v, err = next(); err != nil {
-					return err
-				}
 			}
 			if pm.gw != nil && string(v) == string(pm.gw) {
 				q.gw = pm.gwVal
@@ -154,7 +143,7 @@ func parseRouteModify(q *routeReq, op routeOp, args [][]byte, pm *parseMemo) *cm
 				pm.gw, pm.gwVal = append(pm.gw[:0], v...), q.gw
 			}
 		case mkFrom:
-			v, err := next()
+			v, err := ws.next()
 			if err != nil {
 				return err
 			}
@@ -162,27 +151,19 @@ func parseRouteModify(q *routeReq, op routeOp, args [][]byte, pm *parseMemo) *cm
 				return err
 			}
 		case mkExpires:
-			v, err := next()
+			n, err := ws.nextUint32("expires")
 			if err != nil {
 				return err
-			}
-			n, ok := parseUint32(v)
-			if !ok {
-				return badValue("expires", v)
 			}
 			q.expires = int64(n)
 		case mkMetric:
-			v, err := next()
+			n, err := ws.nextUint32("metric")
 			if err != nil {
 				return err
 			}
-			n, ok := parseUint32(v)
-			if !ok {
-				return badValue("metric", v)
-			}
 			q.metric, q.metricSet = n, true
 		case mkScope:
-			v, err := next()
+			v, err := ws.next()
 			if err != nil {
 				return err
 			}
@@ -190,12 +171,12 @@ func parseRouteModify(q *routeReq, op routeOp, args [][]byte, pm *parseMemo) *cm
 				return invarg("invalid \"scope\" value\n", v)
 			}
 		case mkMtu:
-			v, err := next()
+			v, err := ws.next()
 			if err != nil {
 				return err
 			}
 			if is(v, "lock") {
-				if v, err = next(); err != nil {
+				if v, err = ws.next(); err != nil {
 					return err
 				}
 			}
@@ -211,7 +192,7 @@ func parseRouteModify(q *routeReq, op routeOp, args [][]byte, pm *parseMemo) *cm
 		case mkNexthop:
 			return parseErr("Error: \"%s\" is not supported yet: nexthop objects and multipath routes come with the nexthop issue.", w)
 		case mkProtocol:
-			v, err := next()
+			v, err := ws.next()
 			if err != nil {
 				return err
 			}
@@ -221,7 +202,7 @@ func parseRouteModify(q *routeReq, op routeOp, args [][]byte, pm *parseMemo) *cm
 			}
 			q.proto, q.protoSet = p, true
 		case mkTable:
-			v, err := next()
+			v, err := ws.next()
 			if err != nil {
 				return err
 			}
@@ -236,13 +217,13 @@ func parseRouteModify(q *routeReq, op routeOp, args [][]byte, pm *parseMemo) *cm
 			q.table = t
 			pm.tab, pm.tabID = append(pm.tab[:0], v...), t
 		case mkDev:
-			v, err := next()
+			v, err := ws.next()
 			if err != nil {
 				return err
 			}
 			q.dev = v
 		case mkPref:
-			v, err := next()
+			v, err := ws.next()
 			if err != nil {
 				return err
 			}
@@ -254,7 +235,7 @@ func parseRouteModify(q *routeReq, op routeOp, args [][]byte, pm *parseMemo) *cm
 			}
 		default:
 			if is(w, "to") {
-				v, err := next()
+				v, err := ws.next()
 				if err != nil {
 					return err
 				}
@@ -266,7 +247,7 @@ func parseRouteModify(q *routeReq, op routeOp, args [][]byte, pm *parseMemo) *cm
 						return parseErr("Error: route type \"%s\" is not supported by this router.", w)
 					}
 					q.typ = t
-					v, err := next()
+					v, err := ws.next()
 					if err != nil {
 						return err
 					}
@@ -616,18 +597,12 @@ func (f *showFilter) selects(r *fib6.Route) bool {
 
 func (s *session) parseSelector(args [][]byte) (*showFilter, *cmdErr) {
 	f := &showFilter{}
-	for i := 0; i < len(args); i++ {
-		w := args[i]
-		next := func() ([]byte, *cmdErr) {
-			i++
-			if i >= len(args) {
-				return nil, incomplete()
-			}
-			return args[i], nil
-		}
+	ws := argv{args: args}
+	for ; ws.i < len(args); ws.i++ {
+		w := args[ws.i]
 		switch {
 		case matches(w, "table"):
-			v, err := next()
+			v, err := ws.next()
 			if err != nil {
 				return nil, err
 			}
@@ -646,7 +621,7 @@ func (s *session) parseSelector(args [][]byte) (*showFilter, *cmdErr) {
 		case is(w, "tos") || matches(w, "dsfield"):
 			return nil, unsupported(w)
 		case matches(w, "protocol"):
-			v, err := next()
+			v, err := ws.next()
 			if err != nil {
 				return nil, err
 			}
@@ -659,7 +634,7 @@ func (s *session) parseSelector(args [][]byte) (*showFilter, *cmdErr) {
 			}
 			f.Proto = p
 		case matches(w, "scope"):
-			v, err := next()
+			v, err := ws.next()
 			if err != nil {
 				return nil, err
 			}
@@ -667,7 +642,7 @@ func (s *session) parseSelector(args [][]byte) (*showFilter, *cmdErr) {
 				return nil, invarg("invalid \"scope\"\n", v)
 			}
 		case matches(w, "type"):
-			v, err := next()
+			v, err := ws.next()
 			if err != nil {
 				return nil, err
 			}
@@ -680,7 +655,7 @@ func (s *session) parseSelector(args [][]byte) (*showFilter, *cmdErr) {
 			}
 			f.Type = t
 		case is(w, "dev") || is(w, "oif"):
-			v, err := next()
+			v, err := ws.next()
 			if err != nil {
 				return nil, err
 			}
@@ -692,24 +667,15 @@ func (s *session) parseSelector(args [][]byte) (*showFilter, *cmdErr) {
 		case is(w, "iif"), is(w, "mark"), matches(w, "realms"):
 			return nil, unsupported(w)
 		case matches(w, "metric") || matches(w, "priority") || is(w, "preference"):
-			v, err := next()
+			n, err := ws.nextUint32("metric")
 			if err != nil {
 				return nil, err
-			}
-			n, ok := parseUint32(v)
-			if !ok {
-				return nil, badValue("metric", v)
 			}
 			f.metric, f.metricSet = n, true
 		case is(w, "via"):
-			v, err := next()
+			v, err := ws.nextVia()
 			if err != nil {
 				return nil, err
-			}
-			if is(v, "inet6") {
-				if v, err = next(); err != nil {
-					return nil, err
-				}
 			}
 			if f.Gateway, err = parseAddr(v); err != nil {
 				return nil, err
@@ -717,12 +683,12 @@ func (s *session) parseSelector(args [][]byte) (*showFilter, *cmdErr) {
 		case is(w, "src"):
 			return nil, unsupported(w)
 		case matches(w, "from"):
-			v, err := next()
+			v, err := ws.next()
 			if err != nil {
 				return nil, err
 			}
 			if matches(v, "root") || matches(v, "match") || matches(v, "exact") {
-				if v, err = next(); err != nil {
+				if v, err = ws.next(); err != nil {
 					return nil, err
 				}
 			}
@@ -731,7 +697,7 @@ func (s *session) parseSelector(args [][]byte) (*showFilter, *cmdErr) {
 			}
 		default:
 			if matches(w, "to") {
-				v, err := next()
+				v, err := ws.next()
 				if err != nil {
 					return nil, err
 				}
@@ -747,7 +713,7 @@ func (s *session) parseSelector(args [][]byte) (*showFilter, *cmdErr) {
 				target = &f.Exact
 			}
 			if target != nil {
-				v, err := next()
+				v, err := ws.next()
 				if err != nil {
 					return nil, err
 				}
