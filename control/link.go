@@ -210,15 +210,25 @@ func linkErr(err error) *cmdErr {
 	return extack(err.Error())
 }
 
-func (s *session) linkSet(args [][]byte) *cmdErr {
+// namedLink parses the arguments of link set and del, and finds the link
+// they name.
+func (s *session) namedLink(args [][]byte) (*linkArgs, *dataplane.Link, *cmdErr) {
 	a, err := parseLinkArgs(args)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	if a.name == nil {
-		return parseErr("Not enough information: \"dev\" argument is required.")
+		return nil, nil, parseErr("Not enough information: \"dev\" argument is required.")
 	}
 	l, err := s.link(a.name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return a, l, nil
+}
+
+func (s *session) linkSet(args [][]byte) *cmdErr {
+	a, l, err := s.namedLink(args)
 	if err != nil {
 		return err
 	}
@@ -243,14 +253,7 @@ func (s *session) linkSet(args [][]byte) *cmdErr {
 }
 
 func (s *session) linkDel(args [][]byte) *cmdErr {
-	a, err := parseLinkArgs(args)
-	if err != nil {
-		return err
-	}
-	if a.name == nil {
-		return parseErr("Not enough information: \"dev\" argument is required.")
-	}
-	l, err := s.link(a.name)
+	_, l, err := s.namedLink(args)
 	if err != nil {
 		return err
 	}
