@@ -41,12 +41,11 @@ func (w *worker) forward(n int) {
 	in := w.in
 	c := w.ctr(in)
 	up := in.Up()
-	nl := 0
+	nl, bytes := 0, 0
 	for i := 0; i < n; i++ {
 		k := &w.pk[i]
 		*k = pkt{b: w.bufs[i][:w.sizes[i]]}
-		c.RxPackets.Add(1)
-		c.RxBytes.Add(uint64(w.sizes[i] - vnetHdrLen))
+		bytes += w.sizes[i] - vnetHdrLen
 		if !up {
 			k.drop(DropLinkDown)
 			continue
@@ -56,8 +55,7 @@ func (w *worker) forward(n int) {
 		}
 		w.dsts[nl] = [16]byte(k.p[offDst : offDst+16])
 		w.srcs[nl] = [16]byte(k.p[offSrc : offSrc+16])
-		f := nexthop.Flow{Src: [16]byte(k.p[offSrc : offSrc+16]), Dst: [16]byte(k.p[offDst : offDst+16]),
-			Label: binary.BigEndian.Uint32(k.p[0:4]) & 0xfffff}
+		f := nexthop.Flow{Src: w.srcs[nl], Dst: w.dsts[nl], Label: binary.BigEndian.Uint32(k.p[0:4]) & 0xfffff}
 		if k.l4.ports {
 			f.Proto, f.SrcPort, f.DstPort = k.l4.proto, k.l4.sport, k.l4.dport
 		}
@@ -65,6 +63,8 @@ func (w *worker) forward(n int) {
 		w.pending[nl] = i
 		nl++
 	}
+	c.RxPackets.Add(uint64(n)) // per batch: one atomic add, not one per packet
+	c.RxBytes.Add(uint64(bytes))
 	w.route(nl)
 	for i := 0; i < n; i++ {
 		k := &w.pk[i]

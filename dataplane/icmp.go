@@ -6,8 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"gvisor.dev/gvisor/pkg/tcpip/checksum"
-
 	"urouter/fib6"
 )
 
@@ -70,14 +68,7 @@ func writeIPv6(p []byte, src, dst [16]byte, n int) {
 
 // icmpSum is the one's complement sum of an ICMPv6 message (at p[40:])
 // with its pseudo-header; 0xffff over a message with a valid checksum.
-func icmpSum(p []byte) uint16 {
-	var ph [8]byte
-	binary.BigEndian.PutUint32(ph[:4], uint32(len(p)-ipv6Len))
-	ph[7] = protoICMPv6
-	s := checksum.Checksum(p[offSrc:ipv6Len], 0)
-	s = checksum.Checksum(ph[:], s)
-	return checksum.Checksum(p[ipv6Len:], s)
-}
+func icmpSum(p []byte) uint16 { return transportSum(p, ipv6Len, protoICMPv6) }
 
 func setICMPChecksum(p []byte) {
 	m := p[ipv6Len:]
