@@ -92,30 +92,29 @@ func benchLookups(b *testing.B, n int) {
 	fast := loadBartFast(ps)
 	tab := loadBartTable(ps)
 	const batch = 64
-	keys := make([][16]byte, n)
-	for i, a := range addrs {
-		keys[i] = a.As16()
+	keys := keysOf(addrs)
+	batched := func(fromAddrs bool) func(*testing.B) {
+		return func(b *testing.B) {
+			out := make([]*Attrs, batch)
+			var conv [batch][16]byte
+			var s *Attrs
+			for i := 0; i < b.N; i += batch {
+				j := i & (n - 1)
+				ks := keys[j : j+batch]
+				if fromAddrs { // a caller holding netip.Addr values converts them
+					for x, a := range addrs[j : j+batch] {
+						conv[x] = a.As16()
+					}
+					ks = conv[:]
+				}
+				t.LookupKeys(ks, nil, nil, out)
+				s = out[batch-1]
+			}
+			sinkAttrs = s
+		}
 	}
-	b.Run("fib6", func(b *testing.B) {
-		out := make([]*Attrs, batch)
-		var s *Attrs
-		for i := 0; i < b.N; i += batch {
-			j := i & (n - 1)
-			t.LookupKeys(keys[j:j+batch], nil, nil, out)
-			s = out[batch-1]
-		}
-		sinkAttrs = s
-	})
-	b.Run("fib6-addr", func(b *testing.B) {
-		out := make([]*Attrs, batch)
-		var s *Attrs
-		for i := 0; i < b.N; i += batch {
-			j := i & (n - 1)
-			t.LookupBatch(addrs[j:j+batch], nil, nil, out)
-			s = out[batch-1]
-		}
-		sinkAttrs = s
-	})
+	b.Run("fib6", batched(false))
+	b.Run("fib6-addr", batched(true))
 	b.Run("fib6-single", func(b *testing.B) {
 		var s *Attrs
 		for i := 0; i < b.N; i++ {
@@ -235,10 +234,7 @@ func BenchmarkPublish(b *testing.B) {
 func BenchmarkLookupUnderWrites(b *testing.B) {
 	ps := realTable(b)
 	addrs := probes(ps, 1<<16)
-	keys := make([][16]byte, len(addrs))
-	for i, a := range addrs {
-		keys[i] = a.As16()
-	}
+	keys := keysOf(addrs)
 	pubs := publishPrefixes(ps)
 	run := func(b *testing.B, write bool) {
 		t := loadFib6(b, ps)

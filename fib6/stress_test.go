@@ -53,6 +53,7 @@ func TestStress(t *testing.T) {
 				addrs[i] = d.Addr()
 			}
 			out := make([]*Attrs, len(addrs))
+			keys := keysOf(addrs)
 			for {
 				select {
 				case <-stop:
@@ -65,7 +66,7 @@ func TestStress(t *testing.T) {
 					continue
 				}
 				v := first.Nexthop.Link
-				tab.LookupBatch(addrs, nil, nil, out)
+				tab.LookupKeys(keys, nil, nil, out)
 				for i, a := range out {
 					if a == nil || a.Nexthop.Link < v {
 						torn.Add(1)

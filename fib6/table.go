@@ -134,32 +134,12 @@ func (t *Table) Lookup(dst, src netip.Addr) *Attrs {
 	return rt.attrs
 }
 
-// LookupBatch looks up the destinations of a batch of packets,
-// interleaving their memory accesses; out[i] is what Lookup(dsts[i],
-// srcs[i]) would return, except that where a destination has ECMP paths,
-// hashes[i] (the packet's flow hash) picks one. srcs and hashes may be nil.
-func (t *Table) LookupBatch(dsts []netip.Addr, srcs []netip.Addr, hashes []uint32, out []*Attrs) {
-	var sets [batchWidth]*rset
-	for base := 0; base < len(dsts); base += batchWidth {
-		n := min(batchWidth, len(dsts)-base)
-		t.trie.lookupBatch(dsts[base:base+n], sets[:n])
-		for j := 0; j < n; j++ {
-			a, ok := decided(sets[j], hashes, base+j)
-			if !ok {
-				var src netip.Addr
-				if srcs != nil {
-					src = srcs[base+j]
-				}
-				a = t.Lookup(dsts[base+j], src)
-			}
-			out[base+j] = a
-		}
-	}
-}
-
-// LookupKeys is LookupBatch for addresses as the bytes of packet headers
-// (the dataplane's form: no conversion per address). srcs may be nil; a
-// source of all zeros (the unspecified address) counts as none.
+// LookupKeys looks up the destinations of a batch of packets, as the
+// bytes of their headers (no conversion per address), interleaving their
+// memory accesses; out[i] is what Lookup(dsts[i], srcs[i]) would return,
+// except that where a destination has ECMP paths, hashes[i] (the packet's
+// flow hash) picks one. srcs and hashes may be nil; a source of all zeros
+// (the unspecified address) counts as none.
 func (t *Table) LookupKeys(dsts [][16]byte, srcs [][16]byte, hashes []uint32, out []*Attrs) {
 	var sets [batchWidth]*rset
 	for base := 0; base < len(dsts); base += batchWidth {

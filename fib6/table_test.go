@@ -188,22 +188,10 @@ func checkTable(t *testing.T, tab *Table, m *refTable, r *rand.Rand) {
 			t.Fatalf("Lookup(%s, %s) = %v, want %v", dst, src, la, wr)
 		}
 	}
-	out := make([]*Attrs, len(dsts))
-	tab.LookupBatch(dsts, srcs, nil, out)
-	keys, skeys := make([][16]byte, len(dsts)), make([][16]byte, len(dsts))
-	for i := range dsts {
-		keys[i] = dsts[i].As16()
-		if srcs[i].IsValid() {
-			skeys[i] = srcs[i].As16()
-		}
-	}
 	outKeys := make([]*Attrs, len(dsts))
-	tab.LookupKeys(keys, skeys, nil, outKeys)
+	tab.LookupKeys(keysOf(dsts), keysOf(srcs), nil, outKeys)
 	for i := range dsts {
 		want := tab.Lookup(dsts[i], srcs[i])
-		if out[i] != want {
-			t.Fatalf("LookupBatch(%s) differs from Lookup", dsts[i])
-		}
 		if outKeys[i] != want {
 			t.Fatalf("LookupKeys(%s, %s) differs from Lookup", dsts[i], srcs[i])
 		}
@@ -386,7 +374,7 @@ func TestECMP(t *testing.T) {
 		hashes = append(hashes, h*1431655)
 	}
 	out := make([]*Attrs, len(dsts))
-	tab.LookupBatch(dsts, nil, hashes, out)
+	tab.LookupKeys(keysOf(dsts), nil, hashes, out)
 	for i, o := range out {
 		if o.Metric != 10 {
 			t.Fatalf("hash %d took the metric %d route", hashes[i], o.Metric)
@@ -402,7 +390,7 @@ func TestECMP(t *testing.T) {
 		}
 	}
 	again := make([]*Attrs, len(dsts))
-	tab.LookupBatch(dsts, nil, hashes, again)
+	tab.LookupKeys(keysOf(dsts), nil, hashes, again)
 	for i := range out {
 		if out[i] != again[i] {
 			t.Fatal("the same flow took another path")

@@ -454,26 +454,14 @@ func (t *trie) lookup(a *[16]byte) *rset {
 	}
 }
 
-// batchWidth is how many lookups lookupBatch advances together.
+// batchWidth is how many lookups lookupKeys advances together.
 const batchWidth = 16
 
-// lookupBatch does lookup for every address, advancing up to batchWidth of
-// them a level at a time so that their memory accesses overlap: a single
+// lookupKeys does lookup for every address (as bytes, the way the
+// dataplane takes them from packets), advancing up to batchWidth of them
+// a level at a time so that their memory accesses overlap: a single
 // lookup waits on one cache miss per level; a batch waits on one per level
 // for all of them.
-func (t *trie) lookupBatch(addrs []netip.Addr, out []*rset) {
-	var keys [batchWidth][16]byte
-	for base := 0; base < len(addrs); base += batchWidth {
-		n := min(batchWidth, len(addrs)-base)
-		for j := 0; j < n; j++ {
-			keys[j] = addrs[base+j].As16()
-		}
-		t.lookupKeys(keys[:n], out[base:base+n])
-	}
-}
-
-// lookupKeys is lookupBatch for addresses as bytes, as the dataplane
-// takes them from packets (no conversion per address).
 func (t *trie) lookupKeys(keys [][16]byte, out []*rset) {
 	root := t.root.Load()
 	for base := 0; base < len(keys); base += batchWidth {
