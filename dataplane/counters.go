@@ -34,15 +34,24 @@ var dropNames = [numDropReasons]string{
 func (d DropReason) String() string { return dropNames[d] }
 
 // Counters are one worker's counts for one link. Only that worker adds to
-// them (once per batch), anyone reads them; a link sums its workers'
-// counters when asked, so packets never share a counter.
+// them, anyone reads them; a link sums its workers' counters when asked,
+// so packets never share a counter.
 type Counters struct {
-	RxPackets, RxBytes atomic.Uint64
-	TxPackets, TxBytes atomic.Uint64
-	RxErrors, TxErrors atomic.Uint64
-	Drops              [numDropReasons]atomic.Uint64
+	RxPackets, RxBytes Counter
+	TxPackets, TxBytes Counter
+	RxErrors, TxErrors Counter
+	Drops              [numDropReasons]Counter
 	_                  [64]byte // keep workers' counters on separate cache lines
 }
+
+// Counter is a count with a single writer: it adds with a plain atomic
+// store (no locked read-modify-write), readers load it atomically.
+type Counter struct{ v atomic.Uint64 }
+
+func (c *Counter) add(n uint64) { c.v.Store(c.v.Load() + n) }
+
+// Load returns the count.
+func (c *Counter) Load() uint64 { return c.v.Load() }
 
 // Stats are a link's counters summed over its workers.
 type Stats struct {

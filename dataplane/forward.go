@@ -27,7 +27,7 @@ type pkt struct {
 	act    action
 	reason DropReason
 	egress *Link
-	dev    *tunDev
+	dev    *tunDev // egress's device, loaded once when the route is decided
 	// the ICMPv6 error to send, for actError
 	icmpType, icmpCode uint8
 	icmpParam          uint32
@@ -63,8 +63,8 @@ func (w *worker) forward(n int) {
 		w.pending[nl] = i
 		nl++
 	}
-	c.RxPackets.Add(uint64(n)) // per batch: one atomic add, not one per packet
-	c.RxBytes.Add(uint64(bytes))
+	c.RxPackets.add(uint64(n)) // once per batch
+	c.RxBytes.add(uint64(bytes))
 	w.route(nl)
 	for i := 0; i < n; i++ {
 		k := &w.pk[i]
@@ -137,8 +137,7 @@ func (w *worker) parse(k *pkt) bool {
 // link-local address, so such a packet could only leave its link).
 func martian(p []byte) bool {
 	src, dst := p[offSrc:offSrc+16], p[offDst:offDst+16]
-	return src[0] == 0xff || dst[0] == 0xff || isUnspecOrLoop(src) || isUnspecOrLoop(dst) ||
-		dst[0] == 0xfe && dst[1]&0xc0 == 0x80
+	return src[0] == 0xff || dst[0] == 0xff || isUnspecOrLoop(src) || isUnspecOrLoop(dst) || linkLocal(dst)
 }
 
 func isUnspecOrLoop(a []byte) bool {
@@ -218,7 +217,7 @@ func (w *worker) decide(k *pkt, a *fib6.Attrs) {
 		return
 	}
 	p[offHopLimit]--
-	k.act, k.egress = actForward, out
+	k.act, k.egress, k.dev = actForward, out, out.dev.Load()
 }
 
 // wireSize is the size of the packets the sender meant: a GSO
@@ -241,18 +240,18 @@ func (w *worker) send(k *pkt) {
 	out := k.egress
 	if out.Kind != TUN {
 		c := w.ctr(out)
-		c.TxPackets.Add(1)
-		c.TxBytes.Add(uint64(len(k.p)))
-		c.Drops[DropDummy].Add(1)
+		c.TxPackets.add(1)
+		c.TxBytes.add(uint64(len(k.p)))
+		c.Drops[DropDummy].add(1)
 		return
 	}
-	dev := out.dev.Load()
+	dev := k.dev
 	if dev == nil {
 		w.drop(out, DropLinkDown)
 		return
 	}
 	if dev.takesGSO(k.vh.gsoType) && (dev.vnet || k.vh.flags&vnetNeedsCsum == 0) {
-		w.write(out, dev, k.b)
+		w.write(out, dev, k.b, 1)
 		return
 	}
 	w.segment(k, out, dev)

@@ -215,7 +215,7 @@ func TestICMPErrors(t *testing.T) {
 			t.Errorf("%s: param %d, want %d", c.name, param, c.param)
 		}
 		quoted := ic.Payload[4:]
-		if want := min(len(pkt)-vnetHdrLen, minMTU-48); len(quoted) != want || string(quoted[:40]) != string(pkt[vnetHdrLen:vnetHdrLen+40]) {
+		if want := min(len(pkt)-vnetHdrLen, MinMTU-48); len(quoted) != want || string(quoted[:40]) != string(pkt[vnetHdrLen:vnetHdrLen+40]) {
 			t.Errorf("%s: quotes %d bytes, want %d of the packet", c.name, len(quoted), want)
 		}
 		if n := r.ta.Stats().Drops[c.dropReason].Count - before; n != 1 {

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 
 	"golang.org/x/sys/unix"
-	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 )
 
 // Coalescing, the other way round from segmentation: consecutive UDP
@@ -23,8 +22,7 @@ func (w *worker) coalescable(i, n int) int {
 	if !k.udpCoalescable() {
 		return i + 1
 	}
-	dev := k.egress.dev.Load()
-	if dev == nil || !dev.vnet || !dev.uso {
+	if k.dev == nil || !k.dev.takesGSO(unix.VIRTIO_NET_HDR_GSO_UDP_L4) {
 		return i + 1
 	}
 	size := len(k.p) - ipv6Len - udpHdrLen
@@ -59,8 +57,7 @@ func (k *pkt) udpCoalescable() bool {
 // sendCoalesced writes packets i..j-1 as one UDP super-packet.
 func (w *worker) sendCoalesced(i, j int) {
 	first := &w.pk[i]
-	out := first.egress
-	dev := out.dev.Load()
+	out, dev := first.egress, first.dev
 	if dev == nil {
 		for ; i < j; i++ {
 			w.drop(out, DropLinkDown)
@@ -78,18 +75,12 @@ func (w *worker) sendCoalesced(i, j int) {
 	binary.BigEndian.PutUint16(p[ipv6Len+4:], uint16(n))
 	// the checksum is left to the receiving kernel (NEEDS_CSUM): the field
 	// holds the pseudo-header's sum
-	var ph [8]byte
-	binary.BigEndian.PutUint32(ph[:4], uint32(n))
-	ph[7] = protoUDP
-	s := checksum.Checksum(p[offSrc:ipv6Len], 0)
-	binary.BigEndian.PutUint16(p[ipv6Len+6:], checksum.Checksum(ph[:], s))
+	binary.BigEndian.PutUint16(p[ipv6Len+6:], pseudoSum(p, n, protoUDP))
 	h := b[:vnetHdrLen]
 	h[0], h[1] = vnetNeedsCsum, unix.VIRTIO_NET_HDR_GSO_UDP_L4
 	binary.LittleEndian.PutUint16(h[2:], ipv6Len+udpHdrLen)
 	binary.LittleEndian.PutUint16(h[4:], uint16(len(first.p)-ipv6Len-udpHdrLen))
 	binary.LittleEndian.PutUint16(h[6:], ipv6Len)
 	binary.LittleEndian.PutUint16(h[8:], 6)
-	if w.write(out, dev, b) {
-		w.ctr(out).TxPackets.Add(uint64(j - i - 1)) // count datagrams, not writes
-	}
+	w.write(out, dev, b, j-i) // counted as the datagrams it carries
 }

@@ -43,8 +43,7 @@ func (w *worker) segment(k *pkt, out *Link, dev *tunDev) {
 			w.drop(out, DropWrite)
 			return
 		}
-		clear(k.b[:vnetHdrLen])
-		w.write(out, dev, k.b)
+		w.write(out, dev, k.b, 1) // to an egress without the header (see send)
 		return
 	}
 	hdr, ok := k.gsoHeaderLen()
@@ -91,19 +90,23 @@ func (w *worker) segment(k *pkt, out *Link, dev *tunDev) {
 			}
 			binary.BigEndian.PutUint16(s[l4+6:], c)
 		}
-		w.write(out, dev, b)
+		w.write(out, dev, b, 1)
 	}
 }
 
 // transportSum sums a transport segment (at p[l4:]) with its IPv6
 // pseudo-header.
 func transportSum(p []byte, l4 int, proto byte) uint16 {
+	return checksum.Checksum(p[l4:], pseudoSum(p, len(p)-l4, proto))
+}
+
+// pseudoSum sums the IPv6 pseudo-header of packet p for a transport
+// segment of n bytes.
+func pseudoSum(p []byte, n int, proto byte) uint16 {
 	var ph [8]byte
-	binary.BigEndian.PutUint32(ph[:4], uint32(len(p)-l4))
+	binary.BigEndian.PutUint32(ph[:4], uint32(n))
 	ph[7] = proto
-	s := checksum.Checksum(p[offSrc:ipv6Len], 0)
-	s = checksum.Checksum(ph[:], s)
-	return checksum.Checksum(p[l4:], s)
+	return checksum.Checksum(ph[:], checksum.Checksum(p[offSrc:ipv6Len], 0))
 }
 
 // completeChecksum finishes a checksum the sender left partial: the field

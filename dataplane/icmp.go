@@ -22,8 +22,7 @@ const (
 	icmpEchoRequest  = 128
 	icmpEchoReply    = 129
 
-	minMTU = 1280 // IPv6's minimum MTU: no ICMPv6 error is larger
-	icmpHL = 64   // the hop limit of what the router sends
+	icmpHL = 64 // the hop limit of what the router sends
 )
 
 // icmpError answers a packet with the error it earned, as RFC 4443 §2.4
@@ -43,7 +42,7 @@ func (w *worker) icmpError(k *pkt) {
 	if !ok {
 		return
 	}
-	quote := k.p[:min(len(k.p), minMTU-ipv6Len-8)]
+	quote := k.p[:min(len(k.p), MinMTU-ipv6Len-8)]
 	b := w.scratch[:vnetHdrLen+ipv6Len+8+len(quote)]
 	clear(b[:vnetHdrLen])
 	p := b[vnetHdrLen:]
@@ -87,7 +86,7 @@ func (w *worker) local(k *pkt) {
 			return
 		}
 		w.drop(w.in, DropLocal) // errors and other messages: nothing to do
-	case k.l4.off >= 0 && (k.l4.proto == protoTCP || k.l4.proto == protoUDP || k.l4.proto == 136 || k.l4.proto == protoSCTP):
+	case k.l4.off >= 0 && hasPorts(k.l4.proto):
 		k.error(DropLocal, icmpDstUnreach, codePortUnreach, 0)
 		w.drop(w.in, DropLocal)
 		w.icmpError(k)
@@ -139,7 +138,7 @@ func (w *worker) originate(b []byte) {
 			return
 		}
 		if dev := out.dev.Load(); dev != nil {
-			w.write(out, dev, b)
+			w.write(out, dev, b, 1)
 		}
 		return
 	}
@@ -148,16 +147,26 @@ func (w *worker) originate(b []byte) {
 // sourceOn picks the router's address for what it sends about packets
 // that came in by link l: a global address on l, else one on any link.
 func (dp *Dataplane) sourceOn(l *Link) ([16]byte, bool) {
+	if a, ok := globalAddr(l); ok {
+		return a, true
+	}
+	for _, o := range dp.Links.snap.Load().byIndex {
+		if o == nil {
+			continue
+		}
+		if a, ok := globalAddr(o); ok {
+			return a, true
+		}
+	}
+	return [16]byte{}, false
+}
+
+// globalAddr is the first of l's addresses that may source what the
+// router sends beyond the link.
+func globalAddr(l *Link) ([16]byte, bool) {
 	for _, a := range l.Addrs() {
 		if ad := a.Addr(); !ad.IsLinkLocalUnicast() && !ad.IsLoopback() {
 			return ad.As16(), true
-		}
-	}
-	for _, o := range dp.Links.All() {
-		for _, a := range o.Addrs() {
-			if ad := a.Addr(); !ad.IsLinkLocalUnicast() && !ad.IsLoopback() {
-				return ad.As16(), true
-			}
 		}
 	}
 	return [16]byte{}, false

@@ -228,21 +228,6 @@ func (ls *Links) DelAddr(l *Link, a netip.Prefix) (netip.Prefix, error) {
 	return removed, nil
 }
 
-// Owner returns the link that holds router address a, or nil.
-func (ls *Links) Owner(a netip.Addr) *Link {
-	for _, l := range ls.snap.Load().byIndex {
-		if l == nil {
-			continue
-		}
-		for _, p := range l.Addrs() {
-			if p.Addr() == a {
-				return l
-			}
-		}
-	}
-	return nil
-}
-
 func (ls *Links) notify(l *Link, event string) {
 	if ls.watch != nil {
 		ls.watch(l, event)

@@ -32,16 +32,25 @@ const (
 	protoUDP      = 17
 	protoRouting  = 43
 	protoFragment = 44
-	protoESP      = 50
 	protoAH       = 51
 	protoICMPv6   = 58
-	protoNoNext   = 59
 	protoDstOpts  = 60
 	protoSCTP     = 132
+	protoUDPLite  = 136
 	protoMobility = 135
 	protoHIP      = 139
 	protoShim6    = 140
 )
+
+// hasPorts: the transport protocol starts with source and destination
+// ports.
+func hasPorts(proto uint8) bool {
+	switch proto {
+	case protoTCP, protoUDP, protoSCTP, protoUDPLite:
+		return true
+	}
+	return false
+}
 
 // maxExtHeaders bounds the extension-header walk. A longer chain is still
 // forwarded, hashed on its L3 fields only (RFC 7045).
@@ -51,7 +60,6 @@ const maxExtHeaders = 8
 type vnetHdr struct {
 	flags      uint8
 	gsoType    uint8
-	hdrLen     uint16
 	gsoSize    uint16
 	csumStart  uint16
 	csumOffset uint16
@@ -61,7 +69,6 @@ func decodeVnet(b []byte) vnetHdr {
 	return vnetHdr{
 		flags:      b[0],
 		gsoType:    b[1] &^ unix.VIRTIO_NET_HDR_GSO_ECN,
-		hdrLen:     binary.LittleEndian.Uint16(b[2:]),
 		gsoSize:    binary.LittleEndian.Uint16(b[4:]),
 		csumStart:  binary.LittleEndian.Uint16(b[6:]),
 		csumOffset: binary.LittleEndian.Uint16(b[8:]),
@@ -109,7 +116,7 @@ func walk(p []byte) l4info {
 				return r
 			}
 			r.proto, r.nhOff, off = p[off], off, off+(int(p[off+1])+2)*4
-		case protoTCP, protoUDP, protoSCTP, 136: // 136: UDP-Lite
+		case protoTCP, protoUDP, protoSCTP, protoUDPLite:
 			if off <= len(p) {
 				r.off = off
 			}

@@ -30,9 +30,8 @@ type tunDev struct {
 }
 
 type tunQueue struct {
-	file *os.File
-	rc   syscall.RawConn
-	fd   int
+	rc syscall.RawConn
+	fd int
 }
 
 // openTUN creates TUN device name with its queues, through
@@ -88,7 +87,7 @@ func openTUN(name string, o TUNOptions) (*tunDev, error) {
 			d.close()
 			return nil, err
 		}
-		d.queues = append(d.queues, &tunQueue{file: f, rc: rc, fd: fd})
+		d.queues = append(d.queues, &tunQueue{rc: rc, fd: fd})
 		if d.vnet && i == 0 {
 			// wireguard/tun enabled TSO, and USO if it could; ask again to
 			// know which.

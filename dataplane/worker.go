@@ -52,7 +52,7 @@ func newWorker(dp *Dataplane, l *Link, q *tunQueue, id int) *worker {
 	for i := range w.bufs {
 		w.bufs[i] = make([]byte, vnetHdrLen+maxPacket)
 	}
-	w.scratch = make([]byte, vnetHdrLen+minMTU)
+	w.scratch = make([]byte, vnetHdrLen+MinMTU)
 	w.segments = make([]byte, vnetHdrLen+maxPacket)
 	w.readFn = w.readBatch
 	w.single = true
@@ -118,7 +118,7 @@ func (w *worker) RoutineRead() {
 				return
 			}
 			// EIO and the like while the other side is down: count, go on
-			w.ctr(w.in).RxErrors.Add(1)
+			w.ctr(w.in).RxErrors.add(1)
 		}
 	}
 }
@@ -137,11 +137,12 @@ func (w *worker) ctr(l *Link) *Counters {
 	return c
 }
 
-func (w *worker) drop(l *Link, why DropReason) { w.ctr(l).Drops[why].Add(1) }
+func (w *worker) drop(l *Link, why DropReason) { w.ctr(l).Drops[why].add(1) }
 
-// write sends one packet (b: virtio_net_hdr and packet) out of TUN link
-// out, by the queue that matches the worker.
-func (w *worker) write(out *Link, dev *tunDev, b []byte) bool {
+// write sends b (virtio_net_hdr and packet: one, or a super-packet of
+// packets wire packets) out of TUN link out, by the queue that matches
+// the worker.
+func (w *worker) write(out *Link, dev *tunDev, b []byte, packets int) {
 	q := dev.queues[w.id%len(dev.queues)]
 	if !dev.vnet {
 		b = b[vnetHdrLen:]
@@ -153,12 +154,12 @@ func (w *worker) write(out *Link, dev *tunDev, b []byte) bool {
 		}
 		c := w.ctr(out)
 		if err != nil {
-			c.Drops[DropWrite].Add(1)
-			c.TxErrors.Add(1)
-			return false
+			c.Drops[DropWrite].add(1)
+			c.TxErrors.add(1)
+			return
 		}
-		c.TxPackets.Add(1)
-		c.TxBytes.Add(uint64(len(b)))
-		return true
+		c.TxPackets.add(uint64(packets))
+		c.TxBytes.add(uint64(len(b)))
+		return
 	}
 }
