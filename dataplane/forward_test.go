@@ -174,6 +174,11 @@ func TestForwardUDP(t *testing.T) {
 	if s := r.tb.Stats(); s.TxPackets != 1 || r.ta.Stats().RxPackets != 1 {
 		t.Errorf("counters: tb tx %d, ta rx %d", s.TxPackets, r.ta.Stats().RxPackets)
 	}
+	// bytes are the IPv6 packet's, as Linux counts them: no virtio_net_hdr
+	size := uint64(ipv6Len + 8 + 100)
+	if tx, rx := r.tb.Stats().TxBytes, r.ta.Stats().RxBytes; tx != size || rx != size {
+		t.Errorf("byte counters: tb tx %d, ta rx %d, want %d", tx, rx, size)
+	}
 }
 
 func TestICMPErrors(t *testing.T) {

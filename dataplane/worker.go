@@ -144,6 +144,7 @@ func (w *worker) drop(l *Link, why DropReason) { w.ctr(l).Drops[why].add(1) }
 // the worker.
 func (w *worker) write(out *Link, dev *tunDev, b []byte, packets int) {
 	q := dev.queues[w.id%len(dev.queues)]
+	size := uint64(len(b) - vnetHdrLen) // counted as Linux counts: the IPv6 packet
 	if !dev.vnet {
 		b = b[vnetHdrLen:]
 	}
@@ -159,7 +160,7 @@ func (w *worker) write(out *Link, dev *tunDev, b []byte, packets int) {
 			return
 		}
 		c.TxPackets.add(uint64(packets))
-		c.TxBytes.add(uint64(len(b)))
+		c.TxBytes.add(size)
 		return
 	}
 }
