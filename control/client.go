@@ -3,11 +3,13 @@ package control
 import (
 	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"strings"
+	"syscall"
 )
 
 const usage = `Usage: urouter [ OPTIONS ] OBJECT { COMMAND | help }
@@ -139,11 +141,12 @@ func Main(args []string) int {
 }
 
 func strerrorOf(err error) string {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return strerror(errno)
+	}
 	if pe, ok := err.(*os.PathError); ok {
 		err = pe.Err
-	}
-	if e, ok := err.(interface{ Errno() uintptr }); ok {
-		_ = e
 	}
 	s := err.Error()
 	if s != "" {

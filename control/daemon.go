@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 )
@@ -30,7 +32,6 @@ func SocketPath(flag string) string {
 type Server struct {
 	R    *Router
 	ln   *net.UnixListener
-	path string
 	stop chan struct{}
 	wg   sync.WaitGroup
 }
@@ -63,7 +64,7 @@ func Listen(path string, r *Router) (*Server, error) {
 		ln.Close()
 		return nil, err
 	}
-	return &Server{R: r, ln: ln, path: path, stop: make(chan struct{})}, nil
+	return &Server{R: r, ln: ln, stop: make(chan struct{})}, nil
 }
 
 // Serve accepts clients until Close, each in its own goroutine: commands
@@ -118,20 +119,9 @@ func (r *Router) ApplyConfig(path string) error {
 	status := s.run(in)
 	out.Flush()
 	if status != 0 {
-		return errors.New(joinLines(msgs))
+		return errors.New(strings.Join(msgs, "\n"))
 	}
 	return nil
-}
-
-func joinLines(ms []string) string {
-	s := ""
-	for i, m := range ms {
-		if i > 0 {
-			s += "\n"
-		}
-		s += m
-	}
-	return s
 }
 
 // lineEnder passes a reader through and adds a final '\n' if the input
@@ -144,7 +134,7 @@ type lineEnder struct {
 
 func (l *lineEnder) Read(p []byte) (int, error) {
 	if l.done {
-		return 0, errEOF
+		return 0, io.EOF
 	}
 	n, err := l.r.Read(p)
 	if n > 0 {

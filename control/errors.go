@@ -10,10 +10,12 @@ import (
 
 // cmdErr is a failed command: the text iproute2 prints for it and the exit
 // status it gives it (255 for a parse error, 1 for an unknown device or
-// object, 2 for a request the kernel rejects).
+// object, 2 for a request the kernel rejects). errno is the errno of a
+// "RTNETLINK answers: " refusal, 0 for any other failure.
 type cmdErr struct {
-	msg  string
-	code int
+	msg   string
+	code  int
+	errno syscall.Errno
 }
 
 func (e *cmdErr) Error() string { return e.msg }
@@ -24,6 +26,12 @@ func parseErr(format string, args ...any) *cmdErr {
 
 func garbage(word []byte) *cmdErr {
 	return parseErr("Error: either \"to\" is duplicate, or \"%s\" is a garbage.", word)
+}
+
+// garbageArgs is ip link's message for a word it does not know after the
+// link type.
+func garbageArgs(word []byte) *cmdErr {
+	return &cmdErr{msg: fmt.Sprintf("Garbage instead of arguments \"%s ...\". Try \"ip link help\".", word), code: 1}
 }
 
 // invarg is iproute2's invarg(msg, arg). Most of its messages end in a
@@ -78,37 +86,13 @@ func rejected(err error) *cmdErr {
 }
 
 func answers(errno syscall.Errno) *cmdErr {
-	return &cmdErr{msg: "RTNETLINK answers: " + strerror(errno), code: 2}
+	return &cmdErr{msg: "RTNETLINK answers: " + strerror(errno), code: 2, errno: errno}
 }
 
 func extack(msg string) *cmdErr { return &cmdErr{msg: "Error: " + msg, code: 2} }
 
-// strerror is glibc's wording (Go's is lower-case).
+// strerror is glibc's wording: Go's text with a capital letter.
 func strerror(e syscall.Errno) string {
-	switch e {
-	case syscall.EEXIST:
-		return "File exists"
-	case syscall.ESRCH:
-		return "No such process"
-	case syscall.ENODEV:
-		return "No such device"
-	case syscall.EHOSTUNREACH:
-		return "No route to host"
-	case syscall.ENETUNREACH:
-		return "Network is unreachable"
-	case syscall.EACCES:
-		return "Permission denied"
-	case syscall.EINVAL:
-		return "Invalid argument"
-	case syscall.ENOENT:
-		return "No such file or directory"
-	case syscall.ENETDOWN:
-		return "Network is down"
-	case syscall.EOPNOTSUPP:
-		return "Operation not supported"
-	case syscall.EBUSY:
-		return "Device or resource busy"
-	}
 	s := e.Error()
 	if s != "" && s[0] >= 'a' && s[0] <= 'z' {
 		s = string(s[0]-'a'+'A') + s[1:]

@@ -8,9 +8,7 @@ import "bytes"
 // quote. The words are views into line; args is reused.
 func splitLine(line []byte, args [][]byte) ([][]byte, error) {
 	args = args[:0]
-	if c := bytes.IndexByte(line, '#'); c >= 0 {
-		line = line[:c] // iproute2 cuts at the first '#', even inside quotes
-	}
+	line = cut(line, '#') // iproute2 cuts at the first '#', even inside quotes
 	i, n := 0, len(line)
 	for i < n {
 		c := line[i]
@@ -37,6 +35,14 @@ func splitLine(line []byte, args [][]byte) ([][]byte, error) {
 		}
 	}
 	return args, nil
+}
+
+// cut is b up to the first c, all of b if it has none.
+func cut(b []byte, c byte) []byte {
+	if i := bytes.IndexByte(b, c); i >= 0 {
+		return b[:i]
+	}
+	return b
 }
 
 const (

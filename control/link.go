@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"urouter/dataplane"
 )
@@ -74,11 +75,9 @@ func parseLinkArgs(args [][]byte) (*linkArgs, *cmdErr) {
 			if a.mtu >= 0 {
 				return nil, duparg("mtu", v)
 			}
-			n, perr := strconv.Atoi(str(v))
-			if perr != nil || n < 0 {
-				return nil, invarg("Invalid \"mtu\" value\n", v)
+			if a.mtu, err = parseMTU(v); err != nil {
+				return nil, err
 			}
-			a.mtu = n
 		case matches(w, "type"):
 			v, err := ws.next()
 			if err != nil {
@@ -125,7 +124,7 @@ func (s *session) linkAdd(args [][]byte) *cmdErr {
 	switch str(a.typ) {
 	case "dummy":
 		if len(a.typArgs) > 0 {
-			return &cmdErr{msg: fmt.Sprintf("Garbage instead of arguments \"%s ...\". Try \"ip link help\".", a.typArgs[0]), code: 1}
+			return garbageArgs(a.typArgs[0])
 		}
 	case "tun":
 		var err *cmdErr
@@ -165,20 +164,18 @@ func (s *session) linkAdd(args [][]byte) *cmdErr {
 func parseTUNArgs(a *linkArgs) (*dataplane.TUNOptions, *cmdErr) {
 	o := &dataplane.TUNOptions{Queues: 1}
 	args := a.typArgs
-	for i := 0; i < len(args); i++ {
-		w := args[i]
-		if i+1 >= len(args) {
-			return nil, incomplete()
+	ws := argv{args: args}
+	for ; ws.i < len(args); ws.i++ {
+		w := args[ws.i]
+		v, err := ws.next()
+		if err != nil {
+			return nil, err
 		}
-		v := args[i+1]
-		i++
 		switch {
 		case is(w, "mtu"):
-			n, err := strconv.Atoi(str(v))
-			if err != nil || n < 0 {
-				return nil, invarg("Invalid \"mtu\" value\n", v)
+			if a.mtu, err = parseMTU(v); err != nil {
+				return nil, err
 			}
-			a.mtu = n
 		case is(w, "queues"):
 			n, err := strconv.Atoi(str(v))
 			if err != nil || n < 1 || n > 64 {
@@ -196,16 +193,25 @@ func parseTUNArgs(a *linkArgs) (*dataplane.TUNOptions, *cmdErr) {
 				return nil, invarg("\"gso\" is on or off\n", v)
 			}
 		default:
-			return nil, &cmdErr{msg: fmt.Sprintf("Garbage instead of arguments \"%s ...\". Try \"ip link help\".", w), code: 1}
+			return nil, garbageArgs(w)
 		}
 	}
 	return o, nil
 }
 
+// parseMTU reads the value of `mtu`.
+func parseMTU(v []byte) (int, *cmdErr) {
+	n, err := strconv.Atoi(str(v))
+	if err != nil || n < 0 {
+		return 0, invarg("Invalid \"mtu\" value\n", v)
+	}
+	return n, nil
+}
+
 func linkErr(err error) *cmdErr {
 	switch {
 	case errors.Is(err, dataplane.ErrLinkExists):
-		return &cmdErr{msg: "RTNETLINK answers: File exists", code: 2}
+		return answers(syscall.EEXIST)
 	}
 	return extack(err.Error())
 }
@@ -462,10 +468,14 @@ func (s *session) addrCmd(args [][]byte) *cmdErr {
 	case matches(w, "flush"):
 		return s.addrFlush(rest)
 	case matches(w, "help"):
-		return parseErr("Usage: ip address { add | del } IFADDR dev IFNAME\n" +
-			"       ip address { show | flush } [ dev IFNAME ]")
+		return addrUsage()
 	}
 	return parseErr("Command \"%s\" is unknown, try \"ip address help\".", w)
+}
+
+func addrUsage() *cmdErr {
+	return parseErr("Usage: ip address { add | del } IFADDR dev IFNAME\n" +
+		"       ip address { show | flush } [ dev IFNAME ]")
 }
 
 func (s *session) addrModify(args [][]byte, del bool) *cmdErr {
@@ -497,7 +507,7 @@ func (s *session) addrModify(args [][]byte, del bool) *cmdErr {
 				w = v
 			}
 			if matches(w, "help") {
-				return s.addrCmd([][]byte{[]byte("help")})
+				return addrUsage()
 			}
 			if set {
 				return duparg("local", w)
@@ -543,15 +553,18 @@ func (s *session) addrModify(args [][]byte, del bool) *cmdErr {
 
 func (s *session) addrFlush(args [][]byte) *cmdErr {
 	var l *dataplane.Link
-	for i := 0; i < len(args); i++ {
-		if is(args[i], "dev") {
-			i++
-		}
-		if i >= len(args) {
-			return incomplete()
+	ws := argv{args: args}
+	for ; ws.i < len(args); ws.i++ {
+		w := args[ws.i]
+		if is(w, "dev") {
+			v, err := ws.next()
+			if err != nil {
+				return err
+			}
+			w = v
 		}
 		var err *cmdErr
-		if l, err = s.link(args[i]); err != nil {
+		if l, err = s.link(w); err != nil {
 			return err
 		}
 	}

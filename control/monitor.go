@@ -102,6 +102,11 @@ func (h *hub) unsubscribe(s *subscriber) {
 func (h *hub) publish(ev event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.publishLocked(ev)
+}
+
+// publishLocked is publish with h.mu held.
+func (h *hub) publishLocked(ev event) {
 	for s := range h.subs {
 		if ev.route != nil && !s.req.route || ev.link != nil && !ev.addr.IsValid() && !s.req.link ||
 			ev.addr.IsValid() && !s.req.addr {
@@ -116,15 +121,14 @@ func (h *hub) publish(ev event) {
 }
 
 func (h *hub) routeChanges(_ *fib6.Table, cs []fib6.Change) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	for i := range cs {
-		h.publish(event{route: &cs[i], deleted: cs[i].Op == fib6.Deleted})
+		h.publishLocked(event{route: &cs[i], deleted: cs[i].Op == fib6.Deleted})
 	}
 }
 
 func (h *hub) linkChanged(l *dataplane.Link, what string) {
-	if h.r == nil {
-		return
-	}
 	h.publish(event{link: l, deleted: what == "del"})
 }
 

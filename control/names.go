@@ -82,8 +82,8 @@ func parseTable(b []byte, allowAll bool) (uint32, bool) {
 	case "all":
 		return tableAll, allowAll
 	}
-	n, err := strconv.ParseUint(string(b), 0, 32)
-	return uint32(n), err == nil && n > 0
+	n, ok := parseUint32(b)
+	return n, ok && n > 0
 }
 
 func invert[K comparable, V comparable](m map[K]V) map[V]K {

@@ -97,16 +97,6 @@ func (j *jsonw) int(k string, v int64) {
 	j.w.Write(strconv.AppendInt(b[:0], v, 10))
 }
 
-func (j *jsonw) bool(k string, v bool) {
-	j.name(k)
-	j.eor()
-	if v {
-		j.w.WriteString("true")
-	} else {
-		j.w.WriteString("false")
-	}
-}
-
 // arrayStr writes a JSON array value of strings (e.g. flags).
 func (j *jsonw) strings(k string, vs []string) {
 	j.name(k)

@@ -26,9 +26,6 @@ type routePrinter struct {
 }
 
 func (s *session) printer(f *showFilter) *routePrinter {
-	if f == nil {
-		f = &showFilter{}
-	}
 	p := &routePrinter{s: s, f: f, now: time.Now().UnixNano()}
 	if s.opt.json {
 		p.j = &jsonw{w: s.out, pretty: s.opt.pretty}
@@ -51,7 +48,7 @@ func (p *routePrinter) end() {
 
 func ecmp(r *fib6.Route) bool { return r.Type == fib6.Unicast && r.Nexthop.Gateway.IsValid() }
 
-func (p *routePrinter) add(r fib6.Route) bool {
+func (p *routePrinter) add(r fib6.Route) {
 	if n := len(p.group); n > 0 {
 		g := &p.group[0]
 		if !(g.Dst == r.Dst && g.Src == r.Src && g.Metric == r.Metric && ecmp(g) && ecmp(&r)) {
@@ -59,7 +56,6 @@ func (p *routePrinter) add(r fib6.Route) bool {
 		}
 	}
 	p.group = append(p.group, r)
-	return true
 }
 
 func (p *routePrinter) flushGroup() {
@@ -113,7 +109,7 @@ func (p *routePrinter) text(g []fib6.Route) {
 		if r.Nexthop.Gateway.IsValid() && !p.f.Gateway.IsValid() {
 			b = r.Nexthop.Gateway.AppendTo(append(b, " via "...))
 		}
-		if !p.f.devSet {
+		if p.f.Link == 0 {
 			b = append(append(b, " dev "...), p.devName(r)...)
 		}
 	}
@@ -183,7 +179,7 @@ func (p *routePrinter) json(g []fib6.Route) {
 		if r.Nexthop.Gateway.IsValid() && !p.f.Gateway.IsValid() {
 			j.str("gateway", r.Nexthop.Gateway.String())
 		}
-		if !p.f.devSet {
+		if p.f.Link == 0 {
 			j.str("dev", p.devName(r))
 		}
 	}
@@ -331,14 +327,7 @@ func (s *session) routeGet(args [][]byte) *cmdErr {
 }
 
 // trimLen accepts "ADDR/128", as ip route get does.
-func trimLen(b []byte) []byte {
-	for i := range b {
-		if b[i] == '/' {
-			return b[:i]
-		}
-	}
-	return b
-}
+func trimLen(b []byte) []byte { return cut(b, '/') }
 
 func (s *session) printGet(dst, src netip.Addr, iif []byte, res fib6.Result) {
 	r := res.Route

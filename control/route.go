@@ -28,10 +28,8 @@ const (
 
 // routeReq is a parsed `route add/del/...` command.
 type routeReq struct {
-	op        routeOp
 	typ       fib6.Type
-	dst       netip.Prefix
-	dstSet    bool
+	dst       netip.Prefix // valid once parsed
 	src       netip.Prefix
 	table     uint32
 	proto     fib6.Proto
@@ -99,15 +97,15 @@ type parseMemo struct {
 	tabID uint32
 }
 
-func parseRouteModify(q *routeReq, op routeOp, args [][]byte, pm *parseMemo) *cmdErr {
-	*q = routeReq{op: op, expires: -1}
+func parseRouteModify(q *routeReq, args [][]byte, pm *parseMemo) *cmdErr {
+	*q = routeReq{expires: -1}
 	memos := pm.kw[:]
 	nk := 0 // keywords seen: the memo of each position
 	ws := argv{args: args}
 	for ; ws.i < len(args); ws.i++ {
 		w := args[ws.i]
 		k := 0
-		if len(w) > 0 && (w[0] < '0' || w[0] > '9') { // a word with a leading digit is an address
+		if mayBeKeyword(w) {
 			if nk < len(memos) {
 				k = memos[nk].of(modifyWords, w)
 			} else {
@@ -241,7 +239,7 @@ func parseRouteModify(q *routeReq, op routeOp, args [][]byte, pm *parseMemo) *cm
 				}
 				w = v
 			}
-			if len(w) > 0 && (w[0] < '0' || w[0] > '9') {
+			if mayBeKeyword(w) {
 				if t, ok := parseType(w); ok {
 					if t == 0 {
 						return parseErr("Error: route type \"%s\" is not supported by this router.", w)
@@ -257,21 +255,25 @@ func parseRouteModify(q *routeReq, op routeOp, args [][]byte, pm *parseMemo) *cm
 			if matches(w, "help") {
 				return routeUsage()
 			}
-			if q.dstSet {
+			if q.dst.IsValid() {
 				return garbage(w)
 			}
 			p, err := parsePrefix(w)
 			if err != nil {
 				return err
 			}
-			q.dst, q.dstSet = p, true
+			q.dst = p
 		}
 	}
-	if !q.dstSet {
+	if !q.dst.IsValid() {
 		return routeUsage()
 	}
 	return nil
 }
+
+// mayBeKeyword says whether w can be a keyword or a route type: a word
+// with a leading digit is an address.
+func mayBeKeyword(w []byte) bool { return len(w) > 0 && (w[0] < '0' || w[0] > '9') }
 
 func routeUsage() *cmdErr {
 	return parseErr(`Usage: ip route { list | flush } SELECTOR
@@ -409,8 +411,9 @@ func (s *session) link(name []byte) (*dataplane.Link, *cmdErr) {
 // the table's transaction, then checks the link inside it (so a link going
 // down cannot race the route in) and applies.
 func (s *session) routeModify(op routeOp, args [][]byte) *cmdErr {
-	q := &s.req
-	if perr := parseRouteModify(q, op, args, &s.parseMemo); perr != nil {
+	var req routeReq
+	q := &req
+	if perr := parseRouteModify(q, args, &s.parseMemo); perr != nil {
 		return perr
 	}
 	tid := q.table
@@ -430,8 +433,8 @@ func (s *session) routeModify(op routeOp, args [][]byte) *cmdErr {
 			return err
 		}
 	}
+	t := s.r.Tables.Get(tid) // nil until a route is added to it
 	if op == opDel {
-		t := s.r.Tables.Get(tid)
 		if t == nil {
 			return answers(syscall.ESRCH)
 		}
@@ -484,11 +487,13 @@ func (s *session) routeModify(op routeOp, args [][]byte) *cmdErr {
 		if l != nil {
 			rt.Nexthop.Link = l.Index
 		}
-		if err := s.checkGateway(&rt, tid); err != nil {
+		if err := s.checkGateway(&rt, tid, t); err != nil {
 			return err
 		}
 	}
-	t := s.r.Tables.Ensure(tid)
+	if t == nil {
+		t = s.r.Tables.Ensure(tid)
+	}
 	x := s.txnFor(t)
 	if l != nil && !l.Up() && (rt.Type == fib6.Unicast || rt.Type == fib6.Local) {
 		return extack("Nexthop device is not up.")
@@ -518,8 +523,8 @@ func (s *session) routeModify(op routeOp, args [][]byte) *cmdErr {
 // checkGateway does what Linux's ip6_validate_gw does: a gateway must be
 // link-local on a given link, or reachable through a connected route (one
 // without a gateway of its own), which also picks the link when none is
-// given. onlink skips the check.
-func (s *session) checkGateway(rt *fib6.Route, tid uint32) *cmdErr {
+// given. onlink skips the check. t is table tid, nil if it does not exist.
+func (s *session) checkGateway(rt *fib6.Route, tid uint32, t *fib6.Table) *cmdErr {
 	nh := &rt.Nexthop
 	gw := nh.Gateway
 	if !gw.IsValid() {
@@ -541,18 +546,17 @@ func (s *session) checkGateway(rt *fib6.Route, tid uint32) *cmdErr {
 	// holds while the tables it was checked in are unchanged.
 	c := &s.gwCache
 	main := s.r.Tables.Main()
-	if t := s.r.Tables.Get(tid); c.ok && c.gw == gw && c.tid == tid && (nh.Link == 0 || nh.Link == c.link) &&
+	if c.gw == gw && c.tid == tid && (nh.Link == 0 || nh.Link == c.link) &&
 		c.mainGen == main.Generation() && (t == nil || c.tidGen == t.Generation()) {
 		nh.Link = c.link
 		return nil
 	}
-	c.ok = false
-	for _, id := range []uint32{tid, fib6.TableMain} {
-		t := s.r.Tables.Get(id)
-		if t == nil {
+	c.gw = netip.Addr{}
+	for _, lt := range [...]*fib6.Table{t, main} {
+		if lt == nil {
 			continue
 		}
-		a := t.Lookup(gw, netip.Addr{})
+		a := lt.Lookup(gw, netip.Addr{})
 		if a == nil || a.Type != fib6.Unicast || a.Nexthop.Gateway.IsValid() {
 			continue
 		}
@@ -560,8 +564,8 @@ func (s *session) checkGateway(rt *fib6.Route, tid uint32) *cmdErr {
 			nh.Link = a.Nexthop.Link
 		}
 		if a.Nexthop.Link == nh.Link {
-			*c = gwCheck{ok: true, gw: gw, tid: tid, link: nh.Link, mainGen: main.Generation()}
-			if t := s.r.Tables.Get(tid); t != nil {
+			*c = gwCheck{gw: gw, tid: tid, link: nh.Link, mainGen: main.Generation()}
+			if t != nil {
 				c.tidGen = t.Generation()
 			}
 			return nil
@@ -570,9 +574,9 @@ func (s *session) checkGateway(rt *fib6.Route, tid uint32) *cmdErr {
 	return answers(syscall.EHOSTUNREACH)
 }
 
-// gwCheck remembers the last gateway checkGateway accepted.
+// gwCheck remembers the last gateway checkGateway accepted; none while gw
+// is not valid.
 type gwCheck struct {
-	ok              bool
 	gw              netip.Addr
 	tid             uint32
 	link            int32
@@ -582,9 +586,7 @@ type gwCheck struct {
 // showFilter is a parsed SELECTOR of show, flush and save.
 type showFilter struct {
 	fib6.Filter
-	table     uint32 // 0: main; tableAll
-	tableSet  bool
-	devSet    bool
+	table     uint32 // 0 (none given, a parsed table never is): main; tableAll
 	metric    uint32
 	metricSet bool
 	cached    bool // selects nothing: the router has no cached routes
@@ -613,7 +615,7 @@ func (s *session) parseSelector(args [][]byte) (*showFilter, *cmdErr) {
 				}
 				return nil, invarg("table id value is invalid\n", v)
 			}
-			f.table, f.tableSet = t, true
+			f.table = t
 		case matches(w, "vrf"):
 			return nil, unsupported(w)
 		case matches(w, "cached") || matches(w, "cloned"):
@@ -663,7 +665,7 @@ func (s *session) parseSelector(args [][]byte) (*showFilter, *cmdErr) {
 			if lerr != nil {
 				return nil, lerr
 			}
-			f.Link, f.devSet = l.Index, true
+			f.Link = l.Index // never 0
 		case is(w, "iif"), is(w, "mark"), matches(w, "realms"):
 			return nil, unsupported(w)
 		case matches(w, "metric") || matches(w, "priority") || is(w, "preference"):
@@ -742,7 +744,7 @@ func (s *session) tables(f *showFilter) ([]*fib6.Table, *cmdErr) {
 	switch {
 	case f.table == tableAll:
 		return s.r.Tables.All(), nil
-	case f.tableSet:
+	case f.table != 0:
 		t := s.r.Tables.Get(f.table)
 		if t == nil {
 			return nil, &cmdErr{msg: "Error: ipv6: FIB table does not exist.\nDump terminated", code: 2}

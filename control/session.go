@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"urouter/dataplane"
@@ -118,7 +119,6 @@ type session struct {
 	args   [][]byte
 	line   int
 	// per-command scratch, reused
-	req       routeReq
 	gwCache   gwCheck
 	objMemo   memo
 	cmdMemo   memo
@@ -171,7 +171,7 @@ func (s *session) run(in *bufio.Reader) int {
 		if s.monitor != nil {
 			return 0
 		}
-		if e == nil || s.opt.restore && e.msg == "RTNETLINK answers: File exists" {
+		if e == nil || s.opt.restore && e.errno == syscall.EEXIST {
 			continue
 		}
 		s.out.Flush()
