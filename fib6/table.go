@@ -1,6 +1,7 @@
 package fib6
 
 import (
+	"maps"
 	"net/netip"
 	"slices"
 	"sync"
@@ -152,7 +153,10 @@ func (t *Table) LookupKeys(dsts [][16]byte, srcs [][16]byte, hashes []uint32, ou
 				if srcs != nil && srcs[base+j] != ([16]byte{}) {
 					src = netip.AddrFrom16(srcs[base+j])
 				}
-				a = t.Lookup(netip.AddrFrom16(dsts[base+j]), src)
+				// Lookup's slow path; the set found has source routes
+				if rt, ok := t.Get(netip.AddrFrom16(dsts[base+j]), src, nil); ok {
+					a = rt.attrs
+				}
 			}
 			out[base+j] = a
 		}
@@ -290,9 +294,6 @@ func (x *Txn) Commit() {
 		(*w)(t, changes)
 	}
 }
-
-// Changes is how many changes the transaction holds.
-func (x *Txn) Changes() int { return x.n }
 
 type putMode uint8
 
@@ -489,7 +490,8 @@ func (t *Table) Expire(now int64) int {
 	x := t.Begin()
 	defer x.Commit()
 	n := 0
-	for _, dst := range slices.Collect(mapKeys(t.expiry)) {
+	// remove may delete dst from t.expiry, which a range allows
+	for dst := range t.expiry {
 		k := prefixKey(dst)
 		for {
 			cur := x.tx.get(k, dst.Bits())
@@ -505,16 +507,6 @@ func (t *Table) Expire(now int64) int {
 		}
 	}
 	return n
-}
-
-func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
-	return func(yield func(K) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // Filter selects routes for Dump and Flush. Zero fields select everything.
@@ -653,10 +645,7 @@ func (ts *Tables) Ensure(id uint32) *Table {
 	if t := old[id]; t != nil {
 		return t
 	}
-	m := make(map[uint32]*Table, len(old)+1)
-	for k, v := range old {
-		m[k] = v
-	}
+	m := maps.Clone(old)
 	t := newTable(id, &ts.watch)
 	m[id] = t
 	ts.all.Store(&m)

@@ -145,8 +145,14 @@ func (b *bitmap256) rank(i uint8) int {
 	return r
 }
 
-func (b *bitmap256) count() int {
-	return bits.OnesCount64(b[0]) + bits.OnesCount64(b[1]) + bits.OnesCount64(b[2]) + bits.OnesCount64(b[3])
+// first returns the lowest member; false if there is none.
+func (b *bitmap256) first() (uint8, bool) {
+	for w, word := range b {
+		if word != 0 {
+			return uint8(w*64 + bits.TrailingZeros64(word)), true
+		}
+	}
+	return 0, false
 }
 
 // artIndex numbers the prefixes of one stride as Knuth's ART does: length l
@@ -193,10 +199,8 @@ func (l *locals) shortAt(idx uint8) *rset {
 
 // first returns the first short local (by index).
 func (l *locals) first() (uint8, *rset) {
-	for w, word := range l.short {
-		if word != 0 {
-			return uint8(w*64 + bits.TrailingZeros64(word)), l.vals[0]
-		}
+	if i, ok := l.short.first(); ok {
+		return i, l.vals[0]
 	}
 	return 0, nil
 }
@@ -458,73 +462,73 @@ func (t *trie) lookup(a *[16]byte) *rset {
 const batchWidth = 16
 
 // lookupKeys does lookup for every address (as bytes, the way the
-// dataplane takes them from packets), advancing up to batchWidth of them
-// a level at a time so that their memory accesses overlap: a single
+// dataplane takes them from packets), at most batchWidth of them, advancing
+// them a level at a time so that their memory accesses overlap: a single
 // lookup waits on one cache miss per level; a batch waits on one per level
-// for all of them.
-func (t *trie) lookupKeys(keys [][16]byte, out []*rset) {
+// for all of them. Table.LookupKeys splits larger batches.
+func (t *trie) lookupKeys(as [][16]byte, out []*rset) {
+	n := len(as)
+	if n > batchWidth {
+		panic("fib6: lookupKeys batch wider than batchWidth")
+	}
 	root := t.root.Load()
-	for base := 0; base < len(keys); base += batchWidth {
-		n := min(batchWidth, len(keys)-base)
-		as := keys[base : base+n]
-		var es [batchWidth]unsafe.Pointer
-		var best [batchWidth]*rset
+	var es [batchWidth]unsafe.Pointer
+	var best [batchWidth]*rset
+	for j := 0; j < n; j++ {
+		es[j] = root.slot(as[j][0])
+	}
+	for i := 1; i < 16; i++ {
+		busy := false
 		for j := 0; j < n; j++ {
-			es[j] = root.slot(as[j][0])
-		}
-		for i := 1; i < 16; i++ {
-			busy := false
-			for j := 0; j < n; j++ {
-				e := es[j]
-				switch tagOf(e) {
-				case tagNode:
-					nd := asNode(e)
-					if d := nd.dflt; d != nil {
-						best[j] = d
-					}
-					o := as[j][i]
-					w := o >> 6
-					bit := uint64(1) << (o & 63)
-					m := nd.vec[w&3]
-					if m&bit == 0 {
-						if nd.flags&hasLocals != 0 {
-							if r := nd.cold().loc.shortBest(o); r != nil {
-								best[j] = r
-							}
+			e := es[j]
+			switch tagOf(e) {
+			case tagNode:
+				nd := asNode(e)
+				if d := nd.dflt; d != nil {
+					best[j] = d
+				}
+				o := as[j][i]
+				w := o >> 6
+				bit := uint64(1) << (o & 63)
+				m := nd.vec[w&3]
+				if m&bit == 0 {
+					if nd.flags&hasLocals != 0 {
+						if r := nd.cold().loc.shortBest(o); r != nil {
+							best[j] = r
 						}
-						es[j] = nil
-						continue
 					}
-					es[j] = atomic.LoadPointer((*unsafe.Pointer)(unsafe.Add(unsafe.Pointer(nd), cnodeSize+uintptr(int(nd.cum[w&3])+bits.OnesCount64(m&(bit-1)))*8)))
-					busy = true
-				case tagDense:
-					d := asDense(e)
-					if r := d.dflt; r != nil {
-						best[j] = r
-					}
-					es[j] = d.slot(as[j][i])
-					busy = true
+					es[j] = nil
+					continue
 				}
-			}
-			if !busy {
-				break
+				es[j] = atomic.LoadPointer((*unsafe.Pointer)(unsafe.Add(unsafe.Pointer(nd), cnodeSize+uintptr(int(nd.cum[w&3])+bits.OnesCount64(m&(bit-1)))*8)))
+				busy = true
+			case tagDense:
+				d := asDense(e)
+				if r := d.dflt; r != nil {
+					best[j] = r
+				}
+				es[j] = d.slot(as[j][i])
+				busy = true
 			}
 		}
-		for j := 0; j < n; j++ {
-			r := best[j]
-			switch e := es[j]; tagOf(e) {
-			case tagRset:
-				r = asRset(e)
-			case tagTail:
-				tl := asTail(e)
-				if tl.matches(keyOf(&as[j])) {
-					r = tl.val
-				} else if tl.dflt != nil {
-					r = tl.dflt
-				}
-			}
-			out[base+j] = r
+		if !busy {
+			break
 		}
+	}
+	for j := 0; j < n; j++ {
+		r := best[j]
+		switch e := es[j]; tagOf(e) {
+		case tagRset:
+			r = asRset(e)
+		case tagTail:
+			tl := asTail(e)
+			if tl.matches(keyOf(&as[j])) {
+				r = tl.val
+			} else if tl.dflt != nil {
+				r = tl.dflt
+			}
+		}
+		out[j] = r
 	}
 }
 

@@ -128,7 +128,11 @@ func checkTrie(t *testing.T, tr *trie, ref refTrie, r *rand.Rand) {
 		addrs = append(addrs, a)
 	}
 	out := make([]*rset, len(addrs))
-	tr.lookupKeys(keysOf(addrs), out)
+	keys := keysOf(addrs)
+	for base := 0; base < len(keys); base += batchWidth {
+		n := min(batchWidth, len(keys)-base)
+		tr.lookupKeys(keys[base:base+n], out[base:base+n])
+	}
 	for i, a := range addrs {
 		wp, want := ref.lookup(a)
 		b := a.As16()

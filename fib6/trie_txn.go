@@ -13,12 +13,11 @@ import (
 // dense slots wait in dirty until commit, which publishes everything with a
 // single atomic store (see commit).
 type trieTxn struct {
-	t         *trie
-	id        uint64
-	root      *dnode // the published root, or the transaction's copy
-	rootOwned bool
-	dirty     map[uint32]unsafe.Pointer // position (see pos) -> new slot entry
-	ops       int
+	t     *trie
+	id    uint64
+	root  *dnode                    // the published root, or the transaction's copy (owns(root))
+	dirty map[uint32]unsafe.Pointer // position (see pos) -> new slot entry
+	ops   int
 	// ifAbsent makes set a no-op where (k, plen) exists already, leaving
 	// what is there in found: insert's single walk.
 	ifAbsent bool
@@ -26,12 +25,16 @@ type trieTxn struct {
 	// pending is the first change's store into a published compressed
 	// node, deferred: when the transaction makes no other change, commit
 	// does just this store, and nothing above the node is copied.
-	pending struct {
-		n     *cnode
-		entry int
-		e     unsafe.Pointer
-		k     key // the changed prefix, whose path leads to n
-	}
+	pending pendingStore
+}
+
+// pendingStore is a deferred store of entry e into entry index entry of
+// published node n (see trieTxn.pending); n nil means none.
+type pendingStore struct {
+	n     *cnode
+	entry int
+	e     unsafe.Pointer
+	k     key // the changed prefix, whose path leads to n
 }
 
 // bulkOps is the number of changes after which a transaction copies the
@@ -77,7 +80,6 @@ func (t *trie) begin(x *trieTxn, id uint64) {
 	x.t = t
 	x.id = id
 	x.root = t.root.Load()
-	x.rootOwned = false
 	x.ops = 0
 	x.pending.n = nil
 	if x.dirty == nil {
@@ -121,9 +123,8 @@ func (x *trieTxn) dense(lvl int, k key) *dnode {
 // into the transaction first if it is published.
 func (x *trieTxn) ownDense(lvl int, k key) *dnode {
 	if lvl == 0 {
-		if !x.rootOwned {
+		if !x.owns(x.root) {
 			x.root = x.copyDense(x.root, 0, k)
-			x.rootOwned = true
 		}
 		return x.root
 	}
@@ -225,6 +226,11 @@ func (x *trieTxn) insert(k key, plen int, val *rset) *rset {
 	x.ifAbsent, x.found = true, nil
 	x.set(k, plen, val)
 	x.ifAbsent = false
+	if x.found != nil {
+		// The walk only looked: it is no change, and the change the
+		// caller makes next must count as the transaction's first.
+		x.ops--
+	}
 	return x.found
 }
 
@@ -239,19 +245,17 @@ func (x *trieTxn) exists(r *rset) bool {
 }
 
 // deferStore takes the store of kid entry e into published node n's slot
-// o as the pending store, if this is the transaction's only change so far
-// and the store cannot make n collapse.
-func (x *trieTxn) deferStore(n *cnode, o uint8, e unsafe.Pointer) bool {
-	if x.ops != 1 || x.rootOwned || len(x.dirty) > 0 || x.pending.n != nil || n.cold().owner == x.id {
+// o, for the change of prefix k, as the pending store, if this is the
+// transaction's only change so far and the store cannot make n collapse.
+func (x *trieTxn) deferStore(n *cnode, o uint8, e unsafe.Pointer, k key) bool {
+	if x.ops != 1 || x.owns(x.root) || len(x.dirty) > 0 || x.pending.n != nil || n.cold().owner == x.id {
 		return false
 	}
 	if n.entries() < 2 && n.cold().loc.len() == 0 &&
 		tagOf(e) != tagNode && !(isKid(e) && kidFringe(e)) {
 		return false // n would be left with one prefix: it must collapse
 	}
-	x.pending.n = n
-	x.pending.entry = n.vec.rank(o)
-	x.pending.e = e
+	x.pending = pendingStore{n: n, entry: n.vec.rank(o), e: e, k: k}
 	return true
 }
 
@@ -267,12 +271,7 @@ func (x *trieTxn) materialize() {
 	x.setSlot(d, 2, p.k, x.copyPath(x.slot(d, 2, p.k), 24, p))
 }
 
-func (x *trieTxn) copyPath(e unsafe.Pointer, depth int, p struct {
-	n     *cnode
-	entry int
-	e     unsafe.Pointer
-	k     key
-}) unsafe.Pointer {
+func (x *trieTxn) copyPath(e unsafe.Pointer, depth int, p pendingStore) unsafe.Pointer {
 	n := asNode(e)
 	if n == p.n {
 		n = x.ownNode(n, 0)
@@ -459,14 +458,20 @@ func (x *trieTxn) ownNode(n *cnode, extra int) *cnode {
 	if c.owner == x.id {
 		want += want / 2 // growing in place: leave room for more
 	}
-	m := allocNode(classFor(want))
+	return x.cloneNode(n, classFor(want))
+}
+
+// cloneNode copies n into a new node of class cls (room for n's entries),
+// owned by the transaction.
+func (x *trieTxn) cloneNode(n *cnode, cls uint8) *cnode {
+	m := allocNode(cls)
 	m.cum, m.flags, m.vec, m.dflt = n.cum, n.flags, n.vec, n.dflt
-	for i := 0; i < cnt; i++ {
+	for i := 0; i < n.entries(); i++ {
 		*m.entryPtr(i) = n.entryAt(i)
 	}
 	mc := m.cold()
 	mc.owner = x.id
-	mc.loc = c.loc
+	mc.loc = n.cold().loc
 	return m
 }
 
@@ -584,8 +589,7 @@ func (x *trieTxn) nodeSetDeeper(n *cnode, depth int, k key, plen int, val *rset,
 	if nk == nil && fringe {
 		ne = rsetEntry(kidDflt(kid)) // the fringe shows again
 	}
-	if ne != nil && e != nil && x.deferStore(n, o, ne) {
-		x.pending.k = k
+	if ne != nil && e != nil && x.deferStore(n, o, ne, k) {
 		return nodeEntry(n)
 	}
 	n = x.ownNode(n, 0)
@@ -668,10 +672,8 @@ func (x *trieTxn) collapse(n *cnode, depth int, k key) unsafe.Pointer {
 		t.dflt, t.fringe = n.dflt, fringe
 		return tailEntry(&t)
 	default: // one visible fringe
-		for s := 0; s < 256; s++ {
-			if n.vec.has(uint8(s)) {
-				return tailEntry(&tail{k: base.withByte(bi, uint8(s)), plen: uint8(depth + 8), val: asRset(single), dflt: n.dflt, fringe: fringe})
-			}
+		if s, ok := n.vec.first(); ok {
+			return tailEntry(&tail{k: base.withByte(bi, s), plen: uint8(depth + 8), val: asRset(single), dflt: n.dflt, fringe: fringe})
 		}
 	}
 	panic("fib6: collapse found no prefix")
@@ -685,7 +687,7 @@ func (x *trieTxn) commit() {
 	if x.ops >= compactOps {
 		x.compactDense(x.root, 0, key{})
 	}
-	if !x.rootOwned {
+	if !x.owns(x.root) {
 		for lvl := 2; lvl >= 1 && len(x.dirty) > 1; lvl-- {
 			x.foldLevel(lvl)
 		}
@@ -693,7 +695,7 @@ func (x *trieTxn) commit() {
 			x.ownDense(0, key{})
 		}
 	}
-	if x.rootOwned {
+	if x.owns(x.root) {
 		for lvl := 2; lvl >= 1; lvl-- {
 			x.foldLevel(lvl)
 		}
@@ -750,15 +752,8 @@ func (x *trieTxn) compactNode(e unsafe.Pointer) unsafe.Pointer {
 	if l := c.loc; l != nil && l.owner == x.id && cap(l.vals) > len(l.vals) {
 		l.vals = slices.Clip(l.vals)
 	}
-	cnt := n.entries()
-	if cls := classFor(cnt); cls < n.cls {
-		m := allocNode(cls)
-		m.cum, m.flags, m.vec, m.dflt = n.cum, n.flags, n.vec, n.dflt
-		for i := 0; i < cnt; i++ {
-			*m.entryPtr(i) = n.entryAt(i)
-		}
-		*m.cold() = *c
-		return nodeEntry(m)
+	if cls := classFor(n.entries()); cls < n.cls {
+		return nodeEntry(x.cloneNode(n, cls)) // same owner (x) and locals
 	}
 	return e
 }
