@@ -322,3 +322,26 @@ func TestLinkAndAddress(t *testing.T) {
 		t.Errorf("deleted link: %d %q", st, e)
 	}
 }
+
+// TestGatewayThroughEarlierLine: a batch line may use a gateway that an
+// earlier line of the same batch made reachable, and not one an earlier
+// line took away, as `ip -batch` applies each line before the next.
+func TestGatewayThroughEarlierLine(t *testing.T) {
+	r := newTestRouter(t)
+	_, e, st := run(r, options{batch: true},
+		"route add 2001:db8:77::/64 dev d0",
+		"route add 2001:db8:1::/48 via 2001:db8:77::1",
+		"route add 2001:db8:2::/48 via 2001:db8:77::1",
+		"route del 2001:db8:77::/64",
+		"route add 2001:db8:3::/48 via 2001:db8:77::1")
+	if st != 1 || e != "RTNETLINK answers: No route to host\nCommand failed test.batch:5\n" {
+		t.Fatalf("status %d, errors %q", st, e)
+	}
+	out, _, _ := run(r, options{}, "route show root 2001:db8::/32")
+	want := "2001:db8:1::/48 via 2001:db8:77::1 dev d0 metric 1024 pref medium\n" +
+		"2001:db8:2::/48 via 2001:db8:77::1 dev d0 metric 1024 pref medium\n" +
+		"2001:db8:91::/64 dev d0 proto kernel metric 256 pref medium\n"
+	if out != want {
+		t.Fatalf("routes:\n%s\nwant:\n%s", out, want)
+	}
+}

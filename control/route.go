@@ -457,6 +457,7 @@ func (s *session) routeModify(op routeOp, args [][]byte) *cmdErr {
 		if _, err := s.txnFor(t).Delete(m); err != nil {
 			return rejected(err)
 		}
+		s.gwCache.changed(q.dst)
 		return nil
 	}
 	rt := fib6.Route{Dst: q.dst}
@@ -517,6 +518,7 @@ func (s *session) routeModify(op routeOp, args [][]byte) *cmdErr {
 	if err != nil {
 		return rejected(err)
 	}
+	s.gwCache.changed(q.dst)
 	return nil
 }
 
@@ -556,7 +558,7 @@ func (s *session) checkGateway(rt *fib6.Route, tid uint32, t *fib6.Table) *cmdEr
 		if lt == nil {
 			continue
 		}
-		a := lt.Lookup(gw, netip.Addr{})
+		a := s.lookupSeen(lt, gw)
 		if a == nil || a.Type != fib6.Unicast || a.Nexthop.Gateway.IsValid() {
 			continue
 		}
@@ -581,6 +583,25 @@ type gwCheck struct {
 	tid             uint32
 	link            int32
 	mainGen, tidGen uint64
+}
+
+// changed forgets the gateway when the session's open transaction changes
+// a prefix that holds it (the generations above move only on publish).
+func (c *gwCheck) changed(p netip.Prefix) {
+	if c.gw.IsValid() && p.Contains(c.gw) {
+		c.gw = netip.Addr{}
+	}
+}
+
+// lookupSeen is table t's route to dst as this session sees it: through
+// its open transaction when that is t's, so a batch's gateway may be
+// reached by a route an earlier line of it added (as Linux applies each
+// line before the next).
+func (s *session) lookupSeen(t *fib6.Table, dst netip.Addr) *fib6.Attrs {
+	if s.txn != nil && s.txn.Table() == t {
+		return s.txn.Lookup(dst)
+	}
+	return t.Lookup(dst, netip.Addr{})
 }
 
 // showFilter is a parsed SELECTOR of show, flush and save.
