@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"urouter/router"
 )
 
 // BenchmarkBatchApply runs a batch file through a session in process (no
@@ -29,9 +31,9 @@ func BenchmarkBatchApply(b *testing.B) {
 	}
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		r := NewRouter()
+		r := router.New()
 		if conf != "" {
-			if err := r.ApplyConfig(conf); err != nil {
+			if err := ApplyConfig(r, conf); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -9,8 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
+
+	"urouter/router"
 )
 
 // DefaultSocket is where the daemon listens unless told otherwise.
@@ -28,18 +29,19 @@ func SocketPath(flag string) string {
 	return DefaultSocket
 }
 
-// Server is a running daemon's control socket.
+// Server is a running daemon's control socket: it serves a router's
+// clients, each in a session of its own.
 type Server struct {
-	R    *Router
+	R    *router.Router
+	hub  *hub
 	ln   *net.UnixListener
 	stop chan struct{}
-	wg   sync.WaitGroup
 }
 
 // Listen claims the control socket at path (mode 0600). It refuses if
 // another daemon answers there, and removes a stale socket left by one
 // that died.
-func Listen(path string, r *Router) (*Server, error) {
+func Listen(path string, r *router.Router) (*Server, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, err
 	}
@@ -64,17 +66,14 @@ func Listen(path string, r *Router) (*Server, error) {
 		ln.Close()
 		return nil, err
 	}
-	return &Server{R: r, ln: ln, stop: make(chan struct{})}, nil
+	srv := &Server{R: r, hub: &hub{r: r}, ln: ln, stop: make(chan struct{})}
+	r.Watch(srv.hub.routerEvent)
+	return srv, nil
 }
 
 // Serve accepts clients until Close, each in its own goroutine: commands
 // of different clients run in parallel.
 func (s *Server) Serve() error {
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		s.R.expireRoutes(s.stop)
-	}()
 	for {
 		c, err := s.ln.AcceptUnix()
 		if err != nil {
@@ -88,7 +87,7 @@ func (s *Server) Serve() error {
 			}
 			return err
 		}
-		go s.R.serveConn(c)
+		go s.serveConn(c)
 	}
 }
 
@@ -96,12 +95,12 @@ func (s *Server) Serve() error {
 func (s *Server) Close() {
 	close(s.stop)
 	s.ln.Close()
-	s.wg.Wait()
+	s.R.Watch(nil)
 }
 
 // ApplyConfig runs a config file (commands in the batch language) as a
 // batch: it stops at the first error and returns it.
-func (r *Router) ApplyConfig(path string) error {
+func ApplyConfig(r *router.Router, path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err

@@ -13,10 +13,12 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"urouter/router"
 )
 
 // startServer runs a daemon's socket for r in a temp dir.
-func startServer(t *testing.T, r *Router) string {
+func startServer(t *testing.T, r *router.Router) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "urouter.sock")
 	srv, err := Listen(path, r)
@@ -55,7 +57,7 @@ func TestSocket(t *testing.T) {
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("socket mode %v %v", fi.Mode(), err)
 	}
-	if _, err := Listen(sock, NewRouter()); err == nil || !strings.Contains(err.Error(), "another daemon") {
+	if _, err := Listen(sock, router.New()); err == nil || !strings.Contains(err.Error(), "another daemon") {
 		t.Fatalf("a second daemon on the same socket: %v", err)
 	}
 	out, e, st := client(sock, options{}, "route add 2001:db8:1::/48 via 2001:db8:91::2 dev d0\n")
@@ -85,7 +87,7 @@ func TestStaleSocket(t *testing.T) {
 	}
 	ln.SetUnlinkOnClose(false)
 	ln.Close() // the file stays, nobody listens
-	srv, err := Listen(path, NewRouter())
+	srv, err := Listen(path, router.New())
 	if err != nil {
 		t.Fatalf("stale socket not replaced: %v", err)
 	}

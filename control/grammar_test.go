@@ -5,12 +5,14 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"urouter/router"
 )
 
 // run executes lines in a session of r, as the daemon would for a client
 // with these options, and returns what the client would print and the
 // exit status.
-func run(r *Router, o options, lines ...string) (stdout, stderr string, status int) {
+func run(r *router.Router, o options, lines ...string) (stdout, stderr string, status int) {
 	var out, errs bytes.Buffer
 	s := &session{r: r, opt: o, out: bufio.NewWriter(&out), errOut: func(m string) { errs.WriteString(m + "\n") }}
 	if o.batch && o.batchName == "" {
@@ -22,9 +24,9 @@ func run(r *Router, o options, lines ...string) (stdout, stderr string, status i
 }
 
 // newTestRouter has a dummy link d0, up, with 2001:db8:91::1/64.
-func newTestRouter(t *testing.T) *Router {
+func newTestRouter(t *testing.T) *router.Router {
 	t.Helper()
-	r := NewRouter()
+	r := router.New()
 	if _, e, st := run(r, options{batch: true},
 		"link add d0 type dummy", "link set d0 up", "address add 2001:db8:91::1/64 dev d0"); st != 0 {
 		t.Fatalf("setup: %s", e)

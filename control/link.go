@@ -3,7 +3,6 @@ package control
 import (
 	"errors"
 	"fmt"
-	"net/netip"
 	"strconv"
 	"strings"
 	"syscall"
@@ -11,9 +10,9 @@ import (
 	"urouter/dataplane"
 )
 
-// The link object: ip link { add NAME type dummy | set NAME up|down|mtu N |
-// del NAME | show [NAME] }, and the address object: ip address { add | del |
-// show | flush }.
+// The link object: ip link { add NAME type { dummy | tun ... } | set NAME
+// up|down|mtu N | del NAME | show [NAME] }. What a link is and shows comes
+// from its dataplane.Hardware; nothing here depends on its kind.
 
 func (s *session) linkCmd(args [][]byte) *cmdErr {
 	if len(args) == 0 {
@@ -141,21 +140,21 @@ func (s *session) linkAdd(args [][]byte) *cmdErr {
 		}
 		mtu = a.mtu
 	}
-	s.r.mu.Lock()
 	var l *dataplane.Link
 	var lerr error
 	if tun != nil {
 		tun.MTU = mtu
-		l, lerr = s.r.DP.AddTUN(string(a.name), *tun)
+		l, lerr = s.r.AddTUN(string(a.name), *tun)
 	} else {
-		l, lerr = s.r.Links.Add(string(a.name), dataplane.Dummy, mtu)
+		l, lerr = s.r.AddDummy(string(a.name), mtu)
 	}
-	s.r.mu.Unlock()
 	if lerr != nil {
 		return linkErr(lerr)
 	}
 	if a.set && a.up {
-		s.r.setUp(l, true)
+		if err := s.r.SetUp(l, true); err != nil {
+			return linkErr(err)
+		}
 	}
 	return nil
 }
@@ -242,18 +241,14 @@ func (s *session) linkSet(args [][]byte) *cmdErr {
 		return extack("Operation not supported.")
 	}
 	if a.mtu >= 0 {
-		s.r.mu.Lock()
-		merr := s.r.Links.SetMTU(l, a.mtu)
-		if merr == nil {
-			s.r.DP.SetKernelMTU(l, a.mtu)
-		}
-		s.r.mu.Unlock()
-		if merr != nil {
-			return extack(merr.Error())
+		if err := s.r.SetMTU(l, a.mtu); err != nil {
+			return extack(err.Error())
 		}
 	}
 	if a.set {
-		s.r.setUp(l, a.up)
+		if err := s.r.SetUp(l, a.up); err != nil {
+			return linkErr(err)
+		}
 	}
 	return nil
 }
@@ -263,7 +258,7 @@ func (s *session) linkDel(args [][]byte) *cmdErr {
 	if err != nil {
 		return err
 	}
-	if derr := s.r.delLink(l); derr != nil {
+	if derr := s.r.DeleteLink(l); derr != nil {
 		return rejected(derr)
 	}
 	return nil
@@ -326,35 +321,11 @@ func (s *session) linkShow(args [][]byte) *cmdErr {
 	return nil
 }
 
-// linkFlags are the interface flags Linux shows for the kind of link.
-func linkFlags(l *dataplane.Link) []string {
-	var f []string
-	switch l.Kind {
-	case dataplane.Loopback:
-		f = []string{"LOOPBACK"}
-	case dataplane.Dummy:
-		f = []string{"BROADCAST", "NOARP"}
-	case dataplane.TUN:
-		f = []string{"POINTOPOINT", "MULTICAST", "NOARP"}
-	}
-	if l.Up() {
-		f = append(f, "UP", "LOWER_UP")
-	}
-	return f
-}
-
 func operstate(l *dataplane.Link) string {
 	if l.Up() {
 		return "UNKNOWN"
 	}
 	return "DOWN"
-}
-
-func qlen(l *dataplane.Link) int {
-	if l.Kind == dataplane.TUN {
-		return 500
-	}
-	return 1000
 }
 
 // linkLine is the first line of `ip link show` (mode is left out by
@@ -365,17 +336,16 @@ func (s *session) linkLine(l *dataplane.Link, mode bool) string {
 		m = "mode DEFAULT "
 	}
 	return fmt.Sprintf("%d: %s: <%s> mtu %d qdisc noqueue state %s %sgroup default qlen %d\n",
-		l.Index, l.Name, strings.Join(linkFlags(l), ","), l.MTU(), operstate(l), m, qlen(l))
+		l.Index, l.Name, strings.Join(l.Flags().Names(), ","), l.MTU(), operstate(l), m, l.Hardware().TxQueueLen())
 }
 
+// linkL2 is the second line: the link-layer type and addresses.
 func linkL2(l *dataplane.Link) string {
-	switch l.Kind {
-	case dataplane.Loopback:
-		return "    link/loopback 00:00:00:00:00:00 brd 00:00:00:00:00:00\n"
-	case dataplane.Dummy:
-		return "    link/ether " + l.MAC.String() + " brd ff:ff:ff:ff:ff:ff\n"
+	hw := l.Hardware()
+	if hw.HardwareAddr() == nil {
+		return "    link/" + hw.LinkType() + " \n"
 	}
-	return "    link/none \n"
+	return "    link/" + hw.LinkType() + " " + hw.HardwareAddr().String() + " brd " + hw.Broadcast().String() + "\n"
 }
 
 func linkStats(l *dataplane.Link) string {
@@ -397,13 +367,16 @@ func dropReasons(c dataplane.Stats) string {
 			fmt.Fprintf(&b, "    drop %s %d\n", d.Reason, d.Count)
 		}
 	}
+	if c.ICMPLimited > 0 { // not drops: errors the drops earned, held back
+		fmt.Fprintf(&b, "    icmp_ratelimited %d\n", c.ICMPLimited)
+	}
 	return b.String()
 }
 
 func (s *session) linkJSON(j *jsonw, l *dataplane.Link, full bool) {
 	j.uint("ifindex", uint64(l.Index))
 	j.str("ifname", l.Name)
-	j.strings("flags", linkFlags(l))
+	j.strings("flags", l.Flags().Names())
 	j.uint("mtu", uint64(l.MTU()))
 	j.str("qdisc", "noqueue")
 	j.str("operstate", operstate(l))
@@ -411,21 +384,15 @@ func (s *session) linkJSON(j *jsonw, l *dataplane.Link, full bool) {
 		j.str("linkmode", "DEFAULT")
 	}
 	j.str("group", "default")
-	j.uint("txqlen", uint64(qlen(l)))
+	j.uint("txqlen", uint64(l.Hardware().TxQueueLen()))
 	if !full {
 		return
 	}
-	switch l.Kind {
-	case dataplane.Loopback:
-		j.str("link_type", "loopback")
-		j.str("address", "00:00:00:00:00:00")
-		j.str("broadcast", "00:00:00:00:00:00")
-	case dataplane.Dummy:
-		j.str("link_type", "ether")
-		j.str("address", l.MAC.String())
-		j.str("broadcast", "ff:ff:ff:ff:ff:ff")
-	default:
-		j.str("link_type", "none")
+	hw := l.Hardware()
+	j.str("link_type", hw.LinkType())
+	if hw.HardwareAddr() != nil {
+		j.str("address", hw.HardwareAddr().String())
+		j.str("broadcast", hw.Broadcast().String())
 	}
 	if s.opt.stats > 0 {
 		c := l.Stats()
@@ -449,183 +416,7 @@ func (s *session) linkJSON(j *jsonw, l *dataplane.Link, full bool) {
 			j.uint(d.Reason, d.Count)
 		}
 		j.endObject()
+		j.uint("icmp_ratelimited", c.ICMPLimited)
 		j.endObject()
 	}
-}
-
-func (s *session) addrCmd(args [][]byte) *cmdErr {
-	if len(args) == 0 {
-		return s.addrShow(nil)
-	}
-	w, rest := args[0], args[1:]
-	switch {
-	case matches(w, "add"):
-		return s.addrModify(rest, false)
-	case matches(w, "delete"):
-		return s.addrModify(rest, true)
-	case matches(w, "show") || matches(w, "lst") || matches(w, "list"):
-		return s.addrShow(rest)
-	case matches(w, "flush"):
-		return s.addrFlush(rest)
-	case matches(w, "help"):
-		return addrUsage()
-	}
-	return parseErr("Command \"%s\" is unknown, try \"ip address help\".", w)
-}
-
-func addrUsage() *cmdErr {
-	return parseErr("Usage: ip address { add | del } IFADDR dev IFNAME\n" +
-		"       ip address { show | flush } [ dev IFNAME ]")
-}
-
-func (s *session) addrModify(args [][]byte, del bool) *cmdErr {
-	var dev []byte
-	var pfx netip.Prefix
-	var set, lenGiven bool
-	ws := argv{args: args}
-	for ; ws.i < len(args); ws.i++ {
-		w := args[ws.i]
-		switch {
-		case is(w, "dev"):
-			v, err := ws.next()
-			if err != nil {
-				return err
-			}
-			dev = v
-		case is(w, "scope"), matches(w, "valid_lft"), matches(w, "preferred_lft"), is(w, "label"):
-			if _, err := ws.next(); err != nil { // accepted, the router has one kind of address
-				return err
-			}
-		case is(w, "nodad"), is(w, "noprefixroute"), is(w, "home"), is(w, "mngtmpaddr"):
-			return unsupported(w)
-		default:
-			if matches(w, "local") {
-				v, err := ws.next()
-				if err != nil {
-					return err
-				}
-				w = v
-			}
-			if matches(w, "help") {
-				return addrUsage()
-			}
-			if set {
-				return duparg("local", w)
-			}
-			p, err := parsePrefix(w)
-			if err != nil {
-				return err
-			}
-			if p.Addr().IsUnspecified() || p.Addr().IsMulticast() {
-				return extack("ipv6: Invalid address.")
-			}
-			pfx, set, lenGiven = p, true, containsByte(str(w), '/')
-		}
-	}
-	if dev == nil {
-		return parseErr("Not enough information: \"dev\" argument is required.")
-	}
-	if !set {
-		return incomplete()
-	}
-	l, err := s.link(dev)
-	if err != nil {
-		return err
-	}
-	if del {
-		if !lenGiven {
-			for _, a := range l.Addrs() {
-				if a.Addr() == pfx.Addr() {
-					pfx = a // wildcard deletion, as ip does for an address without length
-				}
-			}
-		}
-		if derr := s.r.delAddr(l, pfx); derr != nil {
-			return extack(derr.Error())
-		}
-		return nil
-	}
-	if aerr := s.r.addAddr(l, pfx); aerr != nil {
-		return extack(aerr.Error())
-	}
-	return nil
-}
-
-func (s *session) addrFlush(args [][]byte) *cmdErr {
-	var l *dataplane.Link
-	ws := argv{args: args}
-	for ; ws.i < len(args); ws.i++ {
-		w := args[ws.i]
-		if is(w, "dev") {
-			v, err := ws.next()
-			if err != nil {
-				return err
-			}
-			w = v
-		}
-		var err *cmdErr
-		if l, err = s.link(w); err != nil {
-			return err
-		}
-	}
-	if l == nil {
-		return &cmdErr{msg: "Flush requires arguments.", code: 1}
-	}
-	for _, a := range l.Addrs() {
-		s.r.delAddr(l, a)
-	}
-	return nil
-}
-
-func scopeOf(a netip.Addr) string {
-	switch {
-	case a.IsLoopback():
-		return "host"
-	case a.IsLinkLocalUnicast():
-		return "link"
-	}
-	return "global"
-}
-
-func (s *session) addrShow(args [][]byte) *cmdErr {
-	links, err := s.shownLinks(args, "")
-	if err != nil {
-		return err
-	}
-	var j *jsonw
-	if s.opt.json {
-		j = &jsonw{w: s.out, pretty: s.opt.pretty}
-		j.startArray()
-	}
-	for _, l := range links {
-		addrs := l.Addrs()
-		if j != nil {
-			j.startObject()
-			s.linkJSON(j, l, false)
-			j.name("addr_info")
-			j.startArray()
-			for _, a := range addrs {
-				j.startObject()
-				j.str("family", "inet6")
-				j.str("local", a.Addr().String())
-				j.uint("prefixlen", uint64(a.Bits()))
-				j.str("scope", scopeOf(a.Addr()))
-				j.uint("valid_life_time", 4294967295)
-				j.uint("preferred_life_time", 4294967295)
-				j.endObject()
-			}
-			j.endArray()
-			j.endObject()
-			continue
-		}
-		s.out.WriteString(s.linkLine(l, false))
-		for _, a := range addrs {
-			fmt.Fprintf(s.out, "    inet6 %s scope %s \n       valid_lft forever preferred_lft forever\n", a, scopeOf(a.Addr()))
-		}
-	}
-	if j != nil {
-		j.endArray()
-		s.out.WriteByte('\n')
-	}
-	return nil
 }

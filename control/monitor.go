@@ -10,6 +10,7 @@ import (
 
 	"urouter/dataplane"
 	"urouter/fib6"
+	"urouter/router"
 )
 
 // `monitor [all | route | link | address] [label]` streams changes as they
@@ -66,7 +67,7 @@ type subscriber struct {
 // hub hands the router's changes to the monitors. Changes are recorded
 // only while a monitor listens.
 type hub struct {
-	r      *Router
+	r      *router.Router
 	mu     sync.Mutex
 	subs   map[*subscriber]struct{}
 	routes int
@@ -128,12 +129,9 @@ func (h *hub) routeChanges(_ *fib6.Table, cs []fib6.Change) {
 	}
 }
 
-func (h *hub) linkChanged(l *dataplane.Link, what string) {
-	h.publish(event{link: l, deleted: what == "del"})
-}
-
-func (h *hub) addrChanged(l *dataplane.Link, a netip.Prefix, deleted bool) {
-	h.publish(event{link: l, addr: a, deleted: deleted})
+// routerEvent hears the router's link and address changes.
+func (h *hub) routerEvent(e router.Event) {
+	h.publish(event{link: e.Link, addr: e.Addr, deleted: e.Kind == router.LinkDeleted || e.Kind == router.AddrDeleted})
 }
 
 // stream sends events to the session's client until it goes away.

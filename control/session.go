@@ -2,116 +2,21 @@ package control
 
 import (
 	"bufio"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"os"
-	"strconv"
-	"strings"
 	"syscall"
-	"time"
 
 	"urouter/dataplane"
 	"urouter/fib6"
+	"urouter/router"
 )
-
-// The wire between client and daemon. The client sends one header line,
-//
-//	urouter/1 OPTIONS BATCHNAME
-//
-// (OPTIONS: letters j p d f b 6 and the stats count as digits, or "-"),
-// then command lines, each ending in '\n', then closes its side. The daemon
-// answers with frames: a type byte ('o' stdout, 'e' stderr, 'x' exit
-// status), a big-endian uint32 length and the payload.
-
-const protoMagic = "urouter/1"
-
-type options struct {
-	json, pretty, details, force, batch bool
-	// restore: a batch replaying `route save`; routes that exist already
-	// are not errors, as with ip route restore.
-	restore   bool
-	stats     int
-	batchName string
-}
-
-func (o options) header() string {
-	f := ""
-	for _, x := range []struct {
-		on bool
-		c  string
-	}{{o.json, "j"}, {o.pretty, "p"}, {o.details, "d"}, {o.force, "f"}, {o.batch, "b"}, {o.restore, "r"}} {
-		if x.on {
-			f += x.c
-		}
-	}
-	if o.stats > 0 {
-		f += strconv.Itoa(o.stats)
-	}
-	if f == "" {
-		f = "-"
-	}
-	name := o.batchName
-	if name == "" {
-		name = "-"
-	}
-	return protoMagic + " " + f + " " + name + "\n"
-}
-
-func parseHeader(line string) (options, error) {
-	var o options
-	fields := strings.SplitN(strings.TrimRight(line, "\n"), " ", 3)
-	if len(fields) != 3 || fields[0] != protoMagic {
-		return o, errors.New("bad header")
-	}
-	for _, c := range fields[1] {
-		switch {
-		case c == 'j':
-			o.json = true
-		case c == 'p':
-			o.pretty = true
-		case c == 'd':
-			o.details = true
-		case c == 'f':
-			o.force = true
-		case c == 'b':
-			o.batch = true
-		case c == 'r':
-			o.restore = true
-		case c >= '0' && c <= '9':
-			o.stats = o.stats*10 + int(c-'0')
-		}
-	}
-	o.batchName = fields[2]
-	return o, nil
-}
-
-// frameWriter writes everything given to it as frames of one type.
-type frameWriter struct {
-	c    io.Writer
-	kind byte
-}
-
-func (w *frameWriter) Write(p []byte) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
-	}
-	var hdr [5]byte
-	hdr[0] = w.kind
-	binary.BigEndian.PutUint32(hdr[1:], uint32(len(p)))
-	bufs := net.Buffers{hdr[:], p}
-	if _, err := bufs.WriteTo(w.c); err != nil {
-		return 0, err
-	}
-	return len(p), nil
-}
 
 // session runs the commands of one client (or of the config file), in
 // order, with one open route transaction at most.
 type session struct {
-	r      *Router
+	r      *router.Router
+	hub    *hub // the daemon's monitors; nil for a config file
 	opt    options
 	out    *bufio.Writer
 	errOut func(string)
@@ -150,7 +55,8 @@ func (s *session) commit() {
 // single command's own, or a batch's (1 if a command failed, 255 if one
 // did not parse). A batch stops at its first failure unless forced. The
 // open transaction is published at the end, when another table's command
-// comes, or when a socket client pauses (see pausingReader).
+// comes, and whenever the session would wait on its client (see
+// pausingConn).
 func (s *session) run(in *bufio.Reader) int {
 	status := 0
 	defer s.commit()
@@ -249,62 +155,34 @@ func (s *session) exec(line []byte) *cmdErr {
 var errUnterminated = errors.New("Unterminated quoted string")
 
 // serveConn runs one client connection.
-func (r *Router) serveConn(c net.Conn) {
+func (srv *Server) serveConn(c net.Conn) {
 	defer c.Close()
-	pr := &pausingReader{c: c}
-	in := bufio.NewReaderSize(pr, 1<<18)
+	pc := &pausingConn{Conn: c}
+	in := bufio.NewReaderSize(pc, 1<<18)
 	hdr, err := in.ReadString('\n')
 	if err != nil {
 		return
 	}
 	opt, err := parseHeader(hdr)
-	ew := &frameWriter{c: c, kind: 'e'}
+	ew := &frameWriter{c: pc, kind: 'e'}
 	if err != nil {
 		ew.Write([]byte("Error: the daemon speaks another protocol version.\n"))
-		(&frameWriter{c: c, kind: 'x'}).Write([]byte{1})
+		(&frameWriter{c: pc, kind: 'x'}).Write([]byte{1})
 		return
 	}
 	s := &session{
-		r:      r,
+		r:      srv.R,
+		hub:    srv.hub,
 		opt:    opt,
-		out:    bufio.NewWriterSize(&frameWriter{c: c, kind: 'o'}, 64<<10),
+		out:    bufio.NewWriterSize(&frameWriter{c: pc, kind: 'o'}, 64<<10),
 		errOut: func(m string) { ew.Write([]byte(m + "\n")) },
 	}
-	pr.pause = s.commit
+	pc.holding, pc.pause = func() bool { return s.txn != nil }, s.commit
 	status := s.run(in)
 	s.out.Flush()
 	if s.monitor != nil {
-		r.hub.stream(s, in)
+		s.hub.stream(s, in)
 		return
 	}
-	(&frameWriter{c: c, kind: 'x'}).Write([]byte{byte(status)})
-}
-
-// idleCommit is how long a session's open transaction waits for more
-// input before it is published. A client streaming a batch so gets one
-// publish per pause, not one per socket read (a read often returns a few
-// KB, and a publish ends the transaction's in-place copies); a client
-// that stops sending sees its routes within this time, and other writers
-// of the table wait at most this long for the table's lock.
-const idleCommit = time.Millisecond
-
-// pausingReader reads a client's input; when a read waits longer than
-// idleCommit it calls pause, then waits without limit.
-type pausingReader struct {
-	c     net.Conn
-	pause func()
-}
-
-func (p *pausingReader) Read(b []byte) (int, error) {
-	if p.pause == nil {
-		return p.c.Read(b)
-	}
-	p.c.SetReadDeadline(time.Now().Add(idleCommit))
-	n, err := p.c.Read(b)
-	if n > 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
-		return n, err
-	}
-	p.pause()
-	p.c.SetReadDeadline(time.Time{})
-	return p.c.Read(b)
+	(&frameWriter{c: pc, kind: 'x'}).Write([]byte{byte(status)})
 }

@@ -19,16 +19,16 @@ const (
 	DropBlackhole                    // blackhole route
 	DropTooBig                       // larger than the egress MTU
 	DropLinkDown                     // egress link down or gone
-	DropDummy                        // sent to a dummy link, which drops everything
 	DropLocal                        // for the router, not answered (e.g. an error message)
 	DropWrite                        // the egress refused the write
-	DropRateLimit                    // an ICMPv6 error over the rate limit
+	DropOption                       // a hop-by-hop option that says drop, or a malformed one
+	DropChecksum                     // for the router, with a bad transport checksum
 	numDropReasons
 )
 
 var dropNames = [numDropReasons]string{
 	"truncated", "version", "length", "martian", "hop_limit", "no_route", "prohibited",
-	"blackhole", "too_big", "link_down", "dummy", "local", "write", "icmp_ratelimit",
+	"blackhole", "too_big", "link_down", "local", "write", "option", "checksum",
 }
 
 func (d DropReason) String() string { return dropNames[d] }
@@ -41,7 +41,11 @@ type Counters struct {
 	TxPackets, TxBytes Counter
 	RxErrors, TxErrors Counter
 	Drops              [numDropReasons]Counter
-	_                  [64]byte // keep workers' counters on separate cache lines
+	// ICMPLimited counts the ICMPv6 errors that packets received on the
+	// link earned but that the rate limits held back. The packets are
+	// counted once, under their drop reason; this is not a drop.
+	ICMPLimited Counter
+	_           [64]byte // keep workers' counters on separate cache lines
 }
 
 // Counter is a count with a single writer: it adds with a plain atomic
@@ -59,6 +63,7 @@ type Stats struct {
 	RxErrors, TxErrors                     uint64
 	RxDropped, TxDropped                   uint64
 	Drops                                  []Drop // every reason, in a fixed order
+	ICMPLimited                            uint64
 }
 
 // Drop is one reason's count.
@@ -95,6 +100,7 @@ func (l *Link) Stats() Stats {
 			s.TxBytes += c.TxBytes.Load()
 			s.RxErrors += c.RxErrors.Load()
 			s.TxErrors += c.TxErrors.Load()
+			s.ICMPLimited += c.ICMPLimited.Load()
 			for i := range drops {
 				drops[i] += c.Drops[i].Load()
 			}
@@ -103,7 +109,7 @@ func (l *Link) Stats() Stats {
 	for i, n := range drops {
 		s.Drops = append(s.Drops, Drop{Reason: dropNames[i], Count: n})
 		switch DropReason(i) {
-		case DropWrite, DropLinkDown, DropDummy:
+		case DropWrite, DropLinkDown:
 			s.TxDropped += n
 		default:
 			s.RxDropped += n

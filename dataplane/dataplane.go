@@ -7,67 +7,100 @@ import (
 	"sync/atomic"
 	"time"
 
-	"urouter/fib6"
-	"urouter/rules"
+	"urouter/decide"
 )
 
 // Dataplane runs the packet workers of the router's links: one goroutine
-// per TUN queue, each reading a batch, routing it through the tables and
-// writing it out.
+// per queue of each link's port, each reading a batch, deciding its routes
+// and writing it out.
 type Dataplane struct {
-	Links  *Links
-	Tables *fib6.Tables
-	Rules  *rules.Current
-	icmp   limiter
+	Links   *Links
+	Decider *decide.Decider
+	icmp    icmpLimits
 
 	mu      sync.Mutex // link I/O set-up and tear-down
 	workers atomic.Pointer[[]*worker]
 	nextID  int
 }
 
-// New returns a dataplane over the router's links and tables, with
-// Linux's default ICMPv6 error rate (icmp_msgs_per_sec 1000, burst 50).
-func New(links *Links, tables *fib6.Tables) *Dataplane {
-	dp := &Dataplane{Links: links, Tables: tables, Rules: rules.NewCurrent()}
-	dp.SetICMPRate(1000, 50)
+// New returns a dataplane over the router's links, deciding with d, with
+// Linux's default ICMPv6 error limits (icmp_msgs_per_sec 1000 with bursts
+// of 50; per destination one per 100 ms with bursts of 6).
+func New(links *Links, d *decide.Decider) *Dataplane {
+	dp := &Dataplane{Links: links, Decider: d}
+	dp.icmp.global.set(1000, 50)
+	dp.icmp.perDst.set(100*time.Millisecond, 6)
 	return dp
 }
 
 // SetICMPRate limits the ICMPv6 errors the router sends to perSec a
-// second with bursts of burst; 0 lifts the limit. Echo replies are not
-// limited.
-func (dp *Dataplane) SetICMPRate(perSec, burst int) { dp.icmp.set(perSec, burst) }
+// second with bursts of burst; 0 lifts the limit. Echo replies and Packet
+// Too Big are not limited.
+func (dp *Dataplane) SetICMPRate(perSec, burst int) { dp.icmp.global.set(perSec, burst) }
 
-// AddTUN creates link name as a TUN device owned by the router and starts
-// its workers. The link starts down.
-func (dp *Dataplane) AddTUN(name string, o TUNOptions) (*Link, error) {
-	if o.MTU == 0 {
-		o.MTU = 1500
-	}
+// SetICMPDestRate limits the ICMPv6 errors to any one destination to one
+// per interval with bursts of burst (Linux's net.ipv6.icmp.ratelimit and
+// its burst of 6); 0 lifts the limit.
+func (dp *Dataplane) SetICMPDestRate(interval time.Duration, burst int) {
+	dp.icmp.perDst.set(interval, burst)
+}
+
+// AddLink registers link name, down, with the given MTU, made of dev, and
+// starts a worker for each of its port's queues.
+func (dp *Dataplane) AddLink(name string, dev Device, mtu int) (*Link, error) {
 	dp.mu.Lock()
 	defer dp.mu.Unlock()
-	if dp.Links.ByName(name) != nil {
-		return nil, ErrLinkExists
-	}
-	dev, err := openTUN(name, o)
+	l, err := dp.Links.add(name, dev, mtu)
 	if err != nil {
 		return nil, err
 	}
-	l, err := dp.Links.Add(name, TUN, o.MTU)
-	if err != nil {
-		dev.close()
-		return nil, err
-	}
-	l.dev.Store(dev)
 	ws := slices.Clone(dp.snapshot())
-	for _, q := range dev.queues {
-		w := newWorker(dp, l, q, dp.nextID)
+	for q := 0; q < dev.Queues(); q++ {
+		w := newWorker(dp, l, dev, q, dp.nextID)
 		dp.nextID++
 		ws = append(ws, w)
 		go w.RoutineRead()
 	}
 	dp.workers.Store(&ws)
 	return l, nil
+}
+
+// AddTUN creates link name as a TUN device owned by the router. The link
+// starts down.
+func (dp *Dataplane) AddTUN(name string, o TUNOptions) (*Link, error) {
+	if o.MTU == 0 {
+		o.MTU = 1500
+	}
+	if dp.Links.ByName(name) != nil {
+		return nil, ErrLinkExists
+	}
+	t, err := openTUN(name, o)
+	if err != nil {
+		return nil, err
+	}
+	l, err := dp.AddLink(name, t, o.MTU)
+	if err != nil {
+		t.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// AddDummy creates link name as a dummy link, which drops what it is
+// given. The link starts down.
+func (dp *Dataplane) AddDummy(name string, mtu int) (*Link, error) {
+	return dp.AddLink(name, newDummy(), mtu)
+}
+
+// AddLoopback creates the loopback link "lo", up, as every Linux host has
+// one.
+func (dp *Dataplane) AddLoopback() *Link {
+	l, err := dp.AddLink("lo", loopback{}, 65536)
+	if err != nil {
+		panic("dataplane: a second loopback: " + err.Error())
+	}
+	dp.Links.SetUp(l, true)
+	return l
 }
 
 func (dp *Dataplane) snapshot() []*worker {
@@ -77,17 +110,18 @@ func (dp *Dataplane) snapshot() []*worker {
 	return nil
 }
 
-// Remove stops a link's I/O: after it returns no worker touches the link's
-// device, which is closed.
-func (dp *Dataplane) Remove(l *Link) {
+// Remove takes a link out of the registry and stops its I/O: after it
+// returns no worker touches the link's port, which is closed.
+func (dp *Dataplane) Remove(l *Link) error {
 	dp.mu.Lock()
 	defer dp.mu.Unlock()
-	dev := l.dev.Swap(nil)
-	if dev == nil {
-		return
+	dp.Links.remove(l)
+	ref := l.port.Swap(nil)
+	if ref == nil {
+		return nil
 	}
-	dp.synchronize() // no worker is still writing to the device
-	dev.close()      // its own workers see the close and end
+	dp.synchronize()   // no worker is still writing to the port
+	err := ref.Close() // its own workers see the close and end
 	var ws []*worker
 	for _, w := range dp.snapshot() {
 		if w.in != l {
@@ -95,6 +129,7 @@ func (dp *Dataplane) Remove(l *Link) {
 		}
 	}
 	dp.workers.Store(&ws)
+	return err
 }
 
 // synchronize waits until every worker has finished the batch it was
@@ -110,20 +145,5 @@ func (dp *Dataplane) synchronize() {
 		for seen[i]&1 == 1 && w.epoch.Load() == seen[i] && time.Now().Before(deadline) {
 			runtime.Gosched()
 		}
-	}
-}
-
-// SetKernelUp brings the kernel side of a TUN link up or down while it
-// is in the daemon's namespace (the forwarding lab waits for that).
-func (dp *Dataplane) SetKernelUp(l *Link, up bool) {
-	if l.Kind == TUN {
-		setKernelUp(l.Name, up)
-	}
-}
-
-// SetKernelMTU does the same for the MTU.
-func (dp *Dataplane) SetKernelMTU(l *Link, mtu int) {
-	if l.Kind == TUN {
-		setKernelMTU(l.Name, mtu)
 	}
 }

@@ -1,18 +1,32 @@
 package dataplane
 
 import (
-	"encoding/binary"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
 
-	"urouter/fib6"
-	"urouter/nexthop"
+	"urouter/decide"
 )
+
+// The packet path, in the order a packet meets it:
+//
+//  1. read: the worker reads a batch from its link's port (worker.go)
+//  2. parse: length, version, martians, Hop-by-Hop options (hopopts.go),
+//     the extension-header walk to the transport ports (packet.go)
+//  3. decide: one decision for the whole batch, rules -> table -> route ->
+//     nexthop member (package decide)
+//  4. act: forward (hop limit, link-local source, egress MTU), deliver
+//     locally (local.go), or drop, with the ICMPv6 error it earned
+//     (icmp.go)
+//  5. send: whole, coalesced (gro.go) or segmented (gso.go) as the egress
+//     takes it; then every egress's packets go out as one batch.
+//
+// The rare paths are calls out of it.
 
 // What happens to a packet of the batch.
 type action uint8
 
 const (
 	actDrop    action = iota // counted under reason
-	actLookup                // waiting for its route
+	actLookup                // waiting for its decision
 	actForward               // out of egress
 	actLocal                 // for the router itself
 	actError                 // answered with an ICMPv6 error
@@ -20,28 +34,24 @@ const (
 
 // pkt is the packet path's state for one packet of a batch.
 type pkt struct {
-	b      []byte // virtio_net_hdr and packet, as read
-	p      []byte // the IPv6 packet, trimmed to its payload length
+	b      []byte      // virtio_net_hdr and packet, as read
+	p      header.IPv6 // the IPv6 packet, trimmed to its payload length
 	vh     vnetHdr
 	l4     l4info
 	act    action
 	reason DropReason
-	egress *Link
-	dev    *tunDev // egress's device, loaded once when the route is decided
+	egress *Link // for actForward
 	// the ICMPv6 error to send, for actError
 	icmpType, icmpCode uint8
 	icmpParam          uint32
 }
 
-// forward routes a batch of n packets read from w.in, top to bottom:
-// parse and check each, look their routes up together, decide, then send
-// them in order. The rare paths (ICMPv6 errors, local delivery,
-// segmentation) are calls out of it.
+// forward routes a batch of n packets read from w.in, top to bottom.
 func (w *worker) forward(n int) {
 	in := w.in
 	c := w.ctr(in)
 	up := in.Up()
-	nl, bytes := 0, 0
+	nk, bytes := 0, 0
 	for i := 0; i < n; i++ {
 		k := &w.pk[i]
 		*k = pkt{b: w.bufs[i][:w.sizes[i]]}
@@ -53,19 +63,16 @@ func (w *worker) forward(n int) {
 		if !w.parse(k) {
 			continue
 		}
-		w.dsts[nl] = [16]byte(k.p[offDst : offDst+16])
-		w.srcs[nl] = [16]byte(k.p[offSrc : offSrc+16])
-		f := nexthop.Flow{Src: w.srcs[nl], Dst: w.dsts[nl], Label: binary.BigEndian.Uint32(k.p[0:4]) & 0xfffff}
-		if k.l4.ports {
-			f.Proto, f.SrcPort, f.DstPort = k.l4.proto, k.l4.sport, k.l4.dport
-		}
-		w.hashes[nl] = f.Hash()
-		w.pending[nl] = i
-		nl++
+		k.keyInto(&w.keys[nk], in.Index)
+		w.pending[nk] = i
+		nk++
 	}
 	c.RxPackets.add(uint64(n)) // once per batch
 	c.RxBytes.add(uint64(bytes))
-	w.route(nl)
+	w.dp.Decider.DecideBatch(&w.batch, w.keys[:nk], w.res[:nk])
+	for j := 0; j < nk; j++ {
+		w.act(&w.pk[w.pending[j]], &w.res[j])
+	}
 	for i := 0; i < n; i++ {
 		k := &w.pk[i]
 		switch k.act {
@@ -85,31 +92,36 @@ func (w *worker) forward(n int) {
 			w.icmpError(k)
 		}
 	}
+	w.flush()
 }
 
 func (k *pkt) drop(why DropReason) { k.act, k.reason = actDrop, why }
 
-func (k *pkt) error(why DropReason, typ, code uint8, param uint32) {
+func (k *pkt) error(why DropReason, typ header.ICMPv6Type, code header.ICMPv6Code, param uint32) {
 	k.act, k.reason = actError, why
-	k.icmpType, k.icmpCode, k.icmpParam = typ, code, param
+	k.icmpType, k.icmpCode, k.icmpParam = uint8(typ), uint8(code), param
 }
 
 // parse checks a packet against the bytes actually read, as Linux's
 // ipv6_rcv does: a packet longer than its payload length is trimmed, a
-// shorter one dropped. Martians are dropped here.
+// shorter one dropped; a payload length of 0 before a Hop-by-Hop header
+// is left for the Jumbo Payload option to explain. Martians are dropped,
+// Hop-by-Hop options processed, and the transport ports found.
 func (w *worker) parse(k *pkt) bool {
 	if len(k.b) < vnetHdrLen+ipv6Len {
 		k.drop(DropTruncated)
 		return false
 	}
 	k.vh = decodeVnet(k.b)
-	p := k.b[vnetHdrLen:]
-	if p[0]>>4 != 6 {
+	p := header.IPv6(k.b[vnetHdrLen:])
+	if p[0]>>4 != header.IPv6Version {
 		k.drop(DropVersion)
 		return false
 	}
-	total := ipv6Len + int(binary.BigEndian.Uint16(p[offPayloadLen:]))
+	jumbo := p.PayloadLength() == 0 && p.NextHeader() == protoHopByHop
+	total := ipv6Len + int(p.PayloadLength())
 	switch {
+	case jumbo:
 	case total > len(p):
 		k.drop(DropLength)
 		return false
@@ -126,98 +138,90 @@ func (w *worker) parse(k *pkt) bool {
 		k.drop(DropMartian)
 		return false
 	}
-	k.l4 = walk(p)
+	if p.NextHeader() == protoHopByHop && !hopByHop(k, jumbo) {
+		return false
+	}
+	k.l4 = walk(k.p)
 	k.act = actLookup
 	return true
 }
 
 // martian: a source that must not appear on a link (unspecified,
 // loopback, multicast), or a destination the router does not route
-// (unspecified, loopback, multicast, link-local: the router has no
-// link-local address, so such a packet could only leave its link).
-func martian(p []byte) bool {
-	src, dst := p[offSrc:offSrc+16], p[offDst:offDst+16]
+// (unspecified, loopback, multicast, link-local: such a packet could only
+// leave its link).
+func martian(p header.IPv6) bool {
+	src, dst := p.SourceAddressSlice(), p.DestinationAddressSlice()
 	return src[0] == 0xff || dst[0] == 0xff || isUnspecOrLoop(src) || isUnspecOrLoop(dst) || linkLocal(dst)
 }
 
 func isUnspecOrLoop(a []byte) bool {
-	return binary.BigEndian.Uint64(a[:8]) == 0 && binary.BigEndian.Uint64(a[8:]) <= 1
+	for _, b := range a[:15] {
+		if b != 0 {
+			return false
+		}
+	}
+	return a[15] <= 1
 }
 
 func linkLocal(a []byte) bool { return a[0] == 0xfe && a[1]&0xc0 == 0x80 }
 
-// route looks the routes of the nl pending packets up, rule by rule (the
-// rule set in force when the batch started), all of a rule's lookups as
-// one batch, and decides what becomes of each.
-func (w *worker) route(nl int) {
-	for _, rule := range w.dp.Rules.Load().Rules() {
-		if nl == 0 {
-			return
-		}
-		t := w.dp.Tables.Get(rule.Table)
-		if t == nil {
-			continue
-		}
-		t.LookupKeys(w.dsts[:nl], w.srcs[:nl], w.hashes[:nl], w.res[:nl])
-		left := 0
-		for j := 0; j < nl; j++ {
-			a := w.res[j]
-			if a == nil || a.Type == fib6.Throw {
-				// on to the next rule
-				w.dsts[left], w.srcs[left], w.hashes[left], w.pending[left] = w.dsts[j], w.srcs[j], w.hashes[j], w.pending[j]
-				left++
-				continue
-			}
-			w.decide(&w.pk[w.pending[j]], a)
-		}
-		nl = left
+// keyInto fills in the decision's key of a parsed packet that came in by
+// link iif.
+func (k *pkt) keyInto(key *decide.Key, iif int32) {
+	p := k.p
+	tc, label := p.TOS()
+	*key = decide.Key{
+		Dst: [16]byte(p.DestinationAddressSlice()), Src: [16]byte(p.SourceAddressSlice()),
+		Iif: iif, Proto: k.l4.proto, DSField: tc, FlowLabel: label,
 	}
-	for j := 0; j < nl; j++ {
-		w.pk[w.pending[j]].error(DropNoRoute, icmpDstUnreach, codeNoRoute, 0)
+	if k.l4.ports {
+		key.Sport, key.Dport = k.l4.sport, k.l4.dport
 	}
 }
 
-// decide acts on a packet's route.
-func (w *worker) decide(k *pkt, a *fib6.Attrs) {
-	switch a.Type {
-	case fib6.Local:
+// act does what the decision says, for a packet coming in: Linux's
+// ip6_forward checks, in its order, for what is forwarded.
+func (w *worker) act(k *pkt, r *decide.Result) {
+	switch r.Verdict {
+	case decide.Local:
 		k.act = actLocal
 		return
-	case fib6.Blackhole:
+	case decide.Blackhole:
 		k.drop(DropBlackhole)
 		return
-	case fib6.Unreachable:
-		k.error(DropNoRoute, icmpDstUnreach, codeNoRoute, 0)
+	case decide.Unreachable, decide.NoRoute:
+		k.error(DropNoRoute, header.ICMPv6DstUnreachable, header.ICMPv6NetworkUnreachable, 0)
 		return
-	case fib6.Prohibit:
-		k.error(DropProhibited, icmpDstUnreach, codeProhibited, 0)
+	case decide.Prohibit:
+		k.error(DropProhibited, header.ICMPv6DstUnreachable, header.ICMPv6Prohibited, 0)
 		return
 	}
 	p := k.p
-	if linkLocal(p[offSrc : offSrc+16]) {
+	if p.HopLimit() <= 1 {
+		k.error(DropHopLimit, header.ICMPv6TimeExceeded, header.ICMPv6HopLimitExceeded, 0)
+		return
+	}
+	if linkLocal(p.SourceAddressSlice()) {
 		k.drop(DropMartian) // a link-local source must not leave its link
 		return
 	}
-	if p[offHopLimit] <= 1 {
-		k.error(DropHopLimit, icmpTimeExceeded, 0, 0)
-		return
-	}
-	out := w.dp.Links.ByIndex(a.Nexthop.Link)
+	out := w.dp.Links.ByIndex(r.Nexthop().Link)
 	if out == nil || !out.Up() {
 		k.drop(DropLinkDown)
 		return
 	}
 	mtu := out.MTU()
-	if a.MTU != 0 && int(a.MTU) < mtu {
-		mtu = int(a.MTU)
+	if m := int(r.Route.MTU); m != 0 && m < mtu {
+		mtu = m
 	}
 	if size := k.wireSize(); size > mtu {
 		// routers never fragment IPv6: the sender learns the path MTU
-		k.error(DropTooBig, icmpPacketTooBig, 0, uint32(mtu))
+		k.error(DropTooBig, header.ICMPv6PacketTooBig, 0, uint32(mtu))
 		return
 	}
-	p[offHopLimit]--
-	k.act, k.egress, k.dev = actForward, out, out.dev.Load()
+	p.SetHopLimit(p.HopLimit() - 1)
+	k.act, k.egress = actForward, out
 }
 
 // wireSize is the size of the packets the sender meant: a GSO
@@ -233,26 +237,12 @@ func (k *pkt) wireSize() int {
 	return min(hdr+int(k.vh.gsoSize), len(k.p))
 }
 
-// send writes a forwarded packet to its egress: whole when the egress
-// takes it as it is, else segmented. A dummy link takes everything and
-// drops it.
+// send queues a forwarded packet for its egress: whole when the egress
+// takes it as it is, else segmented (or its checksum completed).
 func (w *worker) send(k *pkt) {
-	out := k.egress
-	if out.Kind != TUN {
-		c := w.ctr(out)
-		c.TxPackets.add(1)
-		c.TxBytes.add(uint64(len(k.p)))
-		c.Drops[DropDummy].add(1)
+	if k.egress.offloads.takes(&k.vh) {
+		w.queue(k.egress, k.b, 1)
 		return
 	}
-	dev := k.dev
-	if dev == nil {
-		w.drop(out, DropLinkDown)
-		return
-	}
-	if dev.takesGSO(k.vh.gsoType) && (dev.vnet || k.vh.flags&vnetNeedsCsum == 0) {
-		w.write(out, dev, k.b, 1)
-		return
-	}
-	w.segment(k, out, dev)
+	w.segment(k, k.egress)
 }

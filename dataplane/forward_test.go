@@ -1,7 +1,8 @@
-package dataplane
+package dataplane_test
 
 import (
 	"encoding/binary"
+	"errors"
 	"net"
 	"net/netip"
 	"testing"
@@ -10,82 +11,116 @@ import (
 	"github.com/google/gopacket/layers"
 	"golang.org/x/sys/unix"
 
+	"urouter/dataplane"
 	"urouter/fib6"
 	"urouter/nexthop"
+	"urouter/router"
 )
 
-// rig is a dataplane with two TUN-kind links whose devices are socket
-// pairs (what the router writes to a link arrives at the pair's other
-// end), a dummy link, addresses and routes; and a worker reading "from" ta.
+// pairPort is a link's port for tests: what the routerAddr writes to the link
+// comes out of a socket pair's other end. It has no queues of its own to
+// read: the test drives a worker with the packets it wants routed.
+type pairPort struct {
+	fd   int
+	vnet bool
+}
+
+func (p *pairPort) Queues() int                                 { return 0 }
+func (p *pairPort) ReadBatch(int, [][]byte, []int) (int, error) { return 0, errors.ErrUnsupported }
+func (p *pairPort) WriteBatch(_ int, pkts [][]byte) (int, error) {
+	for i, b := range pkts {
+		if !p.vnet {
+			b = b[dataplane.VnetHdrLen:]
+		}
+		if _, err := unix.Write(p.fd, b); err != nil {
+			return i, err
+		}
+	}
+	return len(pkts), nil
+}
+func (p *pairPort) Offloads() dataplane.Offloads {
+	return dataplane.Offloads{TCP: p.vnet, UDP: p.vnet, PartialCsum: p.vnet}
+}
+func (p *pairPort) SetMTU(int) error               { return nil }
+func (p *pairPort) SetUp(bool) error               { return nil }
+func (p *pairPort) Close() error                   { return nil }
+func (p *pairPort) Kind() string                   { return "pair" }
+func (p *pairPort) Flags() dataplane.Flags         { return dataplane.FlagPointToPoint | dataplane.FlagNoARP }
+func (p *pairPort) LinkType() string               { return "none" }
+func (p *pairPort) HardwareAddr() net.HardwareAddr { return nil }
+func (p *pairPort) Broadcast() net.HardwareAddr    { return nil }
+func (p *pairPort) TxQueueLen() int                { return 500 }
+
+// rig is a routerAddr built as the daemon builds it, with three links whose
+// ports are socket pairs (ta, tb with offloads and MTU 1400, tc without),
+// a dummy link, addresses (the routerAddr derives their routes), some routes,
+// and a worker reading "from" ta.
 type rig struct {
-	dp     *Dataplane
-	w      *worker
-	ta, tb *Link
-	d0     *Link
-	peer   map[*Link]int // the other end of each link's socket pair
+	r          *router.Router
+	dp         *dataplane.Dataplane
+	w          *dataplane.TestWorker
+	ta, tb, tc *dataplane.Link
+	d0         *dataplane.Link
+	peer       map[*dataplane.Link]int // the other end of each link's socket pair
 }
 
 func newRig(t testing.TB) *rig {
 	t.Helper()
-	r := &rig{peer: map[*Link]int{}}
-	links := NewLinks(nil)
-	tables := fib6.NewTables()
-	r.dp = New(links, tables)
-	mk := func(name string, vnet bool) *Link {
-		l, _ := links.Add(name, TUN, 1500)
-		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK, 0)
+	rt := router.New()
+	r := &rig{r: rt, dp: rt.DP, peer: map[*dataplane.Link]int{}}
+	must := func(err error) {
+		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
+	}
+	mk := func(name string, vnet bool) *dataplane.Link {
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK, 0)
+		must(err)
 		unix.SetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_SNDBUF, 1<<22)
 		t.Cleanup(func() { unix.Close(fds[0]); unix.Close(fds[1]) })
-		l.dev.Store(&tunDev{vnet: vnet, uso: true, queues: []*tunQueue{{fd: fds[0]}}})
+		l, err := rt.AddLink(name, &pairPort{fd: fds[0], vnet: vnet}, 1500)
+		must(err)
 		r.peer[l] = fds[1]
-		links.SetUp(l, true)
+		must(rt.SetUp(l, true))
 		return l
 	}
-	r.ta, r.tb = mk("ta", true), mk("tb", true)
-	r.d0, _ = links.Add("d0", Dummy, 1500)
-	links.SetUp(r.d0, true)
-	tc := mk("tc", false) // no offloads: super-packets get segmented
-	links.SetMTU(r.tb, 1400)
-	add := func(tid uint32, rt fib6.Route) {
-		x := tables.Ensure(tid).Begin()
-		if err := x.Add(rt); err != nil {
-			t.Fatal(err)
-		}
-		x.Commit()
-	}
+	r.ta, r.tb, r.tc = mk("ta", true), mk("tb", true), mk("tc", false) // tc: super-packets get segmented
+	var err error
+	r.d0, err = rt.AddDummy("d0", 1500)
+	must(err)
+	must(rt.SetUp(r.d0, true))
+	must(rt.SetMTU(r.tb, 1400))
 	for _, a := range []struct {
-		l    *Link
+		l    *dataplane.Link
 		addr string
-	}{{r.ta, "2001:db8:1::1/64"}, {r.tb, "2001:db8:2::1/64"}, {tc, "2001:db8:3::1/64"}} {
-		p := netip.MustParsePrefix(a.addr)
-		links.AddAddr(a.l, p)
-		add(fib6.TableLocal, fib6.Route{Dst: netip.PrefixFrom(p.Addr(), 128), Attrs: fib6.Attrs{Type: fib6.Local, Nexthop: nexthop.Nexthop{Link: a.l.Index}}})
-		add(fib6.TableMain, fib6.Route{Dst: p.Masked(), Attrs: fib6.Attrs{Metric: 256, Nexthop: nexthop.Nexthop{Link: a.l.Index}}})
+	}{{r.ta, "2001:db8:1::1/64"}, {r.tb, "2001:db8:2::1/64"}, {r.tc, "2001:db8:3::1/64"}} {
+		must(rt.AddAddr(a.l, netip.MustParsePrefix(a.addr)))
 	}
-	add(fib6.TableMain, fib6.Route{Dst: netip.MustParsePrefix("2001:db8:d::/48"), Attrs: fib6.Attrs{Metric: 1, Nexthop: nexthop.Nexthop{Link: r.d0.Index}}})
-	add(fib6.TableMain, fib6.Route{Dst: netip.MustParsePrefix("2001:db8:66::/48"), Attrs: fib6.Attrs{Metric: 1, Type: fib6.Unreachable}})
-	add(fib6.TableMain, fib6.Route{Dst: netip.MustParsePrefix("2001:db8:67::/48"), Attrs: fib6.Attrs{Metric: 1, Type: fib6.Prohibit}})
-	add(fib6.TableMain, fib6.Route{Dst: netip.MustParsePrefix("2001:db8:68::/48"), Attrs: fib6.Attrs{Metric: 1, Type: fib6.Blackhole}})
-	add(fib6.TableMain, fib6.Route{Dst: netip.MustParsePrefix("2001:db8:69::/48"), Attrs: fib6.Attrs{Metric: 1, MTU: 1300, Nexthop: nexthop.Nexthop{Link: r.tb.Index}}})
-	r.w = newWorker(r.dp, r.ta, r.ta.dev.Load().queues[0], 0)
-	r.dp.SetICMPRate(0, 0)
+	for _, rr := range []fib6.Route{
+		{Dst: netip.MustParsePrefix("2001:db8:d::/48"), Attrs: fib6.Attrs{Metric: 1, Nexthop: nexthop.Nexthop{Link: r.d0.Index}}},
+		{Dst: netip.MustParsePrefix("2001:db8:66::/48"), Attrs: fib6.Attrs{Metric: 1, Type: fib6.Unreachable}},
+		{Dst: netip.MustParsePrefix("2001:db8:67::/48"), Attrs: fib6.Attrs{Metric: 1, Type: fib6.Prohibit}},
+		{Dst: netip.MustParsePrefix("2001:db8:68::/48"), Attrs: fib6.Attrs{Metric: 1, Type: fib6.Blackhole}},
+		{Dst: netip.MustParsePrefix("2001:db8:69::/48"), Attrs: fib6.Attrs{Metric: 1, MTU: 1300, Nexthop: nexthop.Nexthop{Link: r.tb.Index}}},
+	} {
+		x := rt.Tables.Main().Begin()
+		err := x.Add(rr)
+		x.Commit()
+		must(err)
+	}
+	r.w = dataplane.NewTestWorker(rt.DP, r.ta, 0)
+	rt.DP.SetICMPRate(0, 0)
+	rt.DP.SetICMPDestRate(0, 0)
 	return r
 }
 
 // run feeds packets (each: a virtio_net_hdr and an IPv6 packet) to the
 // worker as one batch.
-func (r *rig) run(pkts ...[]byte) {
-	for i, p := range pkts {
-		r.w.sizes[i] = copy(r.w.bufs[i], p)
-	}
-	r.w.forward(len(pkts))
-}
+func (r *rig) run(pkts ...[]byte) { r.w.Forward(pkts...) }
 
-// recv returns what the router wrote to link l since the last call.
-func (r *rig) recv(l *Link) [][]byte {
+// recv returns what the routerAddr wrote to link l since the last call.
+func (r *rig) recv(l *dataplane.Link) [][]byte {
 	var out [][]byte
 	buf := make([]byte, 1<<17)
 	for {
@@ -98,9 +133,9 @@ func (r *rig) recv(l *Link) [][]byte {
 }
 
 var (
-	host1  = net.ParseIP("2001:db8:1::2")
-	host2  = net.ParseIP("2001:db8:2::2")
-	router = net.ParseIP("2001:db8:1::1")
+	host1      = net.ParseIP("2001:db8:1::2")
+	host2      = net.ParseIP("2001:db8:2::2")
+	routerAddr = net.ParseIP("2001:db8:1::1")
 )
 
 // craft serializes layers into an IPv6 packet with a zero virtio header.
@@ -121,7 +156,7 @@ func craft(t testing.TB, ls ...gopacket.SerializableLayer) []byte {
 	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, ls...); err != nil {
 		t.Fatal(err)
 	}
-	return append(make([]byte, vnetHdrLen), buf.Bytes()...)
+	return append(make([]byte, dataplane.VnetHdrLen), buf.Bytes()...)
 }
 
 func ipv6(src, dst net.IP, next layers.IPProtocol, hl uint8) *layers.IPv6 {
@@ -135,16 +170,16 @@ func udp(n int) []gopacket.SerializableLayer {
 func decode(t testing.TB, b []byte, vnet bool) gopacket.Packet {
 	t.Helper()
 	if vnet {
-		b = b[vnetHdrLen:]
+		b = b[dataplane.VnetHdrLen:]
 	}
 	p := gopacket.NewPacket(b, layers.LayerTypeIPv6, gopacket.Default)
 	if e := p.ErrorLayer(); e != nil {
-		t.Fatalf("bad packet from the router: %v", e.Error())
+		t.Fatalf("bad packet from the routerAddr: %v", e.Error())
 	}
 	return p
 }
 
-// icmpOf checks that b is a valid ICMPv6 message from the router and
+// icmpOf checks that b is a valid ICMPv6 message from the routerAddr and
 // returns it.
 func icmpOf(t testing.TB, b []byte) (*layers.IPv6, *layers.ICMPv6) {
 	t.Helper()
@@ -154,7 +189,7 @@ func icmpOf(t testing.TB, b []byte) (*layers.IPv6, *layers.ICMPv6) {
 	if !ok {
 		t.Fatalf("not ICMPv6: %v", p)
 	}
-	if icmpSum(b[vnetHdrLen:]) != 0xffff {
+	if dataplane.TransportSum(b[dataplane.VnetHdrLen:], 40, 58) != 0xffff {
 		t.Fatal("bad ICMPv6 checksum")
 	}
 	return ip, ic
@@ -175,7 +210,7 @@ func TestForwardUDP(t *testing.T) {
 		t.Errorf("counters: tb tx %d, ta rx %d", s.TxPackets, r.ta.Stats().RxPackets)
 	}
 	// bytes are the IPv6 packet's, as Linux counts them: no virtio_net_hdr
-	size := uint64(ipv6Len + 8 + 100)
+	size := uint64(40 + 8 + 100)
 	if tx, rx := r.tb.Stats().TxBytes, r.ta.Stats().RxBytes; tx != size || rx != size {
 		t.Errorf("byte counters: tb tx %d, ta rx %d, want %d", tx, rx, size)
 	}
@@ -190,15 +225,15 @@ func TestICMPErrors(t *testing.T) {
 		size       int
 		typ, code  uint8
 		param      uint32
-		dropReason DropReason
+		dropReason dataplane.DropReason
 	}{
-		{"no route", net.ParseIP("2001:db8:99::1"), 64, 100, icmpDstUnreach, codeNoRoute, 0, DropNoRoute},
-		{"unreachable", net.ParseIP("2001:db8:66::1"), 64, 100, icmpDstUnreach, codeNoRoute, 0, DropNoRoute},
-		{"prohibit", net.ParseIP("2001:db8:67::1"), 64, 100, icmpDstUnreach, codeProhibited, 0, DropProhibited},
-		{"hop limit", host2, 1, 100, icmpTimeExceeded, 0, 0, DropHopLimit},
-		{"too big for the link", host2, 64, 1400, icmpPacketTooBig, 0, 1400, DropTooBig},
-		{"too big for the route", net.ParseIP("2001:db8:69::1"), 64, 1300, icmpPacketTooBig, 0, 1300, DropTooBig},
-		{"closed port", router, 64, 10, icmpDstUnreach, codePortUnreach, 0, DropLocal},
+		{"no route", net.ParseIP("2001:db8:99::1"), 64, 100, 1, 0, 0, dataplane.DropNoRoute},
+		{"unreachable", net.ParseIP("2001:db8:66::1"), 64, 100, 1, 0, 0, dataplane.DropNoRoute},
+		{"prohibit", net.ParseIP("2001:db8:67::1"), 64, 100, 1, 1, 0, dataplane.DropProhibited},
+		{"hop limit", host2, 1, 100, 3, 0, 0, dataplane.DropHopLimit},
+		{"too big for the link", host2, 64, 1400, 2, 0, 1400, dataplane.DropTooBig},
+		{"too big for the route", net.ParseIP("2001:db8:69::1"), 64, 1300, 2, 0, 1300, dataplane.DropTooBig},
+		{"closed port", routerAddr, 64, 10, 1, 4, 0, dataplane.DropLocal},
 	}
 	for _, c := range cases {
 		pkt := craft(t, append([]gopacket.SerializableLayer{ipv6(host1, c.dst, layers.IPProtocolUDP, c.hl)}, udp(c.size)...)...)
@@ -213,14 +248,14 @@ func TestICMPErrors(t *testing.T) {
 		if ic.TypeCode.Type() != c.typ || ic.TypeCode.Code() != c.code {
 			t.Errorf("%s: %v, want type %d code %d", c.name, ic.TypeCode, c.typ, c.code)
 		}
-		if !ip.SrcIP.Equal(router) || !ip.DstIP.Equal(host1) {
+		if !ip.SrcIP.Equal(routerAddr) || !ip.DstIP.Equal(host1) {
 			t.Errorf("%s: from %s to %s", c.name, ip.SrcIP, ip.DstIP)
 		}
 		if param := binary.BigEndian.Uint32(ic.Payload[:4]); param != c.param {
 			t.Errorf("%s: param %d, want %d", c.name, param, c.param)
 		}
 		quoted := ic.Payload[4:]
-		if want := min(len(pkt)-vnetHdrLen, MinMTU-48); len(quoted) != want || string(quoted[:40]) != string(pkt[vnetHdrLen:vnetHdrLen+40]) {
+		if want := min(len(pkt)-dataplane.VnetHdrLen, dataplane.MinMTU-48); len(quoted) != want || string(quoted[:40]) != string(pkt[dataplane.VnetHdrLen:dataplane.VnetHdrLen+40]) {
 			t.Errorf("%s: quotes %d bytes, want %d of the packet", c.name, len(quoted), want)
 		}
 		if n := r.ta.Stats().Drops[c.dropReason].Count - before; n != 1 {
@@ -235,7 +270,7 @@ func TestICMPErrors(t *testing.T) {
 	}
 	// a blackhole is silent
 	r.run(craft(t, append([]gopacket.SerializableLayer{ipv6(host1, net.ParseIP("2001:db8:68::1"), layers.IPProtocolUDP, 64)}, udp(10)...)...))
-	if got := r.recv(r.ta); len(got) != 0 || r.ta.Stats().Drops[DropBlackhole].Count != 1 {
+	if got := r.recv(r.ta); len(got) != 0 || r.ta.Stats().Drops[dataplane.DropBlackhole].Count != 1 {
 		t.Errorf("blackhole answered or not counted")
 	}
 }
@@ -243,14 +278,14 @@ func TestICMPErrors(t *testing.T) {
 func TestEcho(t *testing.T) {
 	r := newRig(t)
 	r.run(craft(t, ipv6(host1, net.ParseIP("2001:db8:2::1"), layers.IPProtocolICMPv6, 1),
-		&layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(icmpEchoRequest, 0)},
+		&layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(128, 0)},
 		&layers.ICMPv6Echo{Identifier: 7, SeqNumber: 9}, gopacket.Payload("hello")))
 	got := r.recv(r.ta)
 	if len(got) != 1 {
 		t.Fatalf("%d replies", len(got))
 	}
 	ip, ic := icmpOf(t, got[0])
-	if ic.TypeCode.Type() != icmpEchoReply || !ip.SrcIP.Equal(net.ParseIP("2001:db8:2::1")) || !ip.DstIP.Equal(host1) {
+	if ic.TypeCode.Type() != 129 || !ip.SrcIP.Equal(net.ParseIP("2001:db8:2::1")) || !ip.DstIP.Equal(host1) {
 		t.Fatalf("reply %v from %s to %s", ic.TypeCode, ip.SrcIP, ip.DstIP)
 	}
 	if string(ic.Payload[4:]) != "hello" {
@@ -263,15 +298,15 @@ func TestMartiansAndMalformed(t *testing.T) {
 	good := craft(t, append([]gopacket.SerializableLayer{ipv6(host1, host2, layers.IPProtocolUDP, 64)}, udp(20)...)...)
 	long := append(append([]byte(nil), good...), make([]byte, 30)...) // longer than its payload length
 	short := append([]byte(nil), good...)
-	binary.BigEndian.PutUint16(short[vnetHdrLen+4:], 500)
+	binary.BigEndian.PutUint16(short[dataplane.VnetHdrLen+4:], 500)
 	v4 := append([]byte(nil), good...)
-	v4[vnetHdrLen] = 0x45
+	v4[dataplane.VnetHdrLen] = 0x45
 	mcast := craft(t, append([]gopacket.SerializableLayer{ipv6(host1, net.ParseIP("ff02::1"), layers.IPProtocolUDP, 64)}, udp(20)...)...)
 	unspec := craft(t, append([]gopacket.SerializableLayer{ipv6(net.IPv6unspecified, host2, layers.IPProtocolUDP, 64)}, udp(20)...)...)
 	llsrc := craft(t, append([]gopacket.SerializableLayer{ipv6(net.ParseIP("fe80::2"), host2, layers.IPProtocolUDP, 64)}, udp(20)...)...)
-	r.run(good[:vnetHdrLen+30], v4, short, long, mcast, unspec, llsrc)
+	r.run(good[:dataplane.VnetHdrLen+30], v4, short, long, mcast, unspec, llsrc)
 	s := r.ta.Stats()
-	for reason, n := range map[DropReason]uint64{DropTruncated: 1, DropVersion: 1, DropLength: 1, DropMartian: 3} {
+	for reason, n := range map[dataplane.DropReason]uint64{dataplane.DropTruncated: 1, dataplane.DropVersion: 1, dataplane.DropLength: 1, dataplane.DropMartian: 3} {
 		if s.Drops[reason].Count != n {
 			t.Errorf("%s: %d, want %d", reason, s.Drops[reason].Count, n)
 		}
@@ -287,12 +322,12 @@ func TestMartiansAndMalformed(t *testing.T) {
 // segments.
 func TestGSO(t *testing.T) {
 	r := newRig(t)
-	tc := r.dp.Links.ByName("tc")
+	tc := r.tc
 	const mss = 1000
 	tcp := &layers.TCP{SrcPort: 5555, DstPort: 80, Seq: 1000, ACK: true, PSH: true, Window: 100, DataOffset: 5}
 	mk := func(dst net.IP) []byte {
 		b := craft(t, ipv6(host1, dst, layers.IPProtocolTCP, 64), tcp, gopacket.Payload(make([]byte, 4500)))
-		b[0], b[1] = vnetNeedsCsum, unix.VIRTIO_NET_HDR_GSO_TCPV6
+		b[0], b[1] = unix.VIRTIO_NET_HDR_F_NEEDS_CSUM, unix.VIRTIO_NET_HDR_GSO_TCPV6
 		binary.LittleEndian.PutUint16(b[2:], 60)
 		binary.LittleEndian.PutUint16(b[4:], mss)
 		binary.LittleEndian.PutUint16(b[6:], 40)
@@ -300,7 +335,7 @@ func TestGSO(t *testing.T) {
 		return b
 	}
 	r.run(mk(host2)) // tb: MTU 1400 > 40+20+1000
-	if got := r.recv(r.tb); len(got) != 1 || len(got[0]) != vnetHdrLen+60+4500 {
+	if got := r.recv(r.tb); len(got) != 1 || len(got[0]) != dataplane.VnetHdrLen+60+4500 {
 		t.Fatalf("super-packet to tb: %d packets", len(got))
 	}
 	r.run(mk(net.ParseIP("2001:db8:3::2")))
@@ -315,7 +350,7 @@ func TestGSO(t *testing.T) {
 		if tl.Seq != seq || len(tl.Payload) != min(mss, 4500-i*mss) || tl.PSH != (i == 4) {
 			t.Errorf("segment %d: seq %d len %d psh %v", i, tl.Seq, len(tl.Payload), tl.PSH)
 		}
-		if transportSum(s, 40, protoTCP) != 0xffff {
+		if dataplane.TransportSum(s, 40, 6) != 0xffff {
 			t.Errorf("segment %d: bad TCP checksum", i)
 		}
 		seq += uint32(len(tl.Payload))
@@ -329,8 +364,8 @@ func TestNoAllocs(t *testing.T) {
 	batch := [][]byte{
 		craft(t, append([]gopacket.SerializableLayer{ipv6(host1, host2, layers.IPProtocolUDP, 64)}, udp(100)...)...),
 		craft(t, append([]gopacket.SerializableLayer{ipv6(host1, net.ParseIP("2001:db8:99::1"), layers.IPProtocolUDP, 64)}, udp(100)...)...),
-		craft(t, ipv6(host1, router, layers.IPProtocolICMPv6, 64),
-			&layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(icmpEchoRequest, 0)}, &layers.ICMPv6Echo{}, gopacket.Payload("x")),
+		craft(t, ipv6(host1, routerAddr, layers.IPProtocolICMPv6, 64),
+			&layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(128, 0)}, &layers.ICMPv6Echo{}, gopacket.Payload("x")),
 		craft(t, append([]gopacket.SerializableLayer{ipv6(host1, net.ParseIP("2001:db8:d::1"), layers.IPProtocolUDP, 64)}, udp(100)...)...),
 		craft(t, append([]gopacket.SerializableLayer{ipv6(host1, host2, layers.IPProtocolUDP, 1)}, udp(100)...)...),
 	}
@@ -358,16 +393,16 @@ func TestNoAllocs(t *testing.T) {
 // the packet path's own cost, writes included (-benchmem: no allocation).
 func BenchmarkForward(b *testing.B) {
 	r := newRig(b)
-	pkts := make([][]byte, batchSize)
+	pkts := make([][]byte, 64)
 	for i := range pkts {
 		pkts[i] = craft(b, append([]gopacket.SerializableLayer{ipv6(host1, host2, layers.IPProtocolUDP, 64)}, udp(64)...)...)
 	}
 	buf := make([]byte, 4096)
 	b.ReportAllocs()
 	b.ResetTimer()
-	for i := 0; i < b.N; i += batchSize {
+	for i := 0; i < b.N; i += 64 {
 		r.run(pkts...)
-		for j := 0; j < batchSize; j++ {
+		for j := 0; j < 64; j++ {
 			unix.Read(r.peer[r.tb], buf)
 		}
 	}
@@ -397,17 +432,15 @@ func TestCoalesce(t *testing.T) {
 	if len(got) != 2 {
 		t.Fatalf("%d writes, want 2 (the flow coalesced, the other alone)", len(got))
 	}
-	vh := decodeVnet(got[0])
-	if vh.gsoType != unix.VIRTIO_NET_HDR_GSO_UDP_L4 || vh.gsoSize != 64 || vh.csumStart != 40 || vh.csumOffset != 6 {
-		t.Fatalf("virtio header %+v", vh)
+	if typ, size, start, off := dataplane.VnetGSO(got[0]); typ != unix.VIRTIO_NET_HDR_GSO_UDP_L4 || size != 64 || start != 40 || off != 6 {
+		t.Fatalf("virtio header: gso %d size %d csum %d+%d", typ, size, start, off)
 	}
 	if s := r.tb.Stats(); s.TxPackets != 6 {
 		t.Errorf("tb counted %d packets sent, want 6 datagrams", s.TxPackets)
 	}
-	// cut it back with the router's own segmenter, towards tc (no offloads)
-	k := &pkt{b: got[0], p: got[0][vnetHdrLen:], vh: vh}
-	tc := r.dp.Links.ByName("tc")
-	r.w.segment(k, tc, tc.dev.Load())
+	// cut it back with the routerAddr's own segmenter, towards tc (no offloads)
+	tc := r.tc
+	r.w.Segment(got[0], tc)
 	segs := r.recv(tc)
 	if len(segs) != 5 {
 		t.Fatalf("cut into %d datagrams, want 5", len(segs))
@@ -418,7 +451,7 @@ func TestCoalesce(t *testing.T) {
 		if string(u.Payload) != string(want[i]) || int(u.Length) != 8+len(want[i]) {
 			t.Errorf("datagram %d: %d bytes, length %d", i, len(u.Payload), u.Length)
 		}
-		if transportSum(s, 40, protoUDP) != 0xffff {
+		if dataplane.TransportSum(s, 40, 17) != 0xffff {
 			t.Errorf("datagram %d: bad checksum", i)
 		}
 	}

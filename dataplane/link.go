@@ -1,56 +1,56 @@
-// Package dataplane owns the router's links (loopback, dummy, TUN) and the
-// packet path between them: reading batches, parsing, routing, ICMPv6
-// errors, local delivery, counters.
+// Package dataplane owns the router's links and the packet path between
+// them: links behind one small interface (Port: what a link does;
+// Hardware: what it is), packet workers that read batches, parse, decide
+// (through package decide) and write batches, ICMPv6 errors, local
+// delivery and counters. forward.go is the packet path, top to bottom.
 //
-// Packet workers never lock: they read links, tables and addresses through
-// atomic pointers. Link changes (add, delete, up, down, addresses) take the
-// registry's own mutex and publish a new snapshot.
+// Packet workers never lock and allocate nothing per packet: they read
+// links, tables and addresses through atomic pointers. Link changes (add,
+// delete, up, down, MTU, addresses) take the registry's own mutex and
+// publish a new snapshot. dataplane never imports control or router.
 package dataplane
 
 import (
-	"crypto/rand"
 	"errors"
-	"net"
 	"net/netip"
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"urouter/decide"
 )
 
-// Kind is what a link is made of.
-type Kind uint8
-
-const (
-	Loopback Kind = iota + 1
-	// Dummy accepts everything and drops it, as Linux's dummy does.
-	Dummy
-	TUN
-)
-
-func (k Kind) String() string {
-	switch k {
-	case Loopback:
-		return "loopback"
-	case Dummy:
-		return "dummy"
-	case TUN:
-		return "tun"
-	}
-	return "unknown"
-}
-
-// Link is one of the router's interfaces.
+// Link is one of the router's interfaces: an index and a name in the
+// registry, what it is (Hardware) and, while it is the router's, what does
+// its I/O (Port).
 type Link struct {
 	Index int32
 	Name  string
-	Kind  Kind
-	MAC   net.HardwareAddr // nil for links without one (loopback, TUN)
+	hw    Hardware
+	// offloads are what the link's port takes whole (fixed with the port)
+	offloads Offloads
 
+	port     atomic.Pointer[portRef] // nil once removed
 	mtu      atomic.Uint32
 	up       atomic.Bool
-	addrs    atomic.Pointer[[]netip.Prefix] // the router's addresses, with prefix length
+	addrs    atomic.Pointer[[]netip.Prefix] // the router's addresses, Linux's order
 	counters atomic.Pointer[[]*Counters]    // one per worker that touches the link
-	dev      atomic.Pointer[tunDev]         // a TUN link's device; nil once removed
+}
+
+// portRef holds a Port for an atomic pointer.
+type portRef struct{ Port }
+
+// Hardware is what the link is: its kind, flags, link-layer address.
+func (l *Link) Hardware() Hardware { return l.hw }
+
+// Flags are the link's interface flags, UP and LOWER_UP included while it
+// is up.
+func (l *Link) Flags() Flags {
+	f := l.hw.Flags()
+	if l.Up() {
+		f |= FlagUp | FlagLowerUp
+	}
+	return f
 }
 
 // MTU is the link's MTU.
@@ -59,11 +59,36 @@ func (l *Link) MTU() int { return int(l.mtu.Load()) }
 // Up reports whether the link is administratively up.
 func (l *Link) Up() bool { return l.up.Load() }
 
-// Addrs returns the router's addresses on the link, oldest first. The
-// slice is shared: do not change it.
+// Addrs returns the router's addresses on the link in the order Linux
+// keeps and lists them: higher scope first, newest first within a scope.
+// The slice is shared: do not change it.
 func (l *Link) Addrs() []netip.Prefix {
 	if p := l.addrs.Load(); p != nil {
 		return *p
+	}
+	return nil
+}
+
+// portOf is the link's port, nil once the link is removed.
+func (l *Link) portOf() Port {
+	if r := l.port.Load(); r != nil {
+		return r.Port
+	}
+	return nil
+}
+
+// PortSetUp and PortSetMTU tell the link's port (a TUN's kernel side)
+// that the link goes up or down, or changes its MTU.
+func (l *Link) PortSetUp(up bool) error {
+	if p := l.portOf(); p != nil {
+		return p.SetUp(up)
+	}
+	return nil
+}
+
+func (l *Link) PortSetMTU(mtu int) error {
+	if p := l.portOf(); p != nil {
+		return p.SetMTU(mtu)
 	}
 	return nil
 }
@@ -85,7 +110,7 @@ type Links struct {
 	mu    sync.Mutex
 	snap  atomic.Pointer[linkSnap]
 	next  int32
-	watch func(l *Link, event string)
+	addrs atomic.Pointer[[]decide.LinkAddrs] // every link's addresses, for source selection
 }
 
 type linkSnap struct {
@@ -93,13 +118,11 @@ type linkSnap struct {
 	byName  map[string]*Link
 }
 
-// NewLinks returns a registry holding the loopback link "lo" (index 1),
-// up, as every Linux host has one. watch, if not nil, hears every change.
-func NewLinks(watch func(l *Link, event string)) *Links {
-	ls := &Links{next: 1, watch: watch}
+// NewLinks returns an empty registry; the first link added gets index 1.
+func NewLinks() *Links {
+	ls := &Links{next: 1}
 	ls.snap.Store(&linkSnap{byName: map[string]*Link{}})
-	lo, _ := ls.Add("lo", Loopback, 65536)
-	lo.up.Store(true)
+	ls.addrs.Store(&[]decide.LinkAddrs{})
 	return ls
 }
 
@@ -126,22 +149,23 @@ func (ls *Links) All() []*Link {
 	return out
 }
 
-// Add creates a link, down, with the given MTU.
-func (ls *Links) Add(name string, kind Kind, mtu int) (*Link, error) {
+// AllAddrs returns every link's addresses, by index: what source address
+// selection reads (decide.Addresses).
+func (ls *Links) AllAddrs() []decide.LinkAddrs { return *ls.addrs.Load() }
+
+// add registers a link, down, with the given MTU, made of dev (its port
+// and what it is).
+func (ls *Links) add(name string, dev Device, mtu int) (*Link, error) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	old := ls.snap.Load()
 	if old.byName[name] != nil {
 		return nil, ErrLinkExists
 	}
-	l := &Link{Index: ls.next, Name: name, Kind: kind}
+	l := &Link{Index: ls.next, Name: name, hw: dev, offloads: dev.Offloads()}
 	ls.next++
 	l.mtu.Store(uint32(mtu))
-	if kind == Dummy {
-		l.MAC = make(net.HardwareAddr, 6)
-		rand.Read(l.MAC)
-		l.MAC[0] = l.MAC[0]&^1 | 2 // unicast, locally administered
-	}
+	l.port.Store(&portRef{dev})
 	s := &linkSnap{byIndex: slices.Clone(old.byIndex), byName: make(map[string]*Link, len(old.byName)+1)}
 	for k, v := range old.byName {
 		s.byName[k] = v
@@ -152,12 +176,11 @@ func (ls *Links) Add(name string, kind Kind, mtu int) (*Link, error) {
 	s.byIndex[l.Index] = l
 	s.byName[name] = l
 	ls.snap.Store(s)
-	ls.notify(l, "add")
 	return l, nil
 }
 
-// Delete removes a link.
-func (ls *Links) Delete(l *Link) {
+// remove takes l out of the registry, with its addresses.
+func (ls *Links) remove(l *Link) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	old := ls.snap.Load()
@@ -172,34 +195,55 @@ func (ls *Links) Delete(l *Link) {
 	}
 	ls.snap.Store(s)
 	l.up.Store(false)
-	ls.notify(l, "del")
+	l.addrs.Store(nil)
+	ls.publishAddrs()
 }
 
-// SetUp sets the link administratively up or down.
-func (ls *Links) SetUp(l *Link, up bool) {
+// SetUp sets the link administratively up or down, and reports whether
+// that changed anything.
+func (ls *Links) SetUp(l *Link, up bool) bool {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	if l.up.Swap(up) != up {
-		ls.notify(l, "set")
-	}
+	return l.up.Swap(up) != up
 }
 
-// SetMTU changes the link's MTU; IPv6 needs at least MinMTU.
-func (ls *Links) SetMTU(l *Link, mtu int) error {
+// CheckMTU says whether IPv6 can run over a link of this MTU.
+func CheckMTU(mtu int) error {
 	if mtu < MinMTU {
 		return ErrMTU
 	}
 	if mtu > 65535 {
 		return ErrMTUMax
 	}
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	l.mtu.Store(uint32(mtu))
-	ls.notify(l, "set")
 	return nil
 }
 
-// AddAddr gives the router address a (with its prefix length) on l.
+// SetMTU changes the link's MTU; IPv6 needs at least MinMTU.
+func (ls *Links) SetMTU(l *Link, mtu int) error {
+	if err := CheckMTU(mtu); err != nil {
+		return err
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	l.mtu.Store(uint32(mtu))
+	return nil
+}
+
+// scope orders addresses as Linux's per-link lists do (global before
+// link-local before host).
+func scope(a netip.Addr) int {
+	switch {
+	case a.IsLoopback():
+		return 1
+	case a.IsLinkLocalUnicast():
+		return 2
+	}
+	return 14
+}
+
+// AddAddr gives the router address a (with its prefix length) on l. It
+// goes before the link's addresses of the same or a lower scope, as Linux's
+// ipv6_link_dev_addr puts it: the newest first.
 func (ls *Links) AddAddr(l *Link, a netip.Prefix) error {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
@@ -207,13 +251,18 @@ func (ls *Links) AddAddr(l *Link, a netip.Prefix) error {
 	if slices.ContainsFunc(cur, func(p netip.Prefix) bool { return p.Addr() == a.Addr() }) {
 		return ErrAddrExists
 	}
-	next := append(slices.Clone(cur), a)
+	i := slices.IndexFunc(cur, func(p netip.Prefix) bool { return scope(a.Addr()) >= scope(p.Addr()) })
+	if i < 0 {
+		i = len(cur)
+	}
+	next := slices.Insert(slices.Clone(cur), i, a)
 	l.addrs.Store(&next)
+	ls.publishAddrs()
 	return nil
 }
 
-// DelAddr removes address a from l; a's prefix length must match, if
-// given (not 128 by default as in `ip addr del ADDR`).
+// DelAddr removes address a from l; a's prefix length must match (not 128
+// by default as in `ip addr del ADDR`; the caller resolves a bare address).
 func (ls *Links) DelAddr(l *Link, a netip.Prefix) (netip.Prefix, error) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
@@ -225,11 +274,18 @@ func (ls *Links) DelAddr(l *Link, a netip.Prefix) (netip.Prefix, error) {
 	removed := cur[i]
 	next := slices.Delete(slices.Clone(cur), i, i+1)
 	l.addrs.Store(&next)
+	ls.publishAddrs()
 	return removed, nil
 }
 
-func (ls *Links) notify(l *Link, event string) {
-	if ls.watch != nil {
-		ls.watch(l, event)
+// publishAddrs republishes every link's addresses for source selection;
+// ls.mu is held.
+func (ls *Links) publishAddrs() {
+	var all []decide.LinkAddrs
+	for _, l := range ls.snap.Load().byIndex {
+		if l != nil && len(l.Addrs()) > 0 {
+			all = append(all, decide.LinkAddrs{Link: l.Index, Addrs: l.Addrs()})
+		}
 	}
+	ls.addrs.Store(&all)
 }

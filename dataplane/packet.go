@@ -4,43 +4,41 @@ import (
 	"encoding/binary"
 
 	"golang.org/x/sys/unix"
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
 )
 
-// Packet layout in a worker's buffer: the 10-byte virtio_net_hdr the TUN
-// reads and writes in front of every packet (zeros for links without
-// one), then the IPv6 packet.
+// Packet layout in a worker's buffer: the 10-byte virtio_net_hdr a port
+// reads and writes in front of every packet (zeros for ports without one),
+// then the IPv6 packet, read and written through gVisor's header views.
 const (
-	vnetHdrLen = 10
-	ipv6Len    = 40
+	vnetHdrLen = header.VirtioNetHeaderSize
+	ipv6Len    = header.IPv6MinimumSize
 	// maxPacket is the largest read: a 64 KiB GSO super-packet.
-	maxPacket = 65535 + ipv6Len
-)
-
-// IPv6 header fields (RFC 8200), by offset.
-const (
-	offPayloadLen = 4
-	offNextHeader = 6
-	offHopLimit   = 7
-	offSrc        = 8
-	offDst        = 24
+	maxPacket = header.IPv6MaximumPayloadSize + ipv6Len
 )
 
 // Protocol numbers the packet path looks at.
 const (
-	protoHopByHop = 0
-	protoTCP      = 6
-	protoUDP      = 17
-	protoRouting  = 43
-	protoFragment = 44
+	protoHopByHop = uint8(header.IPv6HopByHopOptionsExtHdrIdentifier)
+	protoTCP      = uint8(header.TCPProtocolNumber)
+	protoUDP      = uint8(header.UDPProtocolNumber)
+	protoRouting  = uint8(header.IPv6RoutingExtHdrIdentifier)
+	protoFragment = uint8(header.IPv6FragmentExtHdrIdentifier)
+	protoICMPv6   = uint8(header.ICMPv6ProtocolNumber)
+	protoDstOpts  = uint8(header.IPv6DestinationOptionsExtHdrIdentifier)
+	protoExp1     = uint8(header.IPv6ExperimentExtHdrIdentifier)
+	protoExp2     = uint8(header.IPv6UnknownExtHdrIdentifier)
+	// not in gVisor's header package
 	protoAH       = 51
-	protoICMPv6   = 58
-	protoDstOpts  = 60
 	protoSCTP     = 132
-	protoUDPLite  = 136
 	protoMobility = 135
+	protoUDPLite  = 136
 	protoHIP      = 139
 	protoShim6    = 140
 )
+
+func tcpipProto(p uint8) tcpip.TransportProtocolNumber { return tcpip.TransportProtocolNumber(p) }
 
 // hasPorts: the transport protocol starts with source and destination
 // ports.
@@ -56,7 +54,10 @@ func hasPorts(proto uint8) bool {
 // forwarded, hashed on its L3 fields only (RFC 7045).
 const maxExtHeaders = 8
 
-// vnetHdr is struct virtio_net_hdr, little-endian as the TUN writes it.
+// vnetHdr is struct virtio_net_hdr. Its fields are in host byte order
+// (little-endian here) as the TUN and packet sockets read and write them,
+// so gVisor's header.VirtioNetHeader, which reads them big-endian, does
+// not serve.
 type vnetHdr struct {
 	flags      uint8
 	gsoType    uint8
@@ -64,6 +65,8 @@ type vnetHdr struct {
 	csumStart  uint16
 	csumOffset uint16
 }
+
+const vnetNeedsCsum = unix.VIRTIO_NET_HDR_F_NEEDS_CSUM
 
 func decodeVnet(b []byte) vnetHdr {
 	return vnetHdr{
@@ -73,6 +76,15 @@ func decodeVnet(b []byte) vnetHdr {
 		csumStart:  binary.LittleEndian.Uint16(b[6:]),
 		csumOffset: binary.LittleEndian.Uint16(b[8:]),
 	}
+}
+
+// encodeVnet writes h (with hdr_len) in front of a packet.
+func encodeVnet(b []byte, h vnetHdr, hdrLen uint16) {
+	b[0], b[1] = h.flags, h.gsoType
+	binary.LittleEndian.PutUint16(b[2:], hdrLen)
+	binary.LittleEndian.PutUint16(b[4:], h.gsoSize)
+	binary.LittleEndian.PutUint16(b[6:], h.csumStart)
+	binary.LittleEndian.PutUint16(b[8:], h.csumOffset)
 }
 
 func (h *vnetHdr) gso() bool { return h.gsoType != unix.VIRTIO_NET_HDR_GSO_NONE }
@@ -92,25 +104,25 @@ type l4info struct {
 // walk follows the extension headers of packet p (already checked to be
 // at least ipv6Len long and trimmed to its payload length) to the
 // transport header, at most maxExtHeaders deep, never reading past p.
-func walk(p []byte) l4info {
-	r := l4info{proto: p[offNextHeader], nhOff: offNextHeader, off: -1}
+func walk(p header.IPv6) l4info {
+	r := l4info{proto: p.NextHeader(), nhOff: header.IPv6NextHeaderOffset, off: -1}
 	off := ipv6Len
 	for i := 0; ; i++ {
 		switch r.proto {
-		case protoHopByHop, protoRouting, protoDstOpts, protoMobility, protoHIP, protoShim6, 253, 254:
+		case protoHopByHop, protoRouting, protoDstOpts, protoMobility, protoHIP, protoShim6, protoExp1, protoExp2:
 			if i == maxExtHeaders || off+8 > len(p) {
 				return r
 			}
 			r.proto, r.nhOff, off = p[off], off, off+(int(p[off+1])+1)*8
 		case protoFragment:
-			if i == maxExtHeaders || off+8 > len(p) {
+			if i == maxExtHeaders || off+header.IPv6FragmentExtHdrLength > len(p) {
 				return r
 			}
-			if binary.BigEndian.Uint16(p[off+2:])&0xfff8 != 0 {
+			if header.IPv6FragmentExtHdr(p[off+2:off+8]).FragmentOffset() != 0 {
 				r.proto, r.nhOff = p[off], off
 				return r // a later fragment: no transport header in it
 			}
-			r.proto, r.nhOff, off = p[off], off, off+8
+			r.proto, r.nhOff, off = p[off], off, off+header.IPv6FragmentExtHdrLength
 		case protoAH:
 			if i == maxExtHeaders || off+8 > len(p) {
 				return r
@@ -121,9 +133,8 @@ func walk(p []byte) l4info {
 				r.off = off
 			}
 			if off+4 <= len(p) {
-				r.sport = binary.BigEndian.Uint16(p[off:])
-				r.dport = binary.BigEndian.Uint16(p[off+2:])
-				r.ports = true
+				u := header.UDP(p[off:]) // every one of them starts with the two ports
+				r.sport, r.dport, r.ports = u.SourcePort(), u.DestinationPort(), true
 			}
 			return r
 		case protoICMPv6:
@@ -148,4 +159,7 @@ func walk(p []byte) l4info {
 
 // isICMPError: RFC 4443 forbids answering an ICMPv6 error (types below
 // 128) or a redirect with an error.
-func (r *l4info) isICMPError() bool { return r.icmp && (r.icmpTy < 128 || r.icmpTy == 137) }
+func (r *l4info) isICMPError() bool {
+	t := header.ICMPv6Type(r.icmpTy)
+	return r.icmp && (t.IsErrorType() || t == header.ICMPv6RedirectMsg)
+}

@@ -5,116 +5,79 @@ import (
 	"os"
 	"sync/atomic"
 
-	"golang.org/x/sys/unix"
-
-	"urouter/fib6"
+	"urouter/decide"
 )
 
 // batchSize is how many packets a worker reads before it routes them.
-const batchSize = 64
+const batchSize = decide.MaxBatch
 
-// worker owns one TUN queue: it reads batches from it and routes them.
-// Everything it touches per packet is its own; shared state (links,
-// tables, addresses) is read through atomic pointers.
+// Room for what a worker builds while it routes a batch: segments of a
+// super-packet, coalesced datagrams, ICMPv6 errors. A full area is written
+// out before more is built.
+const (
+	areaSize = 256 << 10
+	maxOut   = 256 // writes queued at most before they go out
+)
+
+// worker owns one queue of one link's port: it reads batches from it,
+// routes them and writes them out. Everything it touches per packet is its
+// own; shared state (links, tables, addresses) is read through atomic
+// pointers.
 type worker struct {
 	dp    *Dataplane
 	in    *Link
-	q     *tunQueue
+	port  Port
+	q     int
 	id    int
-	vnet  bool
 	epoch atomic.Uint64 // odd while a batch is in flight (see synchronize)
 
-	bufs   [batchSize][]byte
-	sizes  [batchSize]int
-	nread  int
-	err    error
-	readFn func(fd uintptr) bool
-	// single: traffic is sparse, so forward each packet as soon as it is
-	// read rather than pay one more read (EAGAIN) to learn the batch has
-	// ended: ~7 µs per hop of ping RTT here. calls counts the callbacks of
-	// one Read; a packet waiting at the first one means traffic is dense.
-	single bool
-	calls  int
+	bufs    [batchSize][]byte
+	sizes   [batchSize]int
+	pk      [batchSize]pkt
+	keys    [batchSize]decide.Key
+	res     [batchSize]decide.Result
+	pending [batchSize]int // the packet of each key
+	batch   decide.Batch
+	ctrs    []*Counters // by link index
 
-	pk       [batchSize]pkt
-	dsts     [batchSize][16]byte
-	srcs     [batchSize][16]byte
-	hashes   [batchSize]uint32
-	res      [batchSize]*fib6.Attrs
-	pending  [batchSize]int
-	ctrs     []*Counters // by link index
-	scratch  []byte      // ICMPv6 messages
-	segments []byte      // segmentation output
+	// writes queued while the batch is routed, sent in order per egress
+	out  [maxOut]outPkt
+	nout int
+	area []byte
+	used int
+	wb   [maxOut][]byte // one egress's run, for its WriteBatch
+	wi   [maxOut]int    // the index in out of each of them
 }
 
-func newWorker(dp *Dataplane, l *Link, q *tunQueue, id int) *worker {
-	w := &worker{dp: dp, in: l, q: q, id: id, vnet: l.dev.Load().vnet}
+// outPkt is one queued write: a buffer (virtio_net_hdr and packet) for an
+// egress, carrying this many wire packets.
+type outPkt struct {
+	link    *Link
+	port    Port
+	b       []byte
+	packets int
+}
+
+func newWorker(dp *Dataplane, l *Link, port Port, q, id int) *worker {
+	w := &worker{dp: dp, in: l, port: port, q: q, id: id}
 	for i := range w.bufs {
 		w.bufs[i] = make([]byte, vnetHdrLen+maxPacket)
 	}
-	w.scratch = make([]byte, vnetHdrLen+MinMTU)
-	w.segments = make([]byte, vnetHdrLen+maxPacket)
-	w.readFn = w.readBatch
-	w.single = true
+	w.area = make([]byte, areaSize)
 	return w
 }
 
-// readBatch is the netpoller callback: it reads packets until the queue
-// is empty or the batch full (in single mode: one packet), and asks to be
-// called again (after the fd is readable) only when it read nothing.
-func (w *worker) readBatch(fd uintptr) bool {
-	off := 0
-	if !w.vnet {
-		off = vnetHdrLen // keep the header's room; it reads as zeros
-	}
-	w.calls++
-	for w.nread < batchSize {
-		if w.single && w.nread == 1 {
-			if w.calls == 1 {
-				w.single = false // a packet was already queued: dense
-			} else {
-				return true
-			}
-		}
-		b := w.bufs[w.nread]
-		n, err := unix.Read(int(fd), b[off:])
-		if err == unix.EINTR {
-			continue
-		}
-		if err == unix.EAGAIN {
-			return w.nread > 0
-		}
-		if err != nil {
-			w.err = err
-			return true
-		}
-		if off > 0 {
-			clear(b[:off])
-		}
-		w.sizes[w.nread] = off + n
-		w.nread++
-	}
-	return true
-}
-
-// RoutineRead reads and routes batches until the link's device closes.
+// RoutineRead reads and routes batches until the link's port closes.
 func (w *worker) RoutineRead() {
 	for {
-		w.nread, w.err, w.calls = 0, nil, 0
-		err := w.q.rc.Read(w.readFn)
-		if w.nread == 1 {
-			w.single = true
-		}
-		if w.nread > 0 {
+		n, err := w.port.ReadBatch(w.q, w.bufs[:], w.sizes[:])
+		if n > 0 {
 			w.epoch.Add(1)
-			w.forward(w.nread)
+			w.forward(n)
 			w.epoch.Add(1)
 		}
-		if err != nil || w.err != nil {
-			if errors.Is(err, os.ErrClosed) || w.in.dev.Load() == nil {
-				return
-			}
-			if errors.Is(w.err, unix.EBADFD) || errors.Is(w.err, unix.EBADF) {
+		if err != nil {
+			if errors.Is(err, os.ErrClosed) || w.in.portOf() == nil {
 				return
 			}
 			// EIO and the like while the other side is down: count, go on
@@ -139,28 +102,74 @@ func (w *worker) ctr(l *Link) *Counters {
 
 func (w *worker) drop(l *Link, why DropReason) { w.ctr(l).Drops[why].add(1) }
 
-// write sends b (virtio_net_hdr and packet: one, or a super-packet of
-// packets wire packets) out of TUN link out, by the queue that matches
-// the worker.
-func (w *worker) write(out *Link, dev *tunDev, b []byte, packets int) {
-	q := dev.queues[w.id%len(dev.queues)]
-	size := uint64(len(b) - vnetHdrLen) // counted as Linux counts: the IPv6 packet
-	if !dev.vnet {
-		b = b[vnetHdrLen:]
+// scratch returns n bytes of the worker's area for a packet it builds,
+// writing out what is queued first if the area is full; nil if n can never
+// fit.
+func (w *worker) scratch(n int) []byte {
+	if n > len(w.area) {
+		return nil
 	}
-	for {
-		_, err := unix.Write(q.fd, b)
-		if err == unix.EINTR {
-			continue
+	if w.used+n > len(w.area) {
+		w.flush()
+	}
+	b := w.area[w.used : w.used+n : w.used+n]
+	w.used += n
+	return b
+}
+
+// queue adds b (virtio_net_hdr and packet, carrying packets wire packets)
+// to what goes out of link out.
+func (w *worker) queue(out *Link, b []byte, packets int) {
+	port := out.portOf()
+	if port == nil {
+		w.drop(w.in, DropLinkDown)
+		return
+	}
+	if w.nout == maxOut {
+		w.flush()
+	}
+	w.out[w.nout] = outPkt{link: out, port: port, b: b, packets: packets}
+	w.nout++
+}
+
+// flush writes what is queued: egress by egress, in the order queued (the
+// order of a flow's packets), each egress's run as one WriteBatch.
+func (w *worker) flush() {
+	for i := 0; i < w.nout; i++ {
+		l := w.out[i].link
+		if l == nil {
+			continue // already written with an earlier egress's run
 		}
-		c := w.ctr(out)
-		if err != nil {
+		n := 0
+		for j := i; j < w.nout; j++ {
+			if w.out[j].link == l {
+				w.wb[n], w.wi[n] = w.out[j].b, j
+				n++
+				w.out[j].link = nil
+			}
+		}
+		w.write(l, w.out[i].port, n)
+	}
+	w.nout, w.used = 0, 0
+}
+
+// write sends the n writes gathered in wb (queued as out[wi[...]]) to
+// link l's port, and counts them there: a write the port refuses is
+// dropped, and the rest still go.
+func (w *worker) write(l *Link, port Port, n int) {
+	c := w.ctr(l)
+	for done := 0; done < n; {
+		m, err := port.WriteBatch(w.id, w.wb[done:n])
+		for _, j := range w.wi[done : done+m] {
+			o := &w.out[j]
+			c.TxPackets.add(uint64(o.packets))
+			c.TxBytes.add(uint64(len(o.b) - vnetHdrLen)) // counted as Linux counts: the IPv6 packet
+		}
+		done += m
+		if err != nil || m == 0 { // a port that wrote nothing and said nothing: lost too
 			c.Drops[DropWrite].add(1)
 			c.TxErrors.add(1)
-			return
+			done++
 		}
-		c.TxPackets.add(uint64(packets))
-		c.TxBytes.add(size)
-		return
 	}
 }

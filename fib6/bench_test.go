@@ -95,9 +95,9 @@ func benchLookups(b *testing.B, n int) {
 	keys := keysOf(addrs)
 	batched := func(fromAddrs bool) func(*testing.B) {
 		return func(b *testing.B) {
-			out := make([]*Attrs, batch)
+			out := make([]*Paths, batch)
 			var conv [batch][16]byte
-			var s *Attrs
+			var s *Paths
 			for i := 0; i < b.N; i += batch {
 				j := i & (n - 1)
 				ks := keys[j : j+batch]
@@ -107,10 +107,10 @@ func benchLookups(b *testing.B, n int) {
 					}
 					ks = conv[:]
 				}
-				t.LookupKeys(ks, nil, nil, out)
+				t.LookupKeys(ks, nil, out)
 				s = out[batch-1]
 			}
-			sinkAttrs = s
+			sinkAttrs = s.Route
 		}
 	}
 	b.Run("fib6", batched(false))
@@ -261,11 +261,11 @@ func BenchmarkLookupUnderWrites(b *testing.B) {
 				}
 			}()
 		}
-		out := make([]*Attrs, 64)
+		out := make([]*Paths, 64)
 		b.ResetTimer()
 		for i := 0; i < b.N; i += 64 {
 			j := i & (len(addrs) - 1)
-			t.LookupKeys(keys[j:j+64], nil, nil, out)
+			t.LookupKeys(keys[j:j+64], nil, out)
 		}
 		b.StopTimer()
 		close(stop)

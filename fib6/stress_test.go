@@ -52,7 +52,7 @@ func TestStress(t *testing.T) {
 			for i, d := range dsts {
 				addrs[i] = d.Addr()
 			}
-			out := make([]*Attrs, len(addrs))
+			out := make([]*Paths, len(addrs))
 			keys := keysOf(addrs)
 			for {
 				select {
@@ -66,11 +66,11 @@ func TestStress(t *testing.T) {
 					continue
 				}
 				v := first.Nexthop.Link
-				tab.LookupKeys(keys, nil, nil, out)
-				for i, a := range out {
-					if a == nil || a.Nexthop.Link < v {
+				tab.LookupKeys(keys, nil, out)
+				for i, p := range out {
+					if p == nil || p.Route.Nexthop.Link < v {
 						torn.Add(1)
-						t.Errorf("route %s at version %v after seeing version %d", dsts[i], a, v)
+						t.Errorf("route %s at version %v after seeing version %d", dsts[i], p, v)
 						return
 					}
 				}

@@ -6,21 +6,41 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"urouter/nexthop"
 )
 
 // rset is what the trie stores for one destination prefix: its routes.
 // Immutable once published. A prefix with a single route shares the rset of
 // that route's Attrs with every other prefix that has the same one.
 type rset struct {
-	// best is what a lookup without a source returns: the first route
-	// without a source prefix, nil if every route has one.
-	best *Attrs
-	// ecmp holds best and the routes that share its metric as Linux's
-	// IPv6 ECMP siblings do (unicast with a gateway, added after it with
-	// append); nil when there is one path.
-	ecmp   []*Attrs
+	// paths is what a lookup without a source finds: the first route
+	// without a source prefix (nil Route if every route has one) and, when
+	// routes of its metric are Linux's IPv6 ECMP siblings (unicast with a
+	// gateway, added after it with append), all of them.
+	paths  Paths
 	routes []*attrsRef // ordered by metric, then as added
 	hasSrc bool        // some route has a source prefix: take the slow path
+}
+
+// Paths is what a lookup finds for a destination: the route that decides
+// and, for a multipath route, its paths behind a nexthop.Group that
+// selects one per flow. fib6 stores the paths; it never picks one.
+// Immutable, shared by every lookup that finds it.
+type Paths struct {
+	Route *Attrs // the route; for a multipath route its first path
+	// Group is nil for a single path; else member i of it is the nexthop
+	// of route Members[i].
+	Group   *nexthop.Group
+	Members []*Attrs
+}
+
+// Path returns the route of member i (the route itself for a single path).
+func (p *Paths) Path(i int) *Attrs {
+	if p.Group == nil {
+		return p.Route
+	}
+	return p.Members[i]
 }
 
 func multipath(a *Attrs) bool {
@@ -45,31 +65,35 @@ func newRset(routes []*attrsRef) *rset {
 	for i, a := range routes {
 		if a.Src.IsValid() {
 			r.hasSrc = true
-		} else if r.best == nil {
-			r.best = &a.Attrs
-			if multipath(r.best) {
-				for _, b := range routes[i+1:] {
-					if b.Metric != a.Metric || !multipath(&b.Attrs) {
-						break
-					}
-					if r.ecmp == nil {
-						r.ecmp = []*Attrs{r.best}
-					}
-					r.ecmp = append(r.ecmp, &b.Attrs)
-				}
+		} else if r.paths.Route == nil {
+			r.paths.Route = &a.Attrs
+			if multipath(r.paths.Route) {
+				r.paths.Members = siblings(routes[i:])
 			}
 		}
+	}
+	if len(r.paths.Members) > 1 {
+		ms := make([]nexthop.Member, len(r.paths.Members))
+		for i, m := range r.paths.Members {
+			ms[i] = nexthop.Member{Nexthop: m.Nexthop, Weight: 1}
+		}
+		r.paths.Group = nexthop.NewGroup(ms)
+	} else {
+		r.paths.Members = nil
 	}
 	return r
 }
 
-// pickPath chooses among a route set's ECMP paths by flow hash, as
-// Linux's hash-threshold does with equal weights.
-func (r *rset) pickPath(hash uint32) *Attrs {
-	if r.ecmp == nil {
-		return r.best
+// siblings are the first route of routes and the ECMP siblings after it.
+func siblings(routes []*attrsRef) []*Attrs {
+	out := []*Attrs{&routes[0].Attrs}
+	for _, b := range routes[1:] {
+		if b.Metric != routes[0].Metric || !multipath(&b.Attrs) {
+			break
+		}
+		out = append(out, &b.Attrs)
 	}
-	return r.ecmp[uint64(hash)*uint64(len(r.ecmp))>>32]
+	return out
 }
 
 // Table is one routing table. Lookups never lock and never allocate: they
@@ -87,7 +111,10 @@ type Table struct {
 	intern  map[Attrs]*attrsRef
 	last    *attrsRef
 	expiry  map[netip.Prefix]int // destinations with expiring routes -> how many
-	watch   *atomic.Pointer[Watcher]
+	// expiring is len(expiry) > 0 as of the last commit, for housekeeping
+	// that looks without the lock
+	expiring atomic.Bool
+	watch    *atomic.Pointer[Watcher]
 }
 
 // Watcher hears every committed change of every table of a registry.
@@ -126,77 +153,59 @@ func (t *Table) Lookup(dst, src netip.Addr) *Attrs {
 		return nil
 	}
 	if !r.hasSrc {
-		return r.best
+		return r.paths.Route
 	}
-	rt, ok := t.Get(dst, src, nil)
-	if !ok {
-		return nil
+	if _, p, ok := t.Get(dst, src, nil); ok {
+		return p.Route
 	}
-	return rt.attrs
+	return nil
 }
 
 // LookupKeys looks up the destinations of a batch of packets, as the
 // bytes of their headers (no conversion per address), interleaving their
-// memory accesses; out[i] is what Lookup(dsts[i], srcs[i]) would return,
-// except that where a destination has ECMP paths, hashes[i] (the packet's
-// flow hash) picks one. srcs and hashes may be nil; a source of all zeros
-// (the unspecified address) counts as none.
-func (t *Table) LookupKeys(dsts [][16]byte, srcs [][16]byte, hashes []uint32, out []*Attrs) {
+// memory accesses; out[i] is the paths Lookup(dsts[i], srcs[i]) finds
+// (nil for none). srcs may be nil; a source of all zeros (the unspecified
+// address) counts as none.
+func (t *Table) LookupKeys(dsts [][16]byte, srcs [][16]byte, out []*Paths) {
 	var sets [batchWidth]*rset
 	for base := 0; base < len(dsts); base += batchWidth {
 		n := min(batchWidth, len(dsts)-base)
 		t.trie.lookupKeys(dsts[base:base+n], sets[:n])
 		for j := 0; j < n; j++ {
-			a, ok := decided(sets[j], hashes, base+j)
-			if !ok {
+			r := sets[j]
+			switch {
+			case r == nil:
+				out[base+j] = nil
+			case !r.hasSrc:
+				out[base+j] = &r.paths
+			default: // Lookup's slow path: the set found has source routes
 				var src netip.Addr
 				if srcs != nil && srcs[base+j] != ([16]byte{}) {
 					src = netip.AddrFrom16(srcs[base+j])
 				}
-				// Lookup's slow path; the set found has source routes
-				if rt, ok := t.Get(netip.AddrFrom16(dsts[base+j]), src, nil); ok {
-					a = rt.attrs
-				}
+				_, p, _ := t.Get(netip.AddrFrom16(dsts[base+j]), src, nil)
+				out[base+j] = p
 			}
-			out[base+j] = a
 		}
 	}
 }
 
-// decided returns the route a batch lookup that found r decides on, or
-// false when r has source routes and the slow path must decide.
-func decided(r *rset, hashes []uint32, i int) (*Attrs, bool) {
-	switch {
-	case r == nil:
-		return nil, true
-	case r.hasSrc:
-		return nil, false
-	case hashes != nil:
-		return r.pickPath(hashes[i]), true
-	}
-	return r.best, true
-}
-
-// Result is the route that decided a lookup, as `ip route get` shows it.
-type Result struct {
-	Route
-	Table uint32
-	attrs *Attrs
-}
-
-// Get is the slow, explaining lookup: it returns the deciding route with
-// its prefix. accept, if not nil, skips routes it refuses (and the lookup
-// goes on to shorter prefixes), as a lookup with oif skips reject routes.
-func (t *Table) Get(dst, src netip.Addr, accept func(*Attrs) bool) (Result, bool) {
+// Get is the slow, explaining lookup: it returns the prefix that matched
+// and its paths. accept, if not nil, skips routes it refuses (and the
+// lookup goes on to shorter prefixes), as a lookup with oif skips reject
+// routes; the route it accepts is returned as a single path.
+func (t *Table) Get(dst, src netip.Addr, accept func(*Attrs) bool) (netip.Prefix, *Paths, bool) {
 	a := dst.As16()
 	var buf [16]match
-	ms := t.trie.matches(keyOf(&a), buf[:0])
-	for _, m := range ms {
+	for _, m := range t.trie.matches(keyOf(&a), buf[:0]) {
+		if accept == nil && !m.r.hasSrc && m.r.paths.Route != nil {
+			return m.p, &m.r.paths, true
+		}
 		if r, ok := pick(m, src, accept); ok {
-			return Result{Route: Route{Dst: m.p, Attrs: r.Attrs}, Table: t.id, attrs: &r.Attrs}, true
+			return m.p, &r.single.paths, true
 		}
 	}
-	return Result{}, false
+	return netip.Prefix{}, nil, false
 }
 
 // pick chooses among the routes of one matching prefix. A prefix with
@@ -240,6 +249,20 @@ func pick(m match, src netip.Addr, accept func(*Attrs) bool) (*attrsRef, bool) {
 // all at once.
 func (t *Table) Begin() *Txn {
 	t.mu.Lock()
+	return t.begin()
+}
+
+// TryBegin opens a transaction if none is open, and reports whether it
+// did: housekeeping uses it so that it never waits for a table a client
+// is writing.
+func (t *Table) TryBegin() (*Txn, bool) {
+	if !t.mu.TryLock() {
+		return nil, false
+	}
+	return t.begin(), true
+}
+
+func (t *Table) begin() *Txn {
 	t.lastTxn++
 	x := &t.txn
 	x.t = t
@@ -289,6 +312,7 @@ func (x *Txn) Commit() {
 	if len(x.changes) > 0 {
 		changes = slices.Clone(x.changes)
 	}
+	t.expiring.Store(len(t.expiry) > 0)
 	t.mu.Unlock()
 	if w := t.watch.Load(); w != nil && changes != nil {
 		(*w)(t, changes)
@@ -456,9 +480,8 @@ func (t *Table) ref(a *Attrs) *attrsRef {
 	if r == nil {
 		r = &attrsRef{Attrs: *a}
 		r.single = &rset{routes: []*attrsRef{r}, hasSrc: a.Src.IsValid()}
-		if !r.single.hasSrc {
-			r.single.best = &r.Attrs
-		}
+		// a source route's own paths serve the slow path that picks it
+		r.single.paths.Route = &r.Attrs
 		t.intern[*a] = r
 	}
 	t.last = r
@@ -484,11 +507,14 @@ func (t *Table) unref(dst netip.Prefix, r *attrsRef) {
 	}
 }
 
-// Expire deletes the routes whose expiry time (Unix nanoseconds) has come,
-// in one transaction, and returns how many it deleted.
-func (t *Table) Expire(now int64) int {
-	x := t.Begin()
-	defer x.Commit()
+// Expiring reports whether the table has routes with an expiry time, as
+// of its last publish.
+func (t *Table) Expiring() bool { return t.expiring.Load() }
+
+// Expire deletes, in the transaction, the routes whose expiry time (Unix
+// nanoseconds) has come, and returns how many it deleted.
+func (x *Txn) Expire(now int64) int {
+	t := x.t
 	n := 0
 	// remove may delete dst from t.expiry, which a range allows
 	for dst := range t.expiry {

@@ -179,20 +179,20 @@ func checkTable(t *testing.T, tab *Table, m *refTable, r *rand.Rand) {
 		}
 		dsts, srcs = append(dsts, dst), append(srcs, src)
 		wr, wok := m.get(dst, src)
-		gr, gok := tab.Get(dst, src, nil)
-		if wok != gok || wok && gr.Route != wr {
-			t.Fatalf("Get(%s, %s) = %v %v, want %v %v", dst, src, gr.Route, gok, wr, wok)
+		gp, gpaths, gok := tab.Get(dst, src, nil)
+		if wok != gok || wok && (gp != wr.Dst || *gpaths.Route != wr.Attrs) {
+			t.Fatalf("Get(%s, %s) = %v %v %v, want %v %v", dst, src, gp, gpaths, gok, wr, wok)
 		}
 		la := tab.Lookup(dst, src)
 		if wok != (la != nil) || wok && *la != wr.Attrs {
 			t.Fatalf("Lookup(%s, %s) = %v, want %v", dst, src, la, wr)
 		}
 	}
-	outKeys := make([]*Attrs, len(dsts))
-	tab.LookupKeys(keysOf(dsts), keysOf(srcs), nil, outKeys)
+	outKeys := make([]*Paths, len(dsts))
+	tab.LookupKeys(keysOf(dsts), keysOf(srcs), outKeys)
 	for i := range dsts {
 		want := tab.Lookup(dsts[i], srcs[i])
-		if outKeys[i] != want {
+		if got := outKeys[i]; (got == nil) != (want == nil) || got != nil && got.Route != want {
 			t.Fatalf("LookupKeys(%s, %s) differs from Lookup", dsts[i], srcs[i])
 		}
 	}
@@ -350,8 +350,9 @@ func ExampleTable_Dump() {
 }
 
 // TestECMP: routes appended with the same metric and a gateway are
-// siblings; a batch lookup spreads flows over them by hash, always the
-// same path for the same hash.
+// siblings: a lookup finds them all as one multipath route whose group has
+// a member per sibling, in order; the route of another metric is not one.
+// Selecting a member is nexthop's business (Group.Select), not fib6's.
 func TestECMP(t *testing.T) {
 	tab := newTable(100, nil)
 	x := tab.Begin()
@@ -366,34 +367,66 @@ func TestECMP(t *testing.T) {
 	x.Append(Route{Dst: dst, Attrs: Attrs{Metric: 20, Nexthop: nexthop.Nexthop{Link: 2}}})
 	x.Commit()
 	a := netip.MustParseAddr("2001:db8::1")
-	seen := map[netip.Addr]int{}
-	var dsts []netip.Addr
-	var hashes []uint32
-	for h := uint32(0); h < 3000; h++ {
-		dsts = append(dsts, a)
-		hashes = append(hashes, h*1431655)
+	out := make([]*Paths, 1)
+	tab.LookupKeys(keysOf([]netip.Addr{a}), nil, out)
+	p := out[0]
+	if p == nil || p.Group == nil || p.Group.Len() != 3 || len(p.Members) != 3 {
+		t.Fatalf("paths %+v, want a group of the 3 siblings", p)
 	}
-	out := make([]*Attrs, len(dsts))
-	tab.LookupKeys(keysOf(dsts), nil, hashes, out)
-	for i, o := range out {
-		if o.Metric != 10 {
-			t.Fatalf("hash %d took the metric %d route", hashes[i], o.Metric)
-		}
-		seen[o.Nexthop.Gateway]++
-	}
-	if len(seen) != 3 {
-		t.Fatalf("flows spread over %d paths, want 3: %v", len(seen), seen)
-	}
-	for g, n := range seen {
-		if n < 800 {
-			t.Errorf("path %s got %d of 3000 flows", g, n)
+	for i := 0; i < 3; i++ {
+		m := p.Group.Member(i)
+		if m.Nexthop != p.Members[i].Nexthop || m.Gateway.As16()[15] != byte(i+1) || p.Path(i).Metric != 10 {
+			t.Errorf("member %d: %v, route %v", i, m, p.Members[i])
 		}
 	}
-	again := make([]*Attrs, len(dsts))
-	tab.LookupKeys(keysOf(dsts), nil, hashes, again)
-	for i := range out {
-		if out[i] != again[i] {
-			t.Fatal("the same flow took another path")
-		}
+	if gp, gpaths, ok := tab.Get(a, netip.Addr{}, nil); !ok || gp != dst || gpaths != p {
+		t.Errorf("Get found %v %v, LookupKeys %v", gp, gpaths, p)
+	}
+	// a lookup that accepts one link only (route get oif) gets one path
+	_, only, ok := tab.Get(a, netip.Addr{}, func(a *Attrs) bool { return a.Nexthop.Link == 2 })
+	if !ok || only.Group != nil || only.Route.Metric != 20 {
+		t.Errorf("oif 2 lookup found %+v", only)
+	}
+	// deleting a sibling leaves a group of two
+	x = tab.Begin()
+	x.Delete(Match{Dst: dst, Gateway: netip.AddrFrom16([16]byte{0xfe, 0x80, 15: 2})})
+	x.Commit()
+	tab.LookupKeys(keysOf([]netip.Addr{a}), nil, out)
+	if p := out[0]; p.Group == nil || p.Group.Len() != 2 || p.Members[1].Nexthop.Gateway.As16()[15] != 3 {
+		t.Errorf("after a delete: %+v", p)
+	}
+}
+
+// TestExpire: routes go when their time comes, and only then; TryBegin
+// refuses at once while another transaction is open, so housekeeping
+// never waits for it.
+func TestExpire(t *testing.T) {
+	tab := newTable(100, nil)
+	x := tab.Begin()
+	dst := netip.MustParsePrefix("2001:db8:1::/48")
+	x.Add(Route{Dst: dst, Attrs: Attrs{Metric: 1, Nexthop: nexthop.Nexthop{Link: 1}, Expires: 1000}})
+	x.Add(Route{Dst: dst, Attrs: Attrs{Metric: 2, Nexthop: nexthop.Nexthop{Link: 1}}})
+	x.Commit()
+	if !tab.Expiring() {
+		t.Fatal("a route with an expiry time, and the table says none")
+	}
+	open := tab.Begin()
+	if _, ok := tab.TryBegin(); ok {
+		t.Fatal("TryBegin opened a second transaction")
+	}
+	open.Commit()
+	x, ok := tab.TryBegin()
+	if !ok {
+		t.Fatal("TryBegin refused a free table")
+	}
+	if n := x.Expire(999); n != 0 {
+		t.Fatalf("expired %d routes before their time", n)
+	}
+	if n := x.Expire(1000); n != 1 {
+		t.Fatalf("expired %d routes, want 1", n)
+	}
+	x.Commit()
+	if tab.Expiring() || tab.Len() != 1 || tab.Lookup(dst.Addr(), netip.Addr{}).Metric != 2 {
+		t.Fatalf("after expiry: %d routes, expiring %v", tab.Len(), tab.Expiring())
 	}
 }

@@ -9,8 +9,10 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+	"time"
 
 	"urouter/control"
+	"urouter/router"
 )
 
 func main() {
@@ -26,6 +28,8 @@ func daemon(args []string) int {
 	socket := fs.String("socket", "", "control socket (default $UROUTER_SOCKET or "+control.DefaultSocket+")")
 	icmpRate := fs.Int("icmp-ratelimit", 1000, "ICMPv6 errors sent per second at most (0: no limit), as Linux's icmp_msgs_per_sec")
 	icmpBurst := fs.Int("icmp-burst", 50, "ICMPv6 errors sent in a burst at most, as Linux's icmp_msgs_burst")
+	destRate := fs.Int("icmp-dest-ratelimit", 100, "ms between ICMPv6 errors to one destination (0: no limit), as Linux's net.ipv6.icmp.ratelimit")
+	destBurst := fs.Int("icmp-dest-burst", 6, "ICMPv6 errors to one destination in a burst at most (Linux's is 6)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -36,15 +40,16 @@ func daemon(args []string) int {
 		// load. The packet path allocates nothing either way.
 		debug.SetGCPercent(400)
 	}
-	r := control.NewRouter()
+	r := router.New()
 	r.DP.SetICMPRate(*icmpRate, *icmpBurst)
+	r.DP.SetICMPDestRate(time.Duration(*destRate)*time.Millisecond, *destBurst)
 	srv, err := control.Listen(control.SocketPath(*socket), r)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "urouter daemon:", err)
 		return 1
 	}
 	if *config != "" {
-		if err := r.ApplyConfig(*config); err != nil {
+		if err := control.ApplyConfig(r, *config); err != nil {
 			fmt.Fprintf(os.Stderr, "urouter daemon: config %s:\n%v\n", *config, err)
 			srv.Close()
 			return 1
@@ -56,6 +61,8 @@ func daemon(args []string) int {
 		<-sig
 		srv.Close()
 	}()
+	r.Start()
+	defer r.Close()
 	if err := srv.Serve(); err != nil {
 		fmt.Fprintln(os.Stderr, "urouter daemon:", err)
 		return 1

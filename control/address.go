@@ -1,0 +1,188 @@
+package control
+
+import (
+	"fmt"
+	"net/netip"
+
+	"urouter/dataplane"
+)
+
+// The address object: ip address { add | del | show | flush }, the
+// router's own addresses.
+
+func (s *session) addrCmd(args [][]byte) *cmdErr {
+	if len(args) == 0 {
+		return s.addrShow(nil)
+	}
+	w, rest := args[0], args[1:]
+	switch {
+	case matches(w, "add"):
+		return s.addrModify(rest, false)
+	case matches(w, "delete"):
+		return s.addrModify(rest, true)
+	case matches(w, "show") || matches(w, "lst") || matches(w, "list"):
+		return s.addrShow(rest)
+	case matches(w, "flush"):
+		return s.addrFlush(rest)
+	case matches(w, "help"):
+		return addrUsage()
+	}
+	return parseErr("Command \"%s\" is unknown, try \"ip address help\".", w)
+}
+
+func addrUsage() *cmdErr {
+	return parseErr("Usage: ip address { add | del } IFADDR dev IFNAME\n" +
+		"       ip address { show | flush } [ dev IFNAME ]")
+}
+
+func (s *session) addrModify(args [][]byte, del bool) *cmdErr {
+	var dev []byte
+	var pfx netip.Prefix
+	var set, lenGiven bool
+	ws := argv{args: args}
+	for ; ws.i < len(args); ws.i++ {
+		w := args[ws.i]
+		switch {
+		case is(w, "dev"):
+			v, err := ws.next()
+			if err != nil {
+				return err
+			}
+			dev = v
+		case is(w, "scope"), matches(w, "valid_lft"), matches(w, "preferred_lft"), is(w, "label"):
+			if _, err := ws.next(); err != nil { // accepted, the router has one kind of address
+				return err
+			}
+		case is(w, "nodad"), is(w, "noprefixroute"), is(w, "home"), is(w, "mngtmpaddr"):
+			return unsupported(w)
+		default:
+			if matches(w, "local") {
+				v, err := ws.next()
+				if err != nil {
+					return err
+				}
+				w = v
+			}
+			if matches(w, "help") {
+				return addrUsage()
+			}
+			if set {
+				return duparg("local", w)
+			}
+			p, err := parsePrefix(w)
+			if err != nil {
+				return err
+			}
+			if p.Addr().IsUnspecified() || p.Addr().IsMulticast() {
+				return extack("ipv6: Invalid address.")
+			}
+			pfx, set, lenGiven = p, true, containsByte(str(w), '/')
+		}
+	}
+	if dev == nil {
+		return parseErr("Not enough information: \"dev\" argument is required.")
+	}
+	if !set {
+		return incomplete()
+	}
+	l, err := s.link(dev)
+	if err != nil {
+		return err
+	}
+	if del {
+		if !lenGiven {
+			for _, a := range l.Addrs() {
+				if a.Addr() == pfx.Addr() {
+					pfx = a // wildcard deletion, as ip does for an address without length
+				}
+			}
+		}
+		if _, derr := s.r.DelAddr(l, pfx); derr != nil {
+			return extack(derr.Error())
+		}
+		return nil
+	}
+	if aerr := s.r.AddAddr(l, pfx); aerr != nil {
+		return extack(aerr.Error())
+	}
+	return nil
+}
+
+func (s *session) addrFlush(args [][]byte) *cmdErr {
+	var l *dataplane.Link
+	ws := argv{args: args}
+	for ; ws.i < len(args); ws.i++ {
+		w := args[ws.i]
+		if is(w, "dev") {
+			v, err := ws.next()
+			if err != nil {
+				return err
+			}
+			w = v
+		}
+		var err *cmdErr
+		if l, err = s.link(w); err != nil {
+			return err
+		}
+	}
+	if l == nil {
+		return &cmdErr{msg: "Flush requires arguments.", code: 1}
+	}
+	for _, a := range l.Addrs() {
+		s.r.DelAddr(l, a)
+	}
+	return nil
+}
+
+func scopeOf(a netip.Addr) string {
+	switch {
+	case a.IsLoopback():
+		return "host"
+	case a.IsLinkLocalUnicast():
+		return "link"
+	}
+	return "global"
+}
+
+func (s *session) addrShow(args [][]byte) *cmdErr {
+	links, err := s.shownLinks(args, "")
+	if err != nil {
+		return err
+	}
+	var j *jsonw
+	if s.opt.json {
+		j = &jsonw{w: s.out, pretty: s.opt.pretty}
+		j.startArray()
+	}
+	for _, l := range links {
+		addrs := l.Addrs()
+		if j != nil {
+			j.startObject()
+			s.linkJSON(j, l, false)
+			j.name("addr_info")
+			j.startArray()
+			for _, a := range addrs {
+				j.startObject()
+				j.str("family", "inet6")
+				j.str("local", a.Addr().String())
+				j.uint("prefixlen", uint64(a.Bits()))
+				j.str("scope", scopeOf(a.Addr()))
+				j.uint("valid_life_time", 4294967295)
+				j.uint("preferred_life_time", 4294967295)
+				j.endObject()
+			}
+			j.endArray()
+			j.endObject()
+			continue
+		}
+		s.out.WriteString(s.linkLine(l, false))
+		for _, a := range addrs {
+			fmt.Fprintf(s.out, "    inet6 %s scope %s \n       valid_lft forever preferred_lft forever\n", a, scopeOf(a.Addr()))
+		}
+	}
+	if j != nil {
+		j.endArray()
+		s.out.WriteByte('\n')
+	}
+	return nil
+}

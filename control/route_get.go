@@ -1,0 +1,379 @@
+package control
+
+import (
+	"net/netip"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"urouter/dataplane"
+	"urouter/decide"
+	"urouter/fib6"
+	"urouter/nexthop"
+)
+
+// Protocols a route get may name (what the kernel accepts).
+const (
+	protoTCP    = 6
+	protoUDP    = 17
+	protoICMPv6 = 58
+)
+
+// `route get ADDRESS [ from ADDRESS ] [ iif DEV ] [ oif DEV ] [ tos TOS ]
+// [ ipproto PROTO ] [ sport N ] [ dport N ] [ mark N ] [ uid N ]
+// [ fibmatch ] [ connected ] [ notify ]`: the decision a packet of that
+// flow gets, from the same code that decides for forwarded packets and
+// the router's own, printed as `ip -6 route get` prints it.
+
+type getReq struct {
+	key                 decide.Key
+	dst, src            netip.Addr
+	iif, oif            []byte
+	fibmatch, connected bool
+	protoGiven          bool
+}
+
+const (
+	gkTos = iota + 1
+	gkFrom
+	gkIif
+	gkMark
+	gkOif
+	gkNotify
+	gkConnected
+	gkVrf
+	gkUID
+	gkFibmatch
+	gkAs
+	gkSport
+	gkDport
+	gkIPProto
+)
+
+// getWords are iproute_get's keywords, in its order.
+var getWords = newKeywords([]kw{
+	{"tos", false, gkTos}, {"dsfield", true, gkTos}, {"from", true, gkFrom}, {"iif", true, gkIif},
+	{"mark", true, gkMark}, {"oif", true, gkOif}, {"dev", false, gkOif}, {"notify", true, gkNotify},
+	{"connected", true, gkConnected}, {"vrf", true, gkVrf}, {"uid", true, gkUID},
+	{"fibmatch", true, gkFibmatch}, {"as", false, gkAs}, {"sport", true, gkSport},
+	{"dport", true, gkDport}, {"ipproto", true, gkIPProto},
+})
+
+func parseGet(args [][]byte) (*getReq, *cmdErr, string) {
+	q := &getReq{}
+	warn := ""
+	ws := argv{args: args}
+	for ; ws.i < len(args); ws.i++ {
+		w := args[ws.i]
+		k := 0
+		if mayBeKeyword(w) {
+			k = getWords.of(w)
+		}
+		var v []byte
+		var err *cmdErr
+		if k != 0 && k != gkNotify && k != gkConnected && k != gkFibmatch {
+			if v, err = ws.next(); err != nil {
+				return nil, err, ""
+			}
+		}
+		switch k {
+		case gkTos:
+			ds, ok := parseDSField(v)
+			if !ok {
+				return nil, invarg("TOS value is invalid\n", v), ""
+			}
+			q.key.DSField = ds
+		case gkFrom:
+			p, perr := parsePrefix(v)
+			if perr != nil {
+				return nil, perr, ""
+			}
+			if p.Bits() != 128 {
+				return nil, extack("ipv6: Invalid values in header for get route request."), ""
+			}
+			q.src = p.Addr()
+		case gkIif:
+			q.iif = v
+		case gkMark:
+			if _, ok := parseUint32(v); !ok {
+				return nil, invarg("invalid mark value", v), "" // the router has no marks to match
+			}
+		case gkOif:
+			q.oif = v
+		case gkNotify:
+		case gkConnected:
+			q.connected = true
+		case gkVrf:
+			return nil, invarg("Invalid VRF\n", v), "" // the router has no VRFs
+		case gkUID:
+			if _, ok := parseUint32(v); !ok {
+				return nil, invarg("invalid UID\n", v), ""
+			}
+		case gkFibmatch:
+			q.fibmatch = true
+		case gkAs:
+			return nil, unsupported(w), ""
+		case gkSport, gkDport:
+			n, perr := strconv.ParseUint(str(v), 0, 16)
+			if perr != nil {
+				return nil, invarg("invalid "+[]string{"sport", "dport"}[k-gkSport]+"\n", v), ""
+			}
+			if k == gkSport {
+				q.key.Sport = uint16(n)
+			} else {
+				q.key.Dport = uint16(n)
+			}
+		case gkIPProto:
+			p, ok := parseIPProto(v)
+			if !ok {
+				return nil, invarg("Invalid \"ipproto\" value\n", v), ""
+			}
+			q.key.Proto, q.protoGiven = p, true
+		default:
+			if is(w, "to") {
+				if w, err = ws.next(); err != nil {
+					return nil, err, ""
+				}
+			}
+			if matches(w, "help") {
+				return nil, routeUsage(), ""
+			}
+			p, perr := parsePrefix(w)
+			if perr != nil {
+				return nil, perr, ""
+			}
+			warn = ""
+			if p.Bits() != 128 {
+				warn = "Warning: /" + strconv.Itoa(p.Bits()) + " as prefix is invalid, only /128 (or none) is supported."
+			}
+			q.dst = p.Addr() // the last one given counts, as with ip
+		}
+	}
+	if !q.dst.IsValid() {
+		return nil, &cmdErr{msg: "need at least a destination address", code: 1}, ""
+	}
+	switch q.key.Proto {
+	case protoTCP, protoUDP, protoICMPv6:
+	default:
+		if q.protoGiven { // the kernel's rtm_getroute_parse_ip_proto takes these three
+			return nil, extack("Unsupported ip proto."), warn
+		}
+	}
+	return q, nil, warn
+}
+
+func (s *session) routeGet(args [][]byte) *cmdErr {
+	q, err, warn := parseGet(args)
+	if warn != "" {
+		s.out.Flush()
+		s.errOut(warn)
+	}
+	if err != nil {
+		return err
+	}
+	q.key.Dst = q.dst.As16()
+	if q.src.IsValid() {
+		q.key.Src = q.src.As16()
+	}
+	var iif *dataplane.Link
+	if q.iif != nil {
+		if iif, err = s.link(q.iif); err != nil {
+			return err
+		}
+		q.key.Iif = iif.Index
+	}
+	if q.oif != nil {
+		l, err := s.link(q.oif)
+		if err != nil {
+			return err
+		}
+		if iif == nil { // an input lookup has its incoming link, not an outgoing one
+			q.key.Oif = l.Index
+		}
+	}
+	s.commit()
+	r := s.r.Decider.Decide(&q.key)
+	switch r.Verdict {
+	case decide.NoRoute:
+		return answers(syscall.ENETUNREACH)
+	case decide.Unreachable:
+		return answers(syscall.EHOSTUNREACH)
+	case decide.Prohibit:
+		return answers(syscall.EACCES)
+	case decide.Blackhole:
+		return answers(syscall.EINVAL)
+	}
+	if q.fibmatch {
+		s.printFibmatch(q, &r)
+		if q.connected {
+			s.out.Flush()
+			return &cmdErr{msg: "Failed to connect the route", code: 1}
+		}
+		return nil
+	}
+	s.printGet(q, &r)
+	if q.connected && !q.src.IsValid() {
+		// ip asks again from the source the answer gave, and prints that
+		s.printGet(q, &r)
+	}
+	return nil
+}
+
+// printGet prints the decision the way ip prints the route the kernel
+// resolved for the flow: the chosen path only.
+func (s *session) printGet(q *getReq, res *decide.Result) {
+	r := res.Route
+	from := q.src
+	if !from.IsValid() {
+		from = netip.IPv6Unspecified()
+	}
+	dev := "lo"
+	if r.Type != fib6.Local {
+		if l := s.r.Links.ByIndex(r.Nexthop.Link); l != nil {
+			dev = l.Name
+		}
+	}
+	// the source the router would use: shown for an output lookup, and
+	// for any lookup of a route with a preferred source (rt6_fill_node)
+	pref := r.PrefSrc
+	if q.iif == nil {
+		pref, _ = s.r.Decider.RouteSource(res, q.dst)
+	}
+	if s.opt.json {
+		j := &jsonw{w: s.out, pretty: s.opt.pretty}
+		j.startArray()
+		j.startObject()
+		if r.Type != fib6.Unicast {
+			j.str("type", r.Type.String())
+		}
+		j.str("dst", q.dst.String())
+		j.str("from", from.String())
+		if r.Nexthop.Gateway.IsValid() {
+			j.str("gateway", r.Nexthop.Gateway.String())
+		}
+		j.str("dev", dev)
+		if res.Table != fib6.TableMain {
+			j.str("table", tableString(res.Table))
+		}
+		if r.Proto != fib6.ProtoBoot {
+			j.str("protocol", protoString(r.Proto))
+		}
+		if pref.IsValid() {
+			j.str("prefsrc", pref.String())
+		}
+		j.uint("metric", uint64(r.Metric))
+		j.strings("flags", flags(r.Nexthop))
+		if r.MTU != 0 {
+			j.name("metrics")
+			j.startArray()
+			j.startObject()
+			j.uint("mtu", uint64(r.MTU))
+			j.endObject()
+			j.endArray()
+		}
+		if q.iif != nil {
+			j.str("iif", string(q.iif))
+		}
+		j.str("pref", "medium")
+		j.endObject()
+		j.endArray()
+		s.out.WriteByte('\n')
+		return
+	}
+	b := make([]byte, 0, 128)
+	if r.Type != fib6.Unicast {
+		b = append(append(b, r.Type.String()...), ' ')
+	}
+	b = q.dst.AppendTo(b)
+	b = from.AppendTo(append(b, " from "...))
+	if r.Nexthop.Gateway.IsValid() {
+		b = r.Nexthop.Gateway.AppendTo(append(b, " via "...))
+	}
+	b = append(append(b, " dev "...), dev...)
+	if res.Table != fib6.TableMain {
+		b = append(append(b, " table "...), tableString(res.Table)...)
+	}
+	if r.Proto != fib6.ProtoBoot {
+		b = append(append(b, " proto "...), protoString(r.Proto)...)
+	}
+	if pref.IsValid() {
+		b = pref.AppendTo(append(b, " src "...))
+	}
+	b = strconv.AppendUint(append(b, " metric "...), uint64(r.Metric), 10)
+	if r.Nexthop.Flags&nexthop.OnLink != 0 {
+		b = append(b, " onlink"...)
+	}
+	if r.MTU != 0 {
+		b = strconv.AppendUint(append(b, " mtu "...), uint64(r.MTU), 10)
+	}
+	if q.iif != nil {
+		b = append(append(b, " iif "...), q.iif...)
+	}
+	b = append(b, " pref medium\n"...)
+	s.out.Write(b)
+}
+
+// printFibmatch prints the whole route that decided, as `route show`
+// would, a multipath route with the member the flow takes first and the
+// others after it in their order, as Linux does.
+func (s *session) printFibmatch(q *getReq, res *decide.Result) {
+	p := s.printer(&showFilter{})
+	p.get, p.table = true, res.Table
+	if q.iif != nil {
+		p.iif = string(q.iif)
+	}
+	p.begin()
+	paths := res.Paths
+	if paths.Group == nil {
+		p.add(fib6.Route{Dst: res.Prefix, Attrs: *res.Route})
+	} else {
+		n := len(paths.Members)
+		for i := 0; i < n; i++ {
+			p.add(fib6.Route{Dst: res.Prefix, Attrs: *paths.Members[(res.Member+i)%n]})
+		}
+	}
+	p.flushGroup()
+	p.end()
+}
+
+// ipProtos are the names of /etc/protocols that the transport protocols
+// of a route get go by (iproute2's inet_proto_a2n reads that file).
+var ipProtos = map[string]uint8{
+	"icmp": 1, "ICMP": 1, "tcp": 6, "TCP": 6, "udp": 17, "UDP": 17, "ipv6-icmp": 58, "IPv6-ICMP": 58,
+	"sctp": 132, "SCTP": 132, "udplite": 136, "UDPLite": 136, "esp": 50, "ESP": 50, "ah": 51, "AH": 51,
+	"gre": 47, "GRE": 47,
+}
+
+func parseIPProto(v []byte) (uint8, bool) {
+	if n, err := strconv.ParseUint(str(v), 10, 8); err == nil {
+		return uint8(n), true
+	}
+	p, ok := ipProtos[str(v)]
+	return p, ok
+}
+
+// dsfields are iproute2's /etc/iproute2/rt_dsfield names.
+var dsfields = func() map[string]uint8 {
+	m := map[string]uint8{"default": 0, "lowdelay": 0x10, "throughput": 0x08, "reliability": 0x04,
+		"mincost": 0x02, "priority": 0x20, "immediate": 0x40, "flash": 0x60, "flash-override": 0x80,
+		"critical": 0xa0, "internet": 0xc0, "network": 0xe0, "EF": 0xb8}
+	for c := 1; c <= 4; c++ {
+		for d := 1; d <= 3; d++ {
+			m["AF"+strconv.Itoa(c)+strconv.Itoa(d)] = uint8(c<<5 | d<<3)
+		}
+	}
+	for c := 0; c <= 7; c++ {
+		m["CS"+strconv.Itoa(c)] = uint8(c << 5)
+	}
+	return m
+}()
+
+// parseDSField reads a traffic class as rtnl_dsfield_a2n does: a name, or
+// a number in hex (with or without 0x).
+func parseDSField(v []byte) (uint8, bool) {
+	if d, ok := dsfields[str(v)]; ok {
+		return d, true
+	}
+	n, err := strconv.ParseUint(strings.TrimPrefix(str(v), "0x"), 16, 8)
+	return uint8(n), err == nil
+}

@@ -1,0 +1,259 @@
+package control
+
+import (
+	"net/netip"
+	"syscall"
+	"time"
+
+	"urouter/dataplane"
+	"urouter/fib6"
+	"urouter/nexthop"
+)
+
+// route runs one route command.
+func (s *session) route(args [][]byte) *cmdErr {
+	if len(args) == 0 {
+		return s.routeShow(nil, false)
+	}
+	w, rest := args[0], args[1:]
+	switch s.cmdMemo.of(routeCmds, w) {
+	case rcAdd:
+		return s.routeModify(opAdd, rest)
+	case rcChange:
+		return s.routeModify(opChange, rest)
+	case rcReplace:
+		return s.routeModify(opReplace, rest)
+	case rcPrepend:
+		return s.routeModify(opPrepend, rest)
+	case rcAppend:
+		return s.routeModify(opAppend, rest)
+	case rcTest:
+		return unsupported(w)
+	case rcDelete:
+		return s.routeModify(opDel, rest)
+	case rcList:
+		return s.routeShow(rest, false)
+	case rcGet:
+		return s.routeGet(rest)
+	case rcFlush:
+		return s.routeShow(rest, true)
+	case rcSave:
+		return s.routeSave(rest)
+	case rcRestore:
+		return parseErr("Error: \"route restore\" reads its routes from standard input: run it from the client (urouter route restore < FILE).")
+	case rcShowdump:
+		return unsupported(w)
+	case rcHelp:
+		return routeUsage()
+	}
+	return parseErr("Command \"%s\" is unknown, try \"ip route help\".", w)
+}
+
+func (s *session) link(name []byte) (*dataplane.Link, *cmdErr) {
+	if l := s.lastDev; l != nil && l.Name == string(name) && s.r.Links.ByIndex(l.Index) == l {
+		return l, nil // still the link of that name
+	}
+	l := s.r.Links.ByName(str(name))
+	if l == nil {
+		return nil, nodev(name)
+	}
+	s.lastDev = l
+	return l, nil
+}
+
+// routeModify validates and allocates everything it can before it takes
+// the table's transaction, then checks the link inside it (so a link going
+// down cannot race the route in) and applies.
+func (s *session) routeModify(op routeOp, args [][]byte) *cmdErr {
+	var req routeReq
+	q := &req
+	if perr := parseRouteModify(q, args, &s.parseMemo); perr != nil {
+		return perr
+	}
+	tid := q.table
+	if tid == 0 {
+		tid = fib6.TableMain
+	}
+	if q.dst.Masked() != q.dst {
+		return extack("Invalid prefix for given prefix length.")
+	}
+	if q.src.IsValid() && q.src.Masked() != q.src {
+		return extack("Invalid prefix for given prefix length.")
+	}
+	var l *dataplane.Link
+	if q.dev != nil {
+		var err *cmdErr
+		if l, err = s.link(q.dev); err != nil {
+			return err
+		}
+	}
+	t := s.r.Tables.Get(tid) // nil until a route is added to it
+	if op == opDel {
+		if t == nil {
+			return answers(syscall.ESRCH)
+		}
+		m := fib6.Match{Dst: q.dst, Src: q.src, Gateway: q.gw}
+		if q.metricSet {
+			m.Metric = q.metric
+			if m.Metric == 0 {
+				m.Metric = fib6.DefaultMetric
+			}
+		}
+		if q.protoSet {
+			m.Proto = q.proto
+		}
+		if q.typ != 0 {
+			m.Type = q.typ
+		}
+		if l != nil {
+			m.Link = l.Index
+		}
+		if _, err := s.txnFor(t).Delete(m); err != nil {
+			return rejected(err)
+		}
+		s.gwCache.changed(q.dst)
+		return nil
+	}
+	rt := fib6.Route{Dst: q.dst}
+	rt.Src = q.src
+	rt.Type = q.typ
+	if rt.Type == 0 {
+		rt.Type = fib6.Unicast
+	}
+	rt.Proto = fib6.ProtoBoot
+	if q.protoSet {
+		rt.Proto = q.proto
+	}
+	rt.Metric = q.metric
+	if rt.Metric == 0 {
+		rt.Metric = fib6.DefaultMetric // Linux reads 0 as the default too
+	}
+	rt.MTU = q.mtu
+	rt.PrefSrc = q.prefsrc
+	if q.expires >= 0 {
+		rt.Expires = time.Now().Add(time.Duration(q.expires) * time.Second).UnixNano()
+	}
+	if q.onlink {
+		rt.Nexthop.Flags |= nexthop.OnLink
+	}
+	switch rt.Type {
+	case fib6.Unicast, fib6.Local:
+		rt.Nexthop.Gateway = q.gw
+		if l != nil {
+			rt.Nexthop.Link = l.Index
+		}
+		if err := s.checkGateway(&rt, tid, t); err != nil {
+			return err
+		}
+	}
+	if t == nil {
+		t = s.r.Tables.Ensure(tid)
+	}
+	x := s.txnFor(t)
+	if l != nil && !l.Up() && (rt.Type == fib6.Unicast || rt.Type == fib6.Local) {
+		return extack("Nexthop device is not up.")
+	}
+	var err error
+	switch op {
+	case opAdd:
+		err = x.Add(rt)
+	case opReplace:
+		err = x.Replace(rt)
+	case opAppend:
+		err = x.Append(rt)
+	case opPrepend:
+		err = x.Prepend(rt)
+	case opChange:
+		if _, derr := x.Delete(fib6.Match{Dst: rt.Dst, Src: rt.Src, Metric: rt.Metric}); derr != nil {
+			return extack("Can not replace route - no match found.")
+		}
+		err = x.Add(rt)
+	}
+	if err != nil {
+		return rejected(err)
+	}
+	s.gwCache.changed(q.dst)
+	return nil
+}
+
+// checkGateway does what Linux's ip6_validate_gw does: a gateway must be
+// link-local on a given link, or reachable through a connected route (one
+// without a gateway of its own), which also picks the link when none is
+// given. onlink skips the check. t is table tid, nil if it does not exist.
+func (s *session) checkGateway(rt *fib6.Route, tid uint32, t *fib6.Table) *cmdErr {
+	nh := &rt.Nexthop
+	gw := nh.Gateway
+	if !gw.IsValid() {
+		if nh.Link == 0 {
+			return answers(syscall.ENODEV)
+		}
+		return nil
+	}
+	if gw.IsLinkLocalUnicast() || nh.Flags&nexthop.OnLink != 0 {
+		if nh.Link == 0 {
+			return answers(syscall.ENODEV)
+		}
+		return nil
+	}
+	if gw.IsMulticast() || gw.IsUnspecified() || gw.IsLoopback() {
+		return extack("Invalid gateway address")
+	}
+	// A batch names the same gateway again and again: what was checked
+	// holds while the tables it was checked in are unchanged.
+	c := &s.gwCache
+	main := s.r.Tables.Main()
+	if c.gw == gw && c.tid == tid && (nh.Link == 0 || nh.Link == c.link) &&
+		c.mainGen == main.Generation() && (t == nil || c.tidGen == t.Generation()) {
+		nh.Link = c.link
+		return nil
+	}
+	c.gw = netip.Addr{}
+	for _, lt := range [...]*fib6.Table{t, main} {
+		if lt == nil {
+			continue
+		}
+		a := s.lookupSeen(lt, gw)
+		if a == nil || a.Type != fib6.Unicast || a.Nexthop.Gateway.IsValid() {
+			continue
+		}
+		if nh.Link == 0 {
+			nh.Link = a.Nexthop.Link
+		}
+		if a.Nexthop.Link == nh.Link {
+			*c = gwCheck{gw: gw, tid: tid, link: nh.Link, mainGen: main.Generation()}
+			if t != nil {
+				c.tidGen = t.Generation()
+			}
+			return nil
+		}
+	}
+	return answers(syscall.EHOSTUNREACH)
+}
+
+// gwCheck remembers the last gateway checkGateway accepted; none while gw
+// is not valid.
+type gwCheck struct {
+	gw              netip.Addr
+	tid             uint32
+	link            int32
+	mainGen, tidGen uint64
+}
+
+// changed forgets the gateway when the session's open transaction changes
+// a prefix that holds it (the generations above move only on publish).
+func (c *gwCheck) changed(p netip.Prefix) {
+	if c.gw.IsValid() && p.Contains(c.gw) {
+		c.gw = netip.Addr{}
+	}
+}
+
+// lookupSeen is table t's route to dst as this session sees it: through
+// its open transaction when that is t's, so a batch's gateway may be
+// reached by a route an earlier line of it added (as Linux applies each
+// line before the next).
+func (s *session) lookupSeen(t *fib6.Table, dst netip.Addr) *fib6.Attrs {
+	if s.txn != nil && s.txn.Table() == t {
+		return s.txn.Lookup(dst)
+	}
+	return t.Lookup(dst, netip.Addr{})
+}

@@ -1,0 +1,353 @@
+package control
+
+import (
+	"net/netip"
+	"strconv"
+	"unsafe"
+
+	"urouter/fib6"
+)
+
+// The route object: ip route { add | del | change | append | replace |
+// prepend | show | get | flush | save | restore }.
+
+type routeOp uint8
+
+const (
+	opAdd routeOp = iota
+	opDel
+	opChange
+	opAppend
+	opReplace
+	opPrepend
+)
+
+// routeReq is a parsed `route add/del/...` command.
+type routeReq struct {
+	typ       fib6.Type
+	dst       netip.Prefix // valid once parsed
+	src       netip.Prefix
+	table     uint32
+	proto     fib6.Proto
+	protoSet  bool
+	metric    uint32
+	metricSet bool
+	gw        netip.Addr
+	prefsrc   netip.Addr
+	dev       []byte
+	mtu       uint32
+	expires   int64 // seconds, -1 for none
+	onlink    bool
+}
+
+// str views b as a string without copying; the string must not outlive b.
+func str(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
+func parsePrefix(b []byte) (netip.Prefix, *cmdErr) {
+	s := str(b)
+	if s == "default" || s == "all" || s == "any" {
+		return netip.PrefixFrom(netip.IPv6Unspecified(), 0), nil
+	}
+	var p netip.Prefix
+	var err error
+	if containsByte(s, '/') {
+		p, err = netip.ParsePrefix(s)
+	} else {
+		var a netip.Addr
+		a, err = netip.ParseAddr(s)
+		p = netip.PrefixFrom(a, 128)
+	}
+	if err != nil || !p.Addr().Is6() || p.Addr().Zone() != "" {
+		return netip.Prefix{}, prefixExpected(b)
+	}
+	return p, nil
+}
+
+func parseAddr(b []byte) (netip.Addr, *cmdErr) {
+	a, err := netip.ParseAddr(str(b))
+	if err != nil || !a.Is6() || a.Zone() != "" {
+		return netip.Addr{}, addrExpected(b)
+	}
+	return a, nil
+}
+
+func parseUint32(b []byte) (uint32, bool) {
+	n, err := strconv.ParseUint(str(b), 0, 32)
+	return uint32(n), err == nil
+}
+
+// parseRouteModify parses the arguments of add/del/change/append/replace/
+// prepend, keyword by keyword in iproute2's order (iproute_modify).
+// parseMemo keeps what the previous command parsed, for the next: a batch
+// repeats its keywords, gateway and table on every line.
+type parseMemo struct {
+	kw    [4]memo // by position among the keywords
+	gw    []byte
+	gwVal netip.Addr
+	tab   []byte
+	tabID uint32
+}
+
+func parseRouteModify(q *routeReq, args [][]byte, pm *parseMemo) *cmdErr {
+	*q = routeReq{expires: -1}
+	memos := pm.kw[:]
+	nk := 0 // keywords seen: the memo of each position
+	ws := argv{args: args}
+	for ; ws.i < len(args); ws.i++ {
+		w := args[ws.i]
+		k := 0
+		if mayBeKeyword(w) {
+			if nk < len(memos) {
+				k = memos[nk].of(modifyWords, w)
+			} else {
+				k = modifyWords.of(w)
+			}
+			if k != 0 {
+				nk++
+			}
+		}
+		switch k {
+		case mkSrc:
+			v, err := ws.next()
+			if err != nil {
+				return err
+			}
+			if q.prefsrc, err = parseAddr(v); err != nil {
+				return err
+			}
+		case mkVia:
+			if q.gw.IsValid() {
+				return invarg("use nexthop syntax to specify multiple via\n", w)
+			}
+			v, err := ws.nextVia()
+			if err != nil {
+				return err
+			}
+			if pm.gw != nil && string(v) == string(pm.gw) {
+				q.gw = pm.gwVal
+			} else {
+				if q.gw, err = parseAddr(v); err != nil {
+					return err
+				}
+				pm.gw, pm.gwVal = append(pm.gw[:0], v...), q.gw
+			}
+		case mkFrom:
+			v, err := ws.next()
+			if err != nil {
+				return err
+			}
+			if q.src, err = parsePrefix(v); err != nil {
+				return err
+			}
+		case mkExpires:
+			n, err := ws.nextUint32("expires")
+			if err != nil {
+				return err
+			}
+			q.expires = int64(n)
+		case mkMetric:
+			n, err := ws.nextUint32("metric")
+			if err != nil {
+				return err
+			}
+			q.metric, q.metricSet = n, true
+		case mkScope:
+			v, err := ws.next()
+			if err != nil {
+				return err
+			}
+			if !is(v, "global") && !is(v, "universe") && !is(v, "0") {
+				return invarg("invalid \"scope\" value\n", v)
+			}
+		case mkMtu:
+			v, err := ws.next()
+			if err != nil {
+				return err
+			}
+			if is(v, "lock") {
+				if v, err = ws.next(); err != nil {
+					return err
+				}
+			}
+			n, ok := parseUint32(v)
+			if !ok {
+				return badValue("mtu", v)
+			}
+			q.mtu = n
+		case mkUnsupported:
+			return unsupported(w)
+		case mkOnlink:
+			q.onlink = true
+		case mkNexthop:
+			return parseErr("Error: \"%s\" is not supported yet: nexthop objects and multipath routes come with the nexthop issue.", w)
+		case mkProtocol:
+			v, err := ws.next()
+			if err != nil {
+				return err
+			}
+			p, ok := parseProto(v)
+			if !ok {
+				return badValue("protocol", v)
+			}
+			q.proto, q.protoSet = p, true
+		case mkTable:
+			v, err := ws.next()
+			if err != nil {
+				return err
+			}
+			if pm.tab != nil && string(v) == string(pm.tab) {
+				q.table = pm.tabID
+				break
+			}
+			t, ok := parseTable(v, false)
+			if !ok {
+				return badValue("table", v)
+			}
+			q.table = t
+			pm.tab, pm.tabID = append(pm.tab[:0], v...), t
+		case mkDev:
+			v, err := ws.next()
+			if err != nil {
+				return err
+			}
+			q.dev = v
+		case mkPref:
+			v, err := ws.next()
+			if err != nil {
+				return err
+			}
+			if !is(v, "medium") && !is(v, "0") {
+				if is(v, "low") || is(v, "high") {
+					return unsupported(v)
+				}
+				return badValue("pref", v)
+			}
+		default:
+			if is(w, "to") {
+				v, err := ws.next()
+				if err != nil {
+					return err
+				}
+				w = v
+			}
+			if mayBeKeyword(w) {
+				if t, ok := parseType(w); ok {
+					if t == 0 {
+						return parseErr("Error: route type \"%s\" is not supported by this router.", w)
+					}
+					q.typ = t
+					v, err := ws.next()
+					if err != nil {
+						return err
+					}
+					w = v
+				}
+			}
+			if matches(w, "help") {
+				return routeUsage()
+			}
+			if q.dst.IsValid() {
+				return garbage(w)
+			}
+			p, err := parsePrefix(w)
+			if err != nil {
+				return err
+			}
+			q.dst = p
+		}
+	}
+	if !q.dst.IsValid() {
+		return routeUsage()
+	}
+	return nil
+}
+
+// mayBeKeyword says whether w can be a keyword or a route type: a word
+// with a leading digit is an address.
+func mayBeKeyword(w []byte) bool { return len(w) > 0 && (w[0] < '0' || w[0] > '9') }
+
+func routeUsage() *cmdErr {
+	return parseErr(`Usage: ip route { list | flush } SELECTOR
+       ip route save SELECTOR
+       ip route restore
+       ip route get ADDRESS [ from ADDRESS iif STRING ] [ oif STRING ]
+       ip route { add | del | change | append | replace | prepend } ROUTE
+SELECTOR := [ root PREFIX ] [ match PREFIX ] [ exact PREFIX ]
+            [ table TABLE_ID ] [ proto RTPROTO ] [ type TYPE ]
+            [ dev STRING ] [ via ADDRESS ] [ from PREFIX ]
+ROUTE := NODE_SPEC [ INFO_SPEC ]
+NODE_SPEC := [ TYPE ] PREFIX [ table TABLE_ID ] [ proto RTPROTO ]
+             [ scope SCOPE ] [ metric METRIC ] [ from PREFIX ]
+INFO_SPEC := NH OPTIONS
+NH := [ via [ inet6 ] ADDRESS ] [ dev STRING ] [ onlink ]
+OPTIONS := [ mtu NUMBER ] [ src ADDRESS ] [ pref medium ] [ expires TIME ]
+TYPE := { unicast | local | throw | unreachable | prohibit | blackhole }
+TABLE_ID := [ local | main | default | all | NUMBER ]
+RTPROTO := [ kernel | boot | static | NUMBER ]`)
+}
+
+const (
+	rcAdd = iota + 1
+	rcChange
+	rcReplace
+	rcPrepend
+	rcAppend
+	rcTest
+	rcDelete
+	rcList
+	rcGet
+	rcFlush
+	rcSave
+	rcRestore
+	rcShowdump
+	rcHelp
+)
+
+// routeCmds are do_iproute's command words, in its order.
+var routeCmds = newKeywords([]kw{
+	{"add", true, rcAdd}, {"change", true, rcChange}, {"chg", false, rcChange},
+	{"replace", true, rcReplace}, {"prepend", true, rcPrepend}, {"append", true, rcAppend},
+	{"test", true, rcTest}, {"delete", true, rcDelete}, {"list", true, rcList},
+	{"show", true, rcList}, {"lst", true, rcList}, {"get", true, rcGet}, {"flush", true, rcFlush},
+	{"save", true, rcSave}, {"restore", true, rcRestore}, {"showdump", true, rcShowdump},
+	{"help", true, rcHelp},
+})
+
+const (
+	mkSrc = iota + 1
+	mkVia
+	mkFrom
+	mkExpires
+	mkMetric
+	mkScope
+	mkMtu
+	mkOnlink
+	mkNexthop
+	mkProtocol
+	mkTable
+	mkDev
+	mkPref
+	mkUnsupported
+)
+
+// modifyWords are iproute_modify's keywords, in its order.
+var modifyWords = newKeywords([]kw{
+	{"src", false, mkSrc}, {"as", false, mkUnsupported}, {"via", false, mkVia}, {"from", false, mkFrom},
+	{"tos", false, mkUnsupported}, {"dsfield", true, mkUnsupported}, {"expires", false, mkExpires},
+	{"metric", true, mkMetric}, {"priority", true, mkMetric}, {"preference", false, mkMetric},
+	{"scope", false, mkScope}, {"mtu", false, mkMtu}, {"hoplimit", false, mkUnsupported},
+	{"advmss", false, mkUnsupported}, {"reordering", true, mkUnsupported}, {"rtt", false, mkUnsupported},
+	{"rto_min", false, mkUnsupported}, {"window", true, mkUnsupported}, {"cwnd", true, mkUnsupported},
+	{"initcwnd", true, mkUnsupported}, {"initrwnd", true, mkUnsupported}, {"features", true, mkUnsupported},
+	{"quickack", true, mkUnsupported}, {"congctl", true, mkUnsupported}, {"rttvar", true, mkUnsupported},
+	{"ssthresh", true, mkUnsupported}, {"realms", true, mkUnsupported}, {"onlink", false, mkOnlink},
+	{"nexthop", false, mkNexthop}, {"nhid", false, mkNexthop}, {"protocol", true, mkProtocol},
+	{"table", true, mkTable}, {"vrf", true, mkUnsupported}, {"dev", false, mkDev}, {"oif", false, mkDev},
+	{"pref", true, mkPref}, {"encap", false, mkUnsupported}, {"ttl-propagate", false, mkUnsupported},
+	{"fastopen_no_cookie", true, mkUnsupported},
+})

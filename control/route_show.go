@@ -1,0 +1,306 @@
+package control
+
+import (
+	"net/netip"
+	"strconv"
+	"time"
+
+	"urouter/fib6"
+	"urouter/nexthop"
+)
+
+// showFilter is a parsed SELECTOR of show, flush and save.
+type showFilter struct {
+	fib6.Filter
+	table     uint32 // 0 (none given, a parsed table never is): main; tableAll
+	metric    uint32
+	metricSet bool
+	cached    bool // selects nothing: the router has no cached routes
+	monitor   bool // printing for a monitor: every table shows
+}
+
+func (f *showFilter) selects(r *fib6.Route) bool {
+	return !f.cached && (!f.metricSet || r.Metric == f.metric)
+}
+
+func (s *session) parseSelector(args [][]byte) (*showFilter, *cmdErr) {
+	f := &showFilter{}
+	ws := argv{args: args}
+	for ; ws.i < len(args); ws.i++ {
+		w := args[ws.i]
+		switch {
+		case matches(w, "table"):
+			v, err := ws.next()
+			if err != nil {
+				return nil, err
+			}
+			t, ok := parseTable(v, true)
+			if !ok {
+				if matches(v, "help") {
+					return nil, routeUsage()
+				}
+				return nil, invarg("table id value is invalid\n", v)
+			}
+			f.table = t
+		case matches(w, "vrf"):
+			return nil, unsupported(w)
+		case matches(w, "cached") || matches(w, "cloned"):
+			f.cached = true // the router keeps no cached routes
+		case is(w, "tos") || matches(w, "dsfield"):
+			return nil, unsupported(w)
+		case matches(w, "protocol"):
+			v, err := ws.next()
+			if err != nil {
+				return nil, err
+			}
+			if is(v, "all") {
+				continue
+			}
+			p, ok := parseProto(v)
+			if !ok {
+				return nil, invarg("invalid \"protocol\"\n", v)
+			}
+			f.Proto = p
+		case matches(w, "scope"):
+			v, err := ws.next()
+			if err != nil {
+				return nil, err
+			}
+			if !is(v, "all") && !is(v, "global") && !is(v, "universe") && !is(v, "0") {
+				return nil, invarg("invalid \"scope\"\n", v)
+			}
+		case matches(w, "type"):
+			v, err := ws.next()
+			if err != nil {
+				return nil, err
+			}
+			t, ok := parseType(v)
+			if !ok {
+				return nil, invarg("node type value is invalid\n", v)
+			}
+			if t == 0 {
+				f.cached = true // a type the router has no routes of
+			}
+			f.Type = t
+		case is(w, "dev") || is(w, "oif"):
+			v, err := ws.next()
+			if err != nil {
+				return nil, err
+			}
+			l, lerr := s.link(v)
+			if lerr != nil {
+				return nil, lerr
+			}
+			f.Link = l.Index // never 0
+		case is(w, "iif"), is(w, "mark"), matches(w, "realms"):
+			return nil, unsupported(w)
+		case matches(w, "metric") || matches(w, "priority") || is(w, "preference"):
+			n, err := ws.nextUint32("metric")
+			if err != nil {
+				return nil, err
+			}
+			f.metric, f.metricSet = n, true
+		case is(w, "via"):
+			v, err := ws.nextVia()
+			if err != nil {
+				return nil, err
+			}
+			if f.Gateway, err = parseAddr(v); err != nil {
+				return nil, err
+			}
+		case is(w, "src"):
+			return nil, unsupported(w)
+		case matches(w, "from"):
+			v, err := ws.next()
+			if err != nil {
+				return nil, err
+			}
+			if matches(v, "root") || matches(v, "match") || matches(v, "exact") {
+				if v, err = ws.next(); err != nil {
+					return nil, err
+				}
+			}
+			if f.Src, err = parsePrefix(v); err != nil {
+				return nil, err
+			}
+		default:
+			if matches(w, "to") {
+				v, err := ws.next()
+				if err != nil {
+					return nil, err
+				}
+				w = v
+			}
+			var target *netip.Prefix
+			switch {
+			case matches(w, "root"):
+				target = &f.Root
+			case matches(w, "match"):
+				target = &f.Match
+			case matches(w, "exact"):
+				target = &f.Exact
+			}
+			if target != nil {
+				v, err := ws.next()
+				if err != nil {
+					return nil, err
+				}
+				w = v
+			} else {
+				target = &f.Exact
+			}
+			if matches(w, "help") {
+				return nil, routeUsage()
+			}
+			if is(w, "all") {
+				continue // everything
+			}
+			p, err := parsePrefix(w)
+			if err != nil {
+				return nil, err
+			}
+			*target = p
+		}
+	}
+	return f, nil
+}
+
+// tables returns the tables a selector names; main by default.
+func (s *session) tables(f *showFilter) ([]*fib6.Table, *cmdErr) {
+	switch {
+	case f.table == tableAll:
+		return s.r.Tables.All(), nil
+	case f.table != 0:
+		t := s.r.Tables.Get(f.table)
+		if t == nil {
+			return nil, &cmdErr{msg: "Error: ipv6: FIB table does not exist.\nDump terminated", code: 2}
+		}
+		return []*fib6.Table{t}, nil
+	}
+	return []*fib6.Table{s.r.Tables.Main()}, nil
+}
+
+func (s *session) routeShow(args [][]byte, flush bool) *cmdErr {
+	f, err := s.parseSelector(args)
+	if err != nil {
+		return err
+	}
+	ts, err := s.tables(f)
+	if err != nil {
+		return err
+	}
+	s.commit()
+	if flush {
+		if len(args) == 0 {
+			return &cmdErr{msg: "\"ip route flush\" requires arguments.", code: 1}
+		}
+		n := 0
+		for _, t := range ts {
+			if !f.cached {
+				n += t.Flush(f.Filter)
+			}
+		}
+		if s.opt.stats > 0 {
+			if n == 0 {
+				s.out.WriteString("Nothing to flush.\n")
+			} else {
+				s.out.WriteString("\n*** Round 1, deleting " + strconv.Itoa(n) + " entries ***\n*** Flush is complete after 1 round ***\n")
+			}
+		}
+		return nil
+	}
+	p := s.printer(f)
+	p.begin()
+	for _, t := range ts {
+		p.table = t.ID()
+		t.Dump(f.Filter, func(r fib6.Route) bool {
+			if f.selects(&r) {
+				p.add(r)
+			}
+			return true
+		})
+		p.flushGroup()
+	}
+	p.end()
+	return nil
+}
+
+// routeSave writes the selected routes as commands that a batch, a config
+// file or `route restore` turns back into the same routes. Routes the
+// router derives from its addresses (proto kernel) are left out: the
+// `address add` commands bring them back.
+func (s *session) routeSave(args [][]byte) *cmdErr {
+	f, err := s.parseSelector(args)
+	if err != nil {
+		return err
+	}
+	ts, err := s.tables(f)
+	if err != nil {
+		return err
+	}
+	s.commit()
+	var b []byte
+	for _, t := range ts {
+		var last fib6.Route
+		first := true
+		t.Dump(f.Filter, func(r fib6.Route) bool {
+			if r.Proto == fib6.ProtoKernel || !f.selects(&r) {
+				return true
+			}
+			verb := "route add "
+			if !first && r.Dst == last.Dst && r.Src == last.Src && r.Metric == last.Metric {
+				verb = "route append "
+			}
+			first, last = false, r
+			b = append(b[:0], verb...)
+			b = s.appendRouteSpec(b, t.ID(), r)
+			b = append(b, '\n')
+			s.out.Write(b)
+			return true
+		})
+	}
+	return nil
+}
+
+// appendRouteSpec writes r in the words of `route add`.
+func (s *session) appendRouteSpec(b []byte, table uint32, r fib6.Route) []byte {
+	if r.Type != fib6.Unicast {
+		b = append(append(b, r.Type.String()...), ' ')
+	}
+	b = appendDst(b, r.Dst)
+	if r.Src.IsValid() {
+		b = r.Src.AppendTo(append(b, " from "...))
+	}
+	if r.Nexthop.Gateway.IsValid() {
+		b = r.Nexthop.Gateway.AppendTo(append(b, " via "...))
+	}
+	if l := s.r.Links.ByIndex(r.Nexthop.Link); l != nil && r.Nexthop.Link != 0 {
+		b = append(append(b, " dev "...), l.Name...)
+	}
+	b = append(append(b, " table "...), tableString(table)...)
+	b = append(append(b, " proto "...), protoString(r.Proto)...)
+	b = strconv.AppendUint(append(b, " metric "...), uint64(r.Metric), 10)
+	if r.Nexthop.Flags&nexthop.OnLink != 0 {
+		b = append(b, " onlink"...)
+	}
+	if r.MTU != 0 {
+		b = strconv.AppendUint(append(b, " mtu "...), uint64(r.MTU), 10)
+	}
+	if r.PrefSrc.IsValid() {
+		b = r.PrefSrc.AppendTo(append(b, " src "...))
+	}
+	if r.Expires != 0 {
+		b = strconv.AppendInt(append(b, " expires "...), max(0, (r.Expires-time.Now().UnixNano())/1e9), 10)
+	}
+	return b
+}
+
+func appendDst(b []byte, p netip.Prefix) []byte {
+	switch {
+	case p.Bits() == 0:
+		return append(b, "default"...)
+	case p.Bits() == 128:
+		return p.Addr().AppendTo(b)
+	}
+	return p.AppendTo(b)
+}

@@ -1,0 +1,152 @@
+package control
+
+import (
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The wire between client and daemon. The client sends one header line,
+//
+//	urouter/1 OPTIONS BATCHNAME
+//
+// (OPTIONS: letters j p d f b r 6 and the stats count as digits, or "-"),
+// then command lines, each ending in '\n', then closes its side. The daemon
+// answers with frames: a type byte ('o' stdout, 'e' stderr, 'x' exit
+// status), a big-endian uint32 length and the payload.
+
+const protoMagic = "urouter/1"
+
+type options struct {
+	json, pretty, details, force, batch bool
+	// restore: a batch replaying `route save`; routes that exist already
+	// are not errors, as with ip route restore.
+	restore   bool
+	stats     int
+	batchName string
+}
+
+func (o options) header() string {
+	f := ""
+	for _, x := range []struct {
+		on bool
+		c  string
+	}{{o.json, "j"}, {o.pretty, "p"}, {o.details, "d"}, {o.force, "f"}, {o.batch, "b"}, {o.restore, "r"}} {
+		if x.on {
+			f += x.c
+		}
+	}
+	if o.stats > 0 {
+		f += strconv.Itoa(o.stats)
+	}
+	if f == "" {
+		f = "-"
+	}
+	name := o.batchName
+	if name == "" {
+		name = "-"
+	}
+	return protoMagic + " " + f + " " + name + "\n"
+}
+
+func parseHeader(line string) (options, error) {
+	var o options
+	fields := strings.SplitN(strings.TrimRight(line, "\n"), " ", 3)
+	if len(fields) != 3 || fields[0] != protoMagic {
+		return o, errors.New("bad header")
+	}
+	for _, c := range fields[1] {
+		switch {
+		case c == 'j':
+			o.json = true
+		case c == 'p':
+			o.pretty = true
+		case c == 'd':
+			o.details = true
+		case c == 'f':
+			o.force = true
+		case c == 'b':
+			o.batch = true
+		case c == 'r':
+			o.restore = true
+		case c >= '0' && c <= '9':
+			o.stats = o.stats*10 + int(c-'0')
+		}
+	}
+	o.batchName = fields[2]
+	return o, nil
+}
+
+// frameWriter writes everything given to it as frames of one type.
+type frameWriter struct {
+	c    io.Writer
+	kind byte
+}
+
+func (w *frameWriter) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	var hdr [5]byte
+	hdr[0] = w.kind
+	binary.BigEndian.PutUint32(hdr[1:], uint32(len(p)))
+	bufs := net.Buffers{hdr[:], p}
+	if _, err := bufs.WriteTo(w.c); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// idleCommit is how long a session holding a table's transaction waits on
+// its client, in either direction, before it publishes the transaction
+// and lets the table go. A client streaming a batch so gets one publish
+// per pause, not one per socket read (a read often returns a few KB, and
+// a publish ends the transaction's in-place copies); a client that stops
+// sending sees its routes within this time; a client that stops reading
+// its answers holds no lock while the daemon waits for it; and other
+// writers of the table wait at most this long for it.
+const idleCommit = time.Millisecond
+
+// pausingConn is a client's connection as its session uses it: while the
+// session holds a transaction (holding), a read or a write that waits
+// longer than idleCommit calls pause (which publishes it), then waits
+// without limit.
+type pausingConn struct {
+	net.Conn
+	holding func() bool
+	pause   func()
+}
+
+func (p *pausingConn) Read(b []byte) (int, error) {
+	if p.holding == nil || !p.holding() {
+		return p.Conn.Read(b)
+	}
+	p.SetReadDeadline(time.Now().Add(idleCommit))
+	n, err := p.Conn.Read(b)
+	p.SetReadDeadline(time.Time{})
+	if n > 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+		return n, err
+	}
+	p.pause()
+	return p.Conn.Read(b)
+}
+
+func (p *pausingConn) Write(b []byte) (int, error) {
+	if p.holding == nil || !p.holding() {
+		return p.Conn.Write(b)
+	}
+	p.SetWriteDeadline(time.Now().Add(idleCommit))
+	n, err := p.Conn.Write(b)
+	p.SetWriteDeadline(time.Time{})
+	if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
+		return n, err
+	}
+	p.pause()
+	m, err := p.Conn.Write(b[n:])
+	return n + m, err
+}

@@ -1,0 +1,374 @@
+// Package router is the composition root: it builds the router's links,
+// tables, rule set, routing decision and dataplane, and owns the policy
+// Linux derives from them: the local and connected routes an address
+// brings (proto kernel, metric 0 in table local, 256 in main), what a link
+// going down or away does to routes and addresses, and route expiry.
+//
+// control parses commands and calls the router (or a table, for routes);
+// it never goes around it. Link and address changes, which touch several
+// tables, take the router's lock; route changes take only their table's.
+// The router never waits on a client: housekeeping tries a table's lock
+// and comes back later rather than wait for it.
+package router
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"urouter/dataplane"
+	"urouter/decide"
+	"urouter/fib6"
+	"urouter/nexthop"
+	"urouter/rules"
+)
+
+// Metrics of the routes the router derives from its addresses, as Linux
+// gives them.
+const (
+	ConnectedMetric = 256
+	LocalMetric     = 0
+)
+
+// Router is the running router's state and policy.
+type Router struct {
+	Tables  *fib6.Tables
+	Links   *dataplane.Links
+	Rules   *rules.Current
+	Decider *decide.Decider
+	DP      *dataplane.Dataplane
+	Lo      *dataplane.Link
+
+	mu    sync.Mutex // link and address changes
+	watch atomic.Pointer[func(Event)]
+	stop  chan struct{}
+	done  sync.WaitGroup
+}
+
+// New builds a router: the tables local, main and default, Linux's
+// default rules, the loopback link with ::1, and the dataplane. Start
+// runs its housekeeping.
+func New() *Router {
+	r := &Router{Tables: fib6.NewTables(), Links: dataplane.NewLinks(), Rules: rules.NewCurrent()}
+	r.Decider = decide.New(r.Tables, r.Rules, r.Links)
+	r.DP = dataplane.New(r.Links, r.Decider)
+	r.Lo = r.DP.AddLoopback()
+	if err := r.AddAddr(r.Lo, netip.PrefixFrom(netip.IPv6Loopback(), 128)); err != nil {
+		panic("router: ::1 on lo: " + err.Error())
+	}
+	return r
+}
+
+// EventKind says what changed.
+type EventKind uint8
+
+const (
+	LinkAdded EventKind = iota + 1
+	LinkChanged
+	LinkDeleted
+	AddrAdded
+	AddrDeleted
+)
+
+// Event is a change of a link or of one of its addresses, as `ip monitor`
+// reports it.
+type Event struct {
+	Kind EventKind
+	Link *dataplane.Link
+	Addr netip.Prefix // for AddrAdded and AddrDeleted
+}
+
+// Watch makes fn hear every link and address change from now on (nil:
+// none). fn runs with the router's lock held and must not block.
+func (r *Router) Watch(fn func(Event)) {
+	if fn == nil {
+		r.watch.Store(nil)
+	} else {
+		r.watch.Store(&fn)
+	}
+}
+
+func (r *Router) tell(kind EventKind, l *dataplane.Link, a netip.Prefix) {
+	if fn := r.watch.Load(); fn != nil {
+		(*fn)(Event{Kind: kind, Link: l, Addr: a})
+	}
+}
+
+// AddTUN creates link name as a TUN device of the router's, down.
+func (r *Router) AddTUN(name string, o dataplane.TUNOptions) (*dataplane.Link, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l, err := r.DP.AddTUN(name, o)
+	if err == nil {
+		r.tell(LinkAdded, l, netip.Prefix{})
+	}
+	return l, err
+}
+
+// AddDummy creates link name as a dummy link, down.
+func (r *Router) AddDummy(name string, mtu int) (*dataplane.Link, error) {
+	return r.AddLink(name, nil, mtu)
+}
+
+// AddLink registers link name made of dev (a dummy link if nil), down.
+func (r *Router) AddLink(name string, dev dataplane.Device, mtu int) (*dataplane.Link, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var l *dataplane.Link
+	var err error
+	if dev == nil {
+		l, err = r.DP.AddDummy(name, mtu)
+	} else {
+		l, err = r.DP.AddLink(name, dev, mtu)
+	}
+	if err == nil {
+		r.tell(LinkAdded, l, netip.Prefix{})
+	}
+	return l, err
+}
+
+// SetUp brings a link up or down. Up installs the routes of its
+// addresses; down does what Linux does to IPv6 on a link going down: its
+// routes go from every table, and so do its addresses (keep_addr_on_down
+// is 0 by default).
+func (r *Router) SetUp(l *dataplane.Link, up bool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.setUp(l, up)
+}
+
+func (r *Router) setUp(l *dataplane.Link, up bool) error {
+	if err := l.PortSetUp(up); err != nil {
+		return err
+	}
+	if !r.Links.SetUp(l, up) {
+		return nil
+	}
+	r.tell(LinkChanged, l, netip.Prefix{})
+	if up {
+		var errs []error
+		for _, a := range l.Addrs() {
+			errs = append(errs, r.install(l, a))
+		}
+		return errors.Join(errs...)
+	}
+	// Route adds check that their link is up inside their table's
+	// transaction, so after this flush no route through l remains.
+	for _, t := range r.Tables.All() {
+		t.Flush(fib6.Filter{Link: l.Index})
+	}
+	for _, a := range l.Addrs() {
+		if _, err := r.Links.DelAddr(l, a); err == nil {
+			r.tell(AddrDeleted, l, a)
+		}
+	}
+	return nil
+}
+
+// SetMTU changes a link's MTU (and its port's far side's).
+func (r *Router) SetMTU(l *dataplane.Link, mtu int) error {
+	if err := dataplane.CheckMTU(mtu); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := l.PortSetMTU(mtu); err != nil {
+		return err
+	}
+	if err := r.Links.SetMTU(l, mtu); err != nil {
+		return err
+	}
+	r.tell(LinkChanged, l, netip.Prefix{})
+	return nil
+}
+
+// DeleteLink takes a link down (its routes and addresses go) and away.
+// The loopback cannot go, as in Linux.
+func (r *Router) DeleteLink(l *dataplane.Link) error {
+	if l.Flags()&dataplane.FlagLoopback != 0 {
+		return syscall.EOPNOTSUPP
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.setUp(l, false); err != nil {
+		return err
+	}
+	err := r.DP.Remove(l)
+	r.tell(LinkDeleted, l, netip.Prefix{})
+	return err
+}
+
+// addrRoutes are the routes Linux derives from an address: the local
+// route of the address itself, and the connected route of its prefix
+// (none on the loopback).
+func addrRoutes(l *dataplane.Link, a netip.Prefix) (local fib6.Route, connected *fib6.Route) {
+	nh := nexthop.Nexthop{Link: l.Index}
+	local = fib6.Route{Dst: netip.PrefixFrom(a.Addr(), 128),
+		Attrs: fib6.Attrs{Type: fib6.Local, Proto: fib6.ProtoKernel, Metric: LocalMetric, Nexthop: nh}}
+	if l.Flags()&dataplane.FlagLoopback == 0 {
+		connected = &fib6.Route{Dst: a.Masked(),
+			Attrs: fib6.Attrs{Type: fib6.Unicast, Proto: fib6.ProtoKernel, Metric: ConnectedMetric, Nexthop: nh}}
+	}
+	return local, connected
+}
+
+// install adds an address's routes. They are appended beside what is
+// there, as Linux inserts kernel routes without NLM_F_EXCL: the same
+// address on two links has two local routes, a prefix on two links two
+// connected routes; the same route again (a second address in a prefix)
+// is already there.
+func (r *Router) install(l *dataplane.Link, a netip.Prefix) error {
+	local, connected := addrRoutes(l, a)
+	if err := appendRoute(r.Tables.Local(), local); err != nil {
+		return fmt.Errorf("local route of %s: %w", a, err)
+	}
+	if connected != nil {
+		if err := appendRoute(r.Tables.Main(), *connected); err != nil {
+			r.uninstall(l, a)
+			return fmt.Errorf("connected route of %s: %w", a, err)
+		}
+	}
+	return nil
+}
+
+func appendRoute(t *fib6.Table, rt fib6.Route) error {
+	x := t.Begin()
+	defer x.Commit()
+	if err := x.Append(rt); err != nil && !errors.Is(err, fib6.ErrExists) {
+		return err
+	}
+	return nil
+}
+
+// uninstall removes an address's routes: its local route, and the
+// connected route unless another address of the link still has the
+// prefix.
+func (r *Router) uninstall(l *dataplane.Link, a netip.Prefix) {
+	local, connected := addrRoutes(l, a)
+	deleteRoute(r.Tables.Local(), local)
+	if connected == nil {
+		return
+	}
+	for _, o := range l.Addrs() {
+		if o.Masked() == connected.Dst && o != a {
+			return // another address still has the prefix
+		}
+	}
+	deleteRoute(r.Tables.Main(), *connected)
+}
+
+// deleteRoute removes rt; it may be gone already (a flush, a user's
+// `route del`), which is no error.
+func deleteRoute(t *fib6.Table, rt fib6.Route) {
+	x := t.Begin()
+	defer x.Commit()
+	x.Delete(fib6.Match{Dst: rt.Dst, Metric: rt.Metric, Proto: rt.Proto, Type: rt.Type, Link: rt.Nexthop.Link})
+}
+
+// AddAddr gives the router address a (with its prefix length) on link l,
+// and, if l is up, the address's routes. On error nothing changed.
+func (r *Router) AddAddr(l *dataplane.Link, a netip.Prefix) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.Links.AddAddr(l, a); err != nil {
+		return err
+	}
+	if l.Up() {
+		if err := r.install(l, a); err != nil {
+			r.Links.DelAddr(l, a)
+			return err
+		}
+	}
+	r.tell(AddrAdded, l, a)
+	return nil
+}
+
+// DelAddr removes address a from l, with its routes, and returns the
+// address removed.
+func (r *Router) DelAddr(l *dataplane.Link, a netip.Prefix) (netip.Prefix, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	removed, err := r.Links.DelAddr(l, a)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	if l.Up() {
+		r.uninstall(l, removed)
+	}
+	r.tell(AddrDeleted, l, removed)
+	return removed, nil
+}
+
+// Start runs the router's housekeeping (route expiry) until Close.
+func (r *Router) Start() {
+	r.stop = make(chan struct{})
+	r.done.Add(1)
+	go func() {
+		defer r.done.Done()
+		r.routineExpire(r.stop)
+	}()
+}
+
+// Close stops the housekeeping.
+func (r *Router) Close() {
+	if r.stop != nil {
+		close(r.stop)
+		r.done.Wait()
+		r.stop = nil
+	}
+}
+
+// expireEvery is how often routes are checked for expiry, and expireRetry
+// how soon a table that was busy is tried again.
+const (
+	expireEvery = time.Second
+	expireRetry = 10 * time.Millisecond
+)
+
+// routineExpire deletes routes whose time has come, once a second. It
+// never waits for a table: a table whose lock a client holds is tried
+// again shortly, and the other tables expire on time meanwhile.
+func (r *Router) routineExpire(stop <-chan struct{}) {
+	tick := time.NewTicker(expireEvery)
+	defer tick.Stop()
+	retry := time.NewTimer(expireRetry)
+	retry.Stop()
+	var busy []*fib6.Table
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+			busy = r.expire(r.Tables.All())
+		case <-retry.C:
+			busy = r.expire(busy)
+		}
+		if len(busy) > 0 {
+			retry.Reset(expireRetry)
+		}
+	}
+}
+
+// expire expires the routes of each table of ts that it can lock at once,
+// and returns the others.
+func (r *Router) expire(ts []*fib6.Table) []*fib6.Table {
+	now := time.Now().UnixNano()
+	var busy []*fib6.Table
+	for _, t := range ts {
+		if !t.Expiring() {
+			continue
+		}
+		x, ok := t.TryBegin()
+		if !ok {
+			busy = append(busy, t)
+			continue
+		}
+		x.Expire(now)
+		x.Commit()
+	}
+	return busy
+}
