@@ -286,3 +286,63 @@ func TestSaveRestore(t *testing.T) {
 		}
 	}
 }
+
+// TestClientThatDoesNotRead: a client streams a forced batch whose lines
+// fail inside the main table's transaction, and never reads the errors
+// (`urouter -force -batch F | sleep 30`). The daemon publishes before it
+// waits on that client, so another client's route add on the same table
+// waits a few milliseconds at most, the table's lock is free, and routes
+// with an expiry in other tables still expire on time.
+func TestClientThatDoesNotRead(t *testing.T) {
+	r := newTestRouter(t)
+	r.Start()
+	defer r.Close()
+	sock := startServer(t, r)
+	if _, e, st := run(r, options{}, "route add 2001:db8:e::/48 dev d0 table 100 expires 1"); st != 0 {
+		t.Fatal(e)
+	}
+	added := time.Now()
+	c := dial(t, sock, options{batch: true, force: true, batchName: "F"})
+	go func() {
+		w := bufio.NewWriter(c)
+		fmt.Fprint(w, "route add 2001:db8:5::/48 dev d0\n")
+		for i := 0; i < 200000; i++ {
+			fmt.Fprint(w, "route add 2001:db8:5::/48 dev d0\n") // File exists, inside the transaction
+		}
+		w.Flush()
+	}()
+	time.Sleep(300 * time.Millisecond) // the errors fill the socket: the daemon waits on the client
+	if x, ok := r.Tables.Main().TryBegin(); !ok {
+		t.Error("the main table's lock is held while the daemon waits on a client that does not read")
+	} else {
+		x.Commit()
+	}
+	var worst time.Duration
+	for i := 0; i < 50; i++ {
+		start := time.Now()
+		done := make(chan string, 1)
+		go func() {
+			_, e, _ := client(sock, options{}, fmt.Sprintf("route add 2001:db8:6:%x::/64 dev d0\n", i))
+			done <- e
+		}()
+		select {
+		case e := <-done:
+			if e != "" {
+				t.Fatalf("another client's add: %q", e)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("another client's route add still waits after 5 s")
+		}
+		worst = max(worst, time.Since(start))
+	}
+	t.Logf("the slowest of 50 route adds by another client took %v", worst)
+	if worst > 50*time.Millisecond {
+		t.Errorf("another client's route add waited %v", worst)
+	}
+	for r.Tables.Get(100).Len() != 0 {
+		if time.Since(added) > 2500*time.Millisecond {
+			t.Fatal("the route in table 100 did not expire on time")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

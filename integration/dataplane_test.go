@@ -270,6 +270,7 @@ func listenRaw(t *testing.T, ns, dev string) func(n int, wait time.Duration) [][
 		if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_IPV6), Ifindex: ifi.Index}); err != nil {
 			t.Fatal(err)
 		}
+		unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 16<<20) // room for a test's worth of packets
 	})
 	t.Cleanup(func() { unix.Close(fd) })
 	return func(n int, wait time.Duration) [][]byte {
