@@ -149,11 +149,7 @@ func (s *session) addrShow(args [][]byte) *cmdErr {
 	if err != nil {
 		return err
 	}
-	var j *jsonw
-	if s.opt.json {
-		j = &jsonw{w: s.out, pretty: s.opt.pretty}
-		j.startArray()
-	}
+	j := s.jsonArray()
 	for _, l := range links {
 		addrs := l.Addrs()
 		if j != nil {

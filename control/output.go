@@ -15,6 +15,16 @@ type jsonw struct {
 	sep    byte
 }
 
+// jsonArray starts the array a -j show prints, or returns nil without -j.
+func (s *session) jsonArray() *jsonw {
+	if !s.opt.json {
+		return nil
+	}
+	j := &jsonw{w: s.out, pretty: s.opt.pretty}
+	j.startArray()
+	return j
+}
+
 func (j *jsonw) eor() {
 	if j.sep != 0 {
 		j.w.WriteByte(j.sep)
@@ -95,6 +105,19 @@ func (j *jsonw) int(k string, v int64) {
 	j.eor()
 	var b [20]byte
 	j.w.Write(strconv.AppendInt(b[:0], v, 10))
+}
+
+// metrics writes a route's "metrics" (its MTU, if it has one).
+func (j *jsonw) metrics(mtu uint32) {
+	if mtu == 0 {
+		return
+	}
+	j.name("metrics")
+	j.startArray()
+	j.startObject()
+	j.uint("mtu", uint64(mtu))
+	j.endObject()
+	j.endArray()
 }
 
 // arrayStr writes a JSON array value of strings (e.g. flags).

@@ -263,14 +263,7 @@ func (s *session) printGet(q *getReq, res *decide.Result) {
 		}
 		j.uint("metric", uint64(r.Metric))
 		j.strings("flags", flags(r.Nexthop))
-		if r.MTU != 0 {
-			j.name("metrics")
-			j.startArray()
-			j.startObject()
-			j.uint("mtu", uint64(r.MTU))
-			j.endObject()
-			j.endArray()
-		}
+		j.metrics(r.MTU)
 		if q.iif != nil {
 			j.str("iif", string(q.iif))
 		}

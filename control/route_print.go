@@ -211,14 +211,7 @@ func (p *routePrinter) json(g []fib6.Route) {
 	} else {
 		j.strings("flags", nil)
 	}
-	if r.MTU != 0 {
-		j.name("metrics")
-		j.startArray()
-		j.startObject()
-		j.uint("mtu", uint64(r.MTU))
-		j.endObject()
-		j.endArray()
-	}
+	j.metrics(r.MTU)
 	if r.Expires != 0 {
 		j.int("expires", p.expires(r))
 	}

@@ -180,16 +180,26 @@ func (s *session) tables(f *showFilter) ([]*fib6.Table, *cmdErr) {
 	return []*fib6.Table{s.r.Tables.Main()}, nil
 }
 
-func (s *session) routeShow(args [][]byte, flush bool) *cmdErr {
+// selection parses a selector and finds its tables; the session's open
+// transaction is published first, so that what it shows is what it did.
+func (s *session) selection(args [][]byte) (*showFilter, []*fib6.Table, *cmdErr) {
 	f, err := s.parseSelector(args)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	ts, err := s.tables(f)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	s.commit()
+	return f, ts, nil
+}
+
+func (s *session) routeShow(args [][]byte, flush bool) *cmdErr {
+	f, ts, err := s.selection(args)
+	if err != nil {
+		return err
+	}
 	if flush {
 		if len(args) == 0 {
 			return &cmdErr{msg: "\"ip route flush\" requires arguments.", code: 1}
@@ -230,15 +240,10 @@ func (s *session) routeShow(args [][]byte, flush bool) *cmdErr {
 // router derives from its addresses (proto kernel) are left out: the
 // `address add` commands bring them back.
 func (s *session) routeSave(args [][]byte) *cmdErr {
-	f, err := s.parseSelector(args)
+	f, ts, err := s.selection(args)
 	if err != nil {
 		return err
 	}
-	ts, err := s.tables(f)
-	if err != nil {
-		return err
-	}
-	s.commit()
 	var b []byte
 	for _, t := range ts {
 		var last fib6.Route

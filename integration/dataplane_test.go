@@ -257,6 +257,19 @@ func rawSender(t *testing.T, ns, dev string) func([]byte) {
 // listenRaw captures the UDP packets for ports 7000-7099 arriving on link
 // dev of namespace ns.
 func listenRaw(t *testing.T, ns, dev string) func(n int, wait time.Duration) [][]byte {
+	return capture(t, ns, dev, func(p []byte) bool {
+		if len(p) < 12 {
+			return false
+		}
+		port := binary.BigEndian.Uint16(p[len(p)-10:])
+		return port >= 7000 && port < 7100
+	})
+}
+
+// capture returns a function that collects, for up to wait, the first n
+// IPv6 packets arriving on link dev of namespace ns that keep accepts
+// (the socket is open from now on, with room for a test's worth).
+func capture(t *testing.T, ns, dev string, keep func(p []byte) bool) func(n int, wait time.Duration) [][]byte {
 	var fd int
 	inNetns(t, ns, func() {
 		var err error
@@ -270,7 +283,7 @@ func listenRaw(t *testing.T, ns, dev string) func(n int, wait time.Duration) [][
 		if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_IPV6), Ifindex: ifi.Index}); err != nil {
 			t.Fatal(err)
 		}
-		unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 16<<20) // room for a test's worth of packets
+		unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 16<<20)
 	})
 	t.Cleanup(func() { unix.Close(fd) })
 	return func(n int, wait time.Duration) [][]byte {
@@ -280,16 +293,15 @@ func listenRaw(t *testing.T, ns, dev string) func(n int, wait time.Duration) [][
 		for len(got) < n && time.Now().Before(deadline) {
 			tv := unix.NsecToTimeval(int64(time.Until(deadline)))
 			unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
-			m, _, err := unix.Recvfrom(fd, buf, 0)
+			m, from, err := unix.Recvfrom(fd, buf, 0)
 			if err != nil {
 				continue
 			}
-			p := append([]byte(nil), buf[:m]...)
-			if len(p) >= 12 {
-				port := binary.BigEndian.Uint16(p[len(p)-10:])
-				if port >= 7000 && port < 7100 {
-					got = append(got, p)
-				}
+			if ll, ok := from.(*unix.SockaddrLinklayer); ok && ll.Pkttype == unix.PACKET_OUTGOING {
+				continue // what the host itself sends
+			}
+			if p := buf[:m]; keep(p) {
+				got = append(got, append([]byte(nil), p...))
 			}
 		}
 		return got

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // TestSharedDecision: the dataplane and `route get` decide with the same
@@ -132,41 +130,7 @@ func udpPacket(src, dst netip.Addr, sport, dport uint16) []byte {
 // listenICMPErrors captures the ICMPv6 errors (types 1-4) arriving on
 // link dev of namespace ns.
 func listenICMPErrors(t *testing.T, ns, dev string) func(n int, wait time.Duration) [][]byte {
-	var fd int
-	inNetns(t, ns, func() {
-		var err error
-		if fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_DGRAM, int(htons(unix.ETH_P_IPV6))); err != nil {
-			t.Fatal(err)
-		}
-		ifi, err := net.InterfaceByName(dev)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_IPV6), Ifindex: ifi.Index}); err != nil {
-			t.Fatal(err)
-		}
-	})
-	t.Cleanup(func() { unix.Close(fd) })
-	return func(n int, wait time.Duration) [][]byte {
-		var got [][]byte
-		deadline := time.Now().Add(wait)
-		buf := make([]byte, 65536)
-		for len(got) < n && time.Now().Before(deadline) {
-			tv := unix.NsecToTimeval(int64(time.Until(deadline)))
-			unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
-			m, from, err := unix.Recvfrom(fd, buf, 0)
-			if err != nil {
-				continue
-			}
-			if ll, ok := from.(*unix.SockaddrLinklayer); ok && ll.Pkttype == unix.PACKET_OUTGOING {
-				continue
-			}
-			if m >= 48 && buf[6] == 58 && buf[40] >= 1 && buf[40] <= 4 {
-				got = append(got, append([]byte(nil), buf[:m]...))
-			}
-		}
-		return got
-	}
+	return capture(t, ns, dev, func(p []byte) bool { return len(p) >= 48 && p[6] == 58 && p[40] >= 1 && p[40] <= 4 })
 }
 
 // TestICMPRateLimit: through the daemon with its default limits, 2,000

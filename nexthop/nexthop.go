@@ -1,9 +1,11 @@
-// Package nexthop owns what a route points at: today an inline nexthop (a
-// gateway and/or an egress link), with nexthop objects, groups
-// (hash-threshold, resilient) and flow hashing to come. Routes in fib6 refer
-// to a Nexthop; the dataplane reads it to pick the egress link.
+// Package nexthop owns what a route points at: an inline nexthop (a
+// gateway and/or an egress link), groups that spread flows over several
+// (Group.Select, hash-threshold over weights, as Linux), and the flow hash
+// they select by. Routes in fib6 refer to a Nexthop, a multipath route to a
+// Group of its members; the routing decision (package decide) selects the
+// member. Nexthop objects and resilient groups come with their issue.
 //
-// nexthop never imports fib6, rules, dataplane or control.
+// nexthop never imports fib6, rules, decide, dataplane or control.
 package nexthop
 
 import (

@@ -3,8 +3,9 @@
 // holds Linux's IPv6 defaults, 0 `from all lookup local` and 32766 `from
 // all lookup main` (IPv6 has no default-table rule).
 //
-// Readers (the dataplane, route get) load an immutable snapshot through an
-// atomic pointer and never lock; rules never imports dataplane or control.
+// The routing decision (package decide) loads an immutable snapshot
+// through an atomic pointer and never locks; rules never imports decide,
+// dataplane or control.
 package rules
 
 import (
