@@ -114,7 +114,7 @@ func (w *worker) parse(k *pkt) bool {
 	}
 	k.vh = decodeVnet(k.b)
 	p := header.IPv6(k.b[vnetHdrLen:])
-	if p[0]>>4 != header.IPv6Version {
+	if header.IPVersion(p) != header.IPv6Version {
 		k.drop(DropVersion)
 		return false
 	}

@@ -8,8 +8,9 @@ import (
 
 // Hop-by-Hop options, processed as Linux's ipv6_parse_hopopts and
 // ip6_parse_tlv do on every packet that has them, before its route is
-// looked up (checked against a Linux 6.18 router: see
-// hopopts_test.go).
+// looked up (checked against a Linux 6.18 router: see hopopts_test.go).
+// The options are read by hand: gVisor's options iterator allocates a
+// buffer per header, and its semantics are gVisor's, not Linux's.
 
 // Option types Linux knows in a Hop-by-Hop header.
 const (

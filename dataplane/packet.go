@@ -104,6 +104,8 @@ type l4info struct {
 // walk follows the extension headers of packet p (already checked to be
 // at least ipv6Len long and trimmed to its payload length) to the
 // transport header, at most maxExtHeaders deep, never reading past p.
+// The next-header and length bytes are read by hand: gVisor's
+// IPv6PayloadIterator works on a buffer.Buffer it allocates.
 func walk(p header.IPv6) l4info {
 	r := l4info{proto: p.NextHeader(), nhOff: header.IPv6NextHeaderOffset, off: -1}
 	off := ipv6Len

@@ -1,10 +1,14 @@
 package integration
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestDaemonCLI starts the daemon as a user would, with a config file,
@@ -90,4 +94,62 @@ func runWithStdin(t *testing.T, stdin, name string, args ...string) int {
 		t.Log(errs)
 	}
 	return st
+}
+
+// TestClientThatDoesNotRead: `urouter -force -batch F 2>&1 | sleep 30`,
+// with lines that fail inside the main table's transaction, stops reading
+// the daemon's answers. Another client's route add on the same table is
+// delayed by no more than a few milliseconds, and a route with an expiry in
+// another table still expires on time.
+func TestClientThatDoesNotRead(t *testing.T) {
+	d := startDaemon(t, "", "link add d0 type dummy", "link set d0 up", "address add 2001:db8:91::1/64 dev d0")
+	add := func(i int) time.Duration {
+		start := time.Now()
+		if _, e, st := d.run("route", "add", fmt.Sprintf("2001:db8:6:%x::/64", i), "dev", "d0"); st != 0 {
+			t.Fatalf("route add: %s", e)
+		}
+		return time.Since(start)
+	}
+	var before, during time.Duration
+	for i := 0; i < 10; i++ {
+		before = max(before, add(i))
+	}
+	if _, e, st := d.run("route", "add", "2001:db8:e::/48", "dev", "d0", "table", "100", "expires", "2"); st != 0 {
+		t.Fatal(e)
+	}
+	added := time.Now()
+	var b strings.Builder
+	b.WriteString("route add 2001:db8:5::/48 dev d0\n")
+	for i := 0; i < 200000; i++ {
+		b.WriteString("route add 2001:db8:5::/48 dev d0\n") // File exists
+	}
+	f := filepath.Join(t.TempDir(), "F")
+	os.WriteFile(f, []byte(b.String()), 0o644)
+	hostile := exec.Command("sh", "-c", urouter+" --socket "+d.sock+" -force -batch "+f+" 2>&1 | sleep 30")
+	hostile.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := hostile.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		syscall.Kill(-hostile.Process.Pid, syscall.SIGKILL)
+		hostile.Wait()
+	}()
+	time.Sleep(500 * time.Millisecond) // its answers fill the pipe and the socket
+	for i := 10; i < 30; i++ {
+		during = max(during, add(i))
+	}
+	t.Logf("the slowest route add (a client process each): %v before, %v while a client did not read", before, during)
+	if during > before+20*time.Millisecond {
+		t.Errorf("route adds took up to %v while a client did not read, %v before", during, before)
+	}
+	for {
+		out, _, _ := d.run("route", "show", "table", "100")
+		if out == "" {
+			break
+		}
+		if time.Since(added) > 3500*time.Millisecond {
+			t.Fatalf("the route in table 100 did not expire on time: %q", out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
