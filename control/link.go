@@ -262,4 +262,3 @@ func (s *session) linkDel(args [][]byte) *cmdErr {
 	}
 	return nil
 }
-

@@ -180,7 +180,9 @@ func (s *session) routeGet(args [][]byte) *cmdErr {
 		if iif, err = s.link(q.iif); err != nil {
 			return err
 		}
-		q.key.Iif = iif.Index
+		if iif.Flags()&dataplane.FlagLoopback == 0 { // iif lo is the router itself: no iif
+			q.key.Iif = iif.Index
+		}
 	}
 	if q.oif != nil {
 		l, err := s.link(q.oif)
