@@ -198,6 +198,21 @@ func checkTable(t *testing.T, tab *Table, m *refTable, r *rand.Rand) {
 	}
 }
 
+// nextRoute draws the route of a random change: one the model has (now
+// and then on another link) or a new one near the prefixes seen so far.
+func nextRoute(r *rand.Rand, m *refTable, seeds *[]netip.Prefix) Route {
+	if cur := m.dump(); len(cur) > 0 && r.IntN(3) == 0 {
+		rt := cur[r.IntN(len(cur))]
+		if r.IntN(2) == 0 {
+			rt.Nexthop.Link = int32(1 + r.IntN(3))
+		}
+		return rt
+	}
+	rt := randRoute(r, *seeds)
+	*seeds = append(*seeds, rt.Dst)
+	return rt
+}
+
 // TestTableRandom runs random transactions of add, replace, append,
 // prepend and delete against the model, and checks errors, lookups (with
 // and without source), Get and the dump after every commit.
@@ -210,16 +225,7 @@ func TestTableRandom(t *testing.T) {
 		for round := 0; round < 15; round++ {
 			x := tab.Begin()
 			for i := 0; i < 1+r.IntN(60); i++ {
-				var rt Route
-				if cur := m.dump(); len(cur) > 0 && r.IntN(3) == 0 {
-					rt = cur[r.IntN(len(cur))]
-					if r.IntN(2) == 0 {
-						rt.Nexthop.Link = int32(1 + r.IntN(3))
-					}
-				} else {
-					rt = randRoute(r, seeds)
-					seeds = append(seeds, rt.Dst)
-				}
+				rt := nextRoute(r, m, &seeds)
 				var got, want error
 				switch op := r.IntN(5); op {
 				case 4:

@@ -40,16 +40,7 @@ func TestTxnLookup(t *testing.T) {
 			}
 			x := tab.Begin()
 			for i := 0; i < ops; i++ {
-				var rt Route
-				if cur := m.dump(); len(cur) > 0 && r.IntN(3) == 0 {
-					rt = cur[r.IntN(len(cur))]
-					if r.IntN(2) == 0 {
-						rt.Nexthop.Link = int32(1 + r.IntN(3))
-					}
-				} else {
-					rt = randRoute(r, seeds)
-					seeds = append(seeds, rt.Dst)
-				}
+				rt := nextRoute(r, m, &seeds)
 				var got, want error
 				if op := r.IntN(5); op == 4 {
 					q := Match{Dst: rt.Dst, Src: rt.Src}

@@ -1,0 +1,91 @@
+package fib6
+
+import (
+	"net/netip"
+)
+
+// Reading a table's routes by a filter: Dump and Flush.
+
+// Filter selects routes for Dump and Flush. Zero fields select everything.
+type Filter struct {
+	// Root: only destinations within this prefix (`root P`).
+	Root netip.Prefix
+	// Match: only destinations containing this prefix (`match P`).
+	Match netip.Prefix
+	// Exact: only this destination (`exact P`, or a bare prefix).
+	Exact netip.Prefix
+	Proto Proto
+	Type  Type
+	// Src: only routes whose source prefix lies within this one.
+	Src netip.Prefix
+	// Link, Gateway: only routes through this link, via this gateway.
+	Link    int32
+	Gateway netip.Addr
+}
+
+func (f *Filter) selects(dst netip.Prefix, a *Attrs) bool {
+	if f.Proto != 0 && a.Proto != f.Proto || f.Type != 0 && a.Type != f.Type ||
+		f.Link != 0 && a.Nexthop.Link != f.Link || f.Gateway.IsValid() && a.Nexthop.Gateway != f.Gateway {
+		return false
+	}
+	if f.Src.IsValid() && (!a.Src.IsValid() || a.Src.Bits() < f.Src.Bits() || !f.Src.Contains(a.Src.Addr())) {
+		return false
+	}
+	return true
+}
+
+// Dump calls fn for every route the filter selects, in prefix order
+// (by address, shorter first), until fn returns false. It reads the
+// published table without locking; it sees every transaction whole, but a
+// transaction published while it runs may show in one part and not in
+// another.
+func (t *Table) Dump(f Filter, fn func(Route) bool) {
+	emit := func(p netip.Prefix, r *rset) bool {
+		for _, a := range r.routes {
+			if f.selects(p, &a.Attrs) && !fn(Route{Dst: p, Attrs: a.Attrs}) {
+				return false
+			}
+		}
+		return true
+	}
+	switch {
+	case f.Exact.IsValid():
+		a := f.Exact.Addr().As16()
+		for _, m := range t.trie.matches(keyOf(&a), nil) {
+			if m.p == f.Exact {
+				emit(m.p, m.r)
+			}
+		}
+	case f.Match.IsValid():
+		a := f.Match.Addr().As16()
+		ms := t.trie.matches(keyOf(&a), nil)
+		for i := len(ms) - 1; i >= 0; i-- {
+			if ms[i].p.Bits() <= f.Match.Bits() && !emit(ms[i].p, ms[i].r) {
+				return
+			}
+		}
+	default:
+		bound := f.Root
+		if !bound.IsValid() {
+			bound = netip.PrefixFrom(netip.IPv6Unspecified(), 0)
+		}
+		t.trie.walk(bound, emit)
+	}
+}
+
+// Flush deletes every route the filter selects, in one transaction, and
+// returns how many.
+func (t *Table) Flush(f Filter) int {
+	var victims []Route
+	x := t.Begin()
+	defer x.Commit()
+	t.Dump(f, func(r Route) bool { victims = append(victims, r); return true })
+	n := 0
+	for _, r := range victims {
+		if _, err := x.Delete(Match{Dst: r.Dst, Src: r.Src, Metric: r.Metric, Proto: r.Proto, Type: r.Type,
+			Gateway: r.Nexthop.Gateway, Link: r.Nexthop.Link}); err == nil {
+			n++
+		}
+	}
+	return n
+}
