@@ -65,33 +65,6 @@ func (dp *Dataplane) AddLink(name string, dev Device, mtu int) (*Link, error) {
 	return l, nil
 }
 
-// AddTUN creates link name as a TUN device owned by the router. The link
-// starts down.
-func (dp *Dataplane) AddTUN(name string, o TUNOptions) (*Link, error) {
-	if o.MTU == 0 {
-		o.MTU = 1500
-	}
-	if dp.Links.ByName(name) != nil {
-		return nil, ErrLinkExists
-	}
-	t, err := openTUN(name, o)
-	if err != nil {
-		return nil, err
-	}
-	l, err := dp.AddLink(name, t, o.MTU)
-	if err != nil {
-		t.Close()
-		return nil, err
-	}
-	return l, nil
-}
-
-// AddDummy creates link name as a dummy link, which drops what it is
-// given. The link starts down.
-func (dp *Dataplane) AddDummy(name string, mtu int) (*Link, error) {
-	return dp.AddLink(name, newDummy(), mtu)
-}
-
 // AddLoopback creates the loopback link "lo", up, as every Linux host has
 // one.
 func (dp *Dataplane) AddLoopback() *Link {

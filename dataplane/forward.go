@@ -1,6 +1,8 @@
 package dataplane
 
 import (
+	"encoding/binary"
+
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 
 	"urouter/decide"
@@ -70,8 +72,9 @@ func (w *worker) forward(n int) {
 	c.RxPackets.add(uint64(n)) // once per batch
 	c.RxBytes.add(uint64(bytes))
 	w.dp.Decider.DecideBatch(&w.batch, w.keys[:nk], w.res[:nk])
+	links := w.dp.Links.snap.Load() // the links as of this batch
 	for j := 0; j < nk; j++ {
-		w.act(&w.pk[w.pending[j]], &w.res[j])
+		act(&w.pk[w.pending[j]], &w.res[j], links)
 	}
 	for i := 0; i < n; i++ {
 		k := &w.pk[i]
@@ -156,12 +159,7 @@ func martian(p header.IPv6) bool {
 }
 
 func isUnspecOrLoop(a []byte) bool {
-	for _, b := range a[:15] {
-		if b != 0 {
-			return false
-		}
-	}
-	return a[15] <= 1
+	return binary.BigEndian.Uint64(a[:8]) == 0 && binary.BigEndian.Uint64(a[8:]) <= 1
 }
 
 func linkLocal(a []byte) bool { return a[0] == 0xfe && a[1]&0xc0 == 0x80 }
@@ -182,7 +180,7 @@ func (k *pkt) keyInto(key *decide.Key, iif int32) {
 
 // act does what the decision says, for a packet coming in: Linux's
 // ip6_forward checks, in its order, for what is forwarded.
-func (w *worker) act(k *pkt, r *decide.Result) {
+func act(k *pkt, r *decide.Result, links *linkSnap) {
 	switch r.Verdict {
 	case decide.Local:
 		k.act = actLocal
@@ -206,7 +204,7 @@ func (w *worker) act(k *pkt, r *decide.Result) {
 		k.drop(DropMartian) // a link-local source must not leave its link
 		return
 	}
-	out := w.dp.Links.ByIndex(r.Nexthop().Link)
+	out := links.at(r.Nexthop().Link)
 	if out == nil || !out.Up() {
 		k.drop(DropLinkDown)
 		return

@@ -61,12 +61,6 @@ func (w *worker) sendCoalesced(i, j int) {
 		n += len(w.pk[x].p) - ipv6Len - header.UDPMinimumSize
 	}
 	b := w.scratch(vnetHdrLen + ipv6Len + header.UDPMinimumSize + n)
-	if b == nil {
-		for x := i; x < j; x++ {
-			w.drop(out, DropWrite)
-		}
-		return
-	}
 	copy(b[vnetHdrLen:], first.p[:ipv6Len+header.UDPMinimumSize])
 	at := vnetHdrLen + ipv6Len + header.UDPMinimumSize
 	for x := i; x < j; x++ {

@@ -65,10 +65,6 @@ func (w *worker) segment(k *pkt, out *Link) {
 	for off, i := 0, 0; off < len(payload); off, i = off+size, i+1 {
 		n := min(size, len(payload)-off)
 		b := w.scratch(vnetHdrLen + hdr + n)
-		if b == nil {
-			w.drop(out, DropWrite)
-			return
-		}
 		clear(b[:vnetHdrLen])
 		s := header.IPv6(b[vnetHdrLen:])
 		copy(s, k.p[:hdr])

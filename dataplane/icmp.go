@@ -6,7 +6,6 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 
 	"urouter/decide"
-	"urouter/nexthop"
 )
 
 // The packets the router makes: ICMPv6 errors (RFC 4443), echo replies
@@ -36,9 +35,6 @@ func (w *worker) icmpError(k *pkt) {
 	}
 	quote := k.p[:min(len(k.p), MinMTU-ipv6Len-header.ICMPv6ErrorHeaderSize)]
 	b := w.scratch(vnetHdrLen + ipv6Len + header.ICMPv6ErrorHeaderSize + len(quote))
-	if b == nil {
-		return
-	}
 	clear(b[:vnetHdrLen])
 	p := header.IPv6(b[vnetHdrLen:])
 	m := header.ICMPv6(p[ipv6Len:])
@@ -74,8 +70,8 @@ func (w *worker) errorSource(k *pkt) ([16]byte, bool) {
 // it on a link that is up and takes it.
 func (w *worker) originate(b []byte, src, dst [16]byte, tclass, proto uint8, sport, dport uint16) {
 	p := header.IPv6(b[vnetHdrLen:])
-	f := nexthop.Flow{Src: src, Dst: dst, Proto: proto, SrcPort: sport, DstPort: dport}
 	key := decide.Key{Dst: dst, Src: src, Proto: proto, Sport: sport, Dport: dport, DSField: tclass}
+	f := key.Flow()
 	key.FlowLabel = f.Hash() & 0xfffff
 	p.SetTOS(tclass, key.FlowLabel)
 	p.SetPayloadLength(uint16(len(p) - ipv6Len))

@@ -130,8 +130,10 @@ func NewLinks() *Links {
 func (ls *Links) ByName(name string) *Link { return ls.snap.Load().byName[name] }
 
 // ByIndex returns link i, or nil.
-func (ls *Links) ByIndex(i int32) *Link {
-	s := ls.snap.Load()
+func (ls *Links) ByIndex(i int32) *Link { return ls.snap.Load().at(i) }
+
+// at is link i of the snapshot, or nil.
+func (s *linkSnap) at(i int32) *Link {
 	if i <= 0 || int(i) >= len(s.byIndex) {
 		return nil
 	}
@@ -229,18 +231,6 @@ func (ls *Links) SetMTU(l *Link, mtu int) error {
 	return nil
 }
 
-// scope orders addresses as Linux's per-link lists do (global before
-// link-local before host).
-func scope(a netip.Addr) int {
-	switch {
-	case a.IsLoopback():
-		return 1
-	case a.IsLinkLocalUnicast():
-		return 2
-	}
-	return 14
-}
-
 // AddAddr gives the router address a (with its prefix length) on l. It
 // goes before the link's addresses of the same or a lower scope, as Linux's
 // ipv6_link_dev_addr puts it: the newest first.
@@ -251,7 +241,7 @@ func (ls *Links) AddAddr(l *Link, a netip.Prefix) error {
 	if slices.ContainsFunc(cur, func(p netip.Prefix) bool { return p.Addr() == a.Addr() }) {
 		return ErrAddrExists
 	}
-	i := slices.IndexFunc(cur, func(p netip.Prefix) bool { return scope(a.Addr()) >= scope(p.Addr()) })
+	i := slices.IndexFunc(cur, func(p netip.Prefix) bool { return decide.Scope(a.Addr()) >= decide.Scope(p.Addr()) })
 	if i < 0 {
 		i = len(cur)
 	}

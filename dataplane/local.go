@@ -107,9 +107,6 @@ func (w *worker) tcpReset(k *pkt) {
 		return
 	}
 	b := w.scratch(vnetHdrLen + ipv6Len + header.TCPMinimumSize)
-	if b == nil {
-		return
-	}
 	clear(b)
 	p := header.IPv6(b[vnetHdrLen:])
 	r := header.TCP(p[ipv6Len:])

@@ -141,7 +141,9 @@ func (loopback) TxQueueLen() int                              { return 1000 }
 // as sent, as Linux's dummy counts it).
 type dummy struct{ mac net.HardwareAddr }
 
-func newDummy() *dummy {
+// NewDummy makes a dummy link's device, with a random locally
+// administered MAC.
+func NewDummy() Device {
 	mac := make(net.HardwareAddr, 6)
 	rand.Read(mac)
 	mac[0] = mac[0]&^1 | 2 // unicast, locally administered

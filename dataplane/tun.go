@@ -64,11 +64,11 @@ const (
 	tunUDPOffloads = unix.TUN_F_USO4 | unix.TUN_F_USO6
 )
 
-// openTUN creates TUN device name with its queues: IFF_TUN|IFF_NO_PI,
+// OpenTUN creates TUN device name with its queues: IFF_TUN|IFF_NO_PI,
 // IFF_VNET_HDR with TSO (and USO where the kernel has it) unless o.NoGSO,
 // not persistent (it goes when the router closes it), non-blocking for
 // Go's netpoller; then its MTU, and its move to o.Netns.
-func openTUN(name string, o TUNOptions) (*tunPort, error) {
+func OpenTUN(name string, o TUNOptions) (Device, error) {
 	t := &tunPort{name: name, vnet: !o.NoGSO}
 	flags := netlink.TUNTAP_NO_PI
 	if t.vnet {

@@ -40,8 +40,8 @@ func KeyOf(dst, src netip.Addr) Key {
 	return k
 }
 
-// flow is the key as the multipath hash reads it.
-func (k *Key) flow() nexthop.Flow {
+// Flow is the key as the multipath hash reads it.
+func (k *Key) Flow() nexthop.Flow {
 	return nexthop.Flow{Src: k.Src, Dst: k.Dst, Proto: k.Proto, SrcPort: k.Sport, DstPort: k.Dport, Label: k.FlowLabel}
 }
 
@@ -115,7 +115,7 @@ func settle(r *Result, rule rules.Rule, p *fib6.Paths, k *Key) bool {
 	}
 	*r = Result{Verdict: v, Rule: rule.Pref, Table: rule.Table, Route: p.Route, Paths: p}
 	if p.Group != nil {
-		f := k.flow()
+		f := k.Flow()
 		r.Member = p.Group.Select(f.Hash())
 		r.Route = p.Members[r.Member]
 	}

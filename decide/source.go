@@ -30,7 +30,9 @@ const (
 	scopeGlobal = 0xe
 )
 
-func scopeOf(a netip.Addr) int {
+// Scope is a's scope as Linux's __ipv6_addr_src_scope gives it (loopback
+// 1, link-local 2, site-local 5, global 14; ULAs are global).
+func Scope(a netip.Addr) int {
 	switch {
 	case a.IsLoopback():
 		return scopeNode
@@ -76,7 +78,7 @@ func labelOf(a netip.Addr) int {
 type score [5]int
 
 func scoreOf(a netip.Addr, prefixLen int, link int32, dst netip.Addr, dscope, dlabel int, dev int32) score {
-	s := scopeOf(a)
+	s := Scope(a)
 	if s >= dscope {
 		s = -s
 	} else {
@@ -108,7 +110,7 @@ func (s *score) beats(o *score) bool {
 // (5), the same label (6), the longest common prefix within the address's
 // own prefix length (8); on a tie, the first in Linux's order.
 func (d *Decider) SourceFor(dst netip.Addr, dev int32) (netip.Addr, bool) {
-	dscope := scopeOf(dst)
+	dscope := Scope(dst)
 	oifOnly := dev != 0 && (dst.IsMulticast() || dscope <= scopeLink)
 	dlabel := labelOf(dst)
 	var best netip.Addr

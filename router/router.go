@@ -100,35 +100,42 @@ func (r *Router) tell(kind EventKind, l *dataplane.Link, a netip.Prefix) {
 
 // AddTUN creates link name as a TUN device of the router's, down.
 func (r *Router) AddTUN(name string, o dataplane.TUNOptions) (*dataplane.Link, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	l, err := r.DP.AddTUN(name, o)
-	if err == nil {
-		r.tell(LinkAdded, l, netip.Prefix{})
+	if o.MTU == 0 {
+		o.MTU = 1500
 	}
-	return l, err
+	return r.addLink(name, o.MTU, func() (dataplane.Device, error) { return dataplane.OpenTUN(name, o) })
 }
 
 // AddDummy creates link name as a dummy link, down.
 func (r *Router) AddDummy(name string, mtu int) (*dataplane.Link, error) {
-	return r.AddLink(name, nil, mtu)
+	return r.AddLink(name, dataplane.NewDummy(), mtu)
 }
 
-// AddLink registers link name made of dev (a dummy link if nil), down.
+// AddLink registers link name made of dev, down.
 func (r *Router) AddLink(name string, dev dataplane.Device, mtu int) (*dataplane.Link, error) {
+	return r.addLink(name, mtu, func() (dataplane.Device, error) { return dev, nil })
+}
+
+// addLink makes a link's device with open, once the name is known to be
+// free (opening a TUN by the name of one that exists would join it), and
+// registers the link.
+func (r *Router) addLink(name string, mtu int, open func() (dataplane.Device, error)) (*dataplane.Link, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var l *dataplane.Link
-	var err error
-	if dev == nil {
-		l, err = r.DP.AddDummy(name, mtu)
-	} else {
-		l, err = r.DP.AddLink(name, dev, mtu)
+	if r.Links.ByName(name) != nil {
+		return nil, dataplane.ErrLinkExists
 	}
-	if err == nil {
-		r.tell(LinkAdded, l, netip.Prefix{})
+	dev, err := open()
+	if err != nil {
+		return nil, err
 	}
-	return l, err
+	l, err := r.DP.AddLink(name, dev, mtu)
+	if err != nil {
+		dev.Close()
+		return nil, err
+	}
+	r.tell(LinkAdded, l, netip.Prefix{})
+	return l, nil
 }
 
 // SetUp brings a link up or down. Up installs the routes of its
