@@ -1,40 +1,59 @@
 package nexthop
 
+import (
+	"encoding/binary"
+	"sync/atomic"
+)
+
+// MaxWeight is the largest weight a member may have (RTNH's hops + 1).
+const MaxWeight = 256
+
 // Member is one path of a group: a nexthop and its weight.
 type Member struct {
 	Nexthop
 	// Weight is the member's share of the flows, 1 to 256 as in Linux
 	// (iproute2's `weight`, RTNH's hops + 1).
 	Weight uint32
+	// ID is the member's nexthop object in a group of objects; 0 for a
+	// route's inline paths.
+	ID uint32
 }
 
-// Group spreads flows over its members by hash-threshold (RFC 2992), as
-// Linux's multipath does: each member owns a range of the 31-bit hash
-// space in proportion to its weight, and a flow takes the member whose
-// range holds its hash. A flow keeps its member while the group is
-// unchanged. Immutable once made.
+// Group spreads flows over its members. A hash-threshold group (RFC 2992,
+// Linux's mpath) gives each usable member a range of the 31-bit hash space
+// in proportion to its weight; a resilient group maps the hash to one of
+// its buckets, and each bucket to a member (see Resilient). A flow keeps
+// its member while the group is unchanged. Immutable once made.
 type Group struct {
 	members []Member
 	// upper[i] is the last hash of member i's range, Linux's
-	// fib_nh_upper_bound: round(cumulative weight << 31 / total) - 1.
-	upper []uint32
+	// fib_nh_upper_bound: round(cumulative weight << 31 / total) - 1 over
+	// the usable members; -1 for a member that is not usable.
+	upper []int32
+	res   *resBuckets // nil for hash-threshold
 }
 
-// NewGroup returns the group of members, in order. A weight of 0 counts
-// as 1.
+// NewGroup returns the hash-threshold group of members, in order. A weight
+// of 0 counts as 1.
 func NewGroup(members []Member) *Group {
-	g := &Group{members: append([]Member(nil), members...), upper: make([]uint32, len(members))}
+	g := &Group{members: append([]Member(nil), members...), upper: make([]int32, len(members))}
 	var total uint64
 	for i := range g.members {
 		if g.members[i].Weight == 0 {
 			g.members[i].Weight = 1
 		}
-		total += uint64(g.members[i].Weight)
+		if g.members[i].Usable() {
+			total += uint64(g.members[i].Weight)
+		}
 	}
 	var cum uint64
 	for i, m := range g.members {
+		if !m.Usable() {
+			g.upper[i] = -1
+			continue
+		}
 		cum += uint64(m.Weight)
-		g.upper[i] = uint32((cum<<31+total/2)/total) - 1 // DIV_ROUND_CLOSEST_ULL
+		g.upper[i] = int32((cum<<31+total/2)/total) - 1 // DIV_ROUND_CLOSEST_ULL
 	}
 	return g
 }
@@ -45,14 +64,87 @@ func (g *Group) Len() int { return len(g.members) }
 // Member returns member i.
 func (g *Group) Member(i int) Member { return g.members[i] }
 
+// Members returns the members; the caller must not change them.
+func (g *Group) Members() []Member { return g.members }
+
+// Resilient reports whether the group selects by buckets.
+func (g *Group) Resilient() bool { return g.res != nil }
+
 // Select returns the index of the member a flow with this hash takes, as
-// Linux's fib6_select_path does with the flow's 31-bit multipath hash.
+// Linux's fib6_select_path and nexthop_select_path do with the flow's
+// 31-bit multipath hash. With no usable member it returns 0.
 func (g *Group) Select(hash uint32) int {
-	h := hash >> 1
+	h := int32(hash >> 1)
+	if r := g.res; r != nil {
+		b := uint32(h) % uint32(len(r.member))
+		if t := clock.Load(); r.used[b].Load() != t {
+			r.used[b].Store(t) // only when it changes: a busy bucket's line stays shared
+		}
+		return int(r.member[b])
+	}
 	for i, u := range g.upper {
 		if h <= u {
 			return i
 		}
 	}
-	return len(g.upper) - 1
+	return 0
 }
+
+// SelectOn is Select among the members on link only, for a lookup that
+// asks for an egress link; -1 if none is.
+func (g *Group) SelectOn(hash uint32, link int32) int {
+	if i := g.Select(hash); g.members[i].Link == link {
+		return i
+	}
+	for i, m := range g.members {
+		if m.Link == link && m.Usable() {
+			return i
+		}
+	}
+	return -1
+}
+
+// AnyOn reports whether a usable member leaves by link.
+func (g *Group) AnyOn(link int32) bool {
+	for _, m := range g.members {
+		if m.Link == link && m.Usable() {
+			return true
+		}
+	}
+	return false
+}
+
+// AppendKey appends an encoding of the group's members that equal groups
+// share, for interning.
+func (g *Group) AppendKey(b []byte) []byte {
+	for _, m := range g.members {
+		a := m.Gateway.As16()
+		b = append(b, a[:]...)
+		b = binary.LittleEndian.AppendUint32(b, uint32(m.Link))
+		b = binary.LittleEndian.AppendUint32(b, m.Weight)
+		b = binary.LittleEndian.AppendUint32(b, m.ID)
+		b = append(b, byte(m.Flags))
+	}
+	return b
+}
+
+// Equal reports whether g and o have the same members (for hash-threshold
+// groups, the same selection).
+func (g *Group) Equal(o *Group) bool {
+	if g == o {
+		return true
+	}
+	if g == nil || o == nil || len(g.members) != len(o.members) || (g.res == nil) != (o.res == nil) {
+		return false
+	}
+	for i := range g.members {
+		if g.members[i] != o.members[i] {
+			return false
+		}
+	}
+	return g.res == nil
+}
+
+// clock is the coarse time, in milliseconds, that selections stamp on the
+// resilient buckets they use; the registry's upkeep advances it.
+var clock atomic.Int64

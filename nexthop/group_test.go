@@ -1,35 +1,95 @@
 package nexthop
 
 import (
+	"math/rand/v2"
 	"net/netip"
 	"testing"
 )
 
-// TestSelectWeights: flows spread over members in proportion to their
-// weights, each flow always to the same member, and the ranges are
-// Linux's upper bounds (equal weights split the 31-bit space in halves).
-func TestSelectWeights(t *testing.T) {
-	gw := func(i byte) Nexthop { return Nexthop{Gateway: netip.AddrFrom16([16]byte{0xfe, 0x80, 15: i}), Link: 2} }
-	g := NewGroup([]Member{{Nexthop: gw(1), Weight: 1}, {Nexthop: gw(2), Weight: 3}})
-	if g.upper[0] != 1<<29-1 || g.upper[1] != 1<<31-1 {
-		t.Fatalf("upper bounds %#x %#x", g.upper[0], g.upper[1])
+func gw(i byte) Nexthop {
+	return Nexthop{Gateway: netip.AddrFrom16([16]byte{0xfe, 0x80, 15: i}), Link: int32(i)}
+}
+
+func randomFlow(r *rand.Rand) Flow {
+	var f Flow
+	for i := range f.Src {
+		f.Src[i], f.Dst[i] = byte(r.Uint32()), byte(r.Uint32())
 	}
-	counts := make([]int, 2)
-	f := Flow{Src: [16]byte{0x20, 0x01, 0x0d, 0xb8, 15: 1}, Dst: [16]byte{0x20, 0x01, 0x0d, 0xb8, 1, 15: 2}, Proto: 17}
-	for port := 0; port < 40000; port++ {
-		f.SrcPort = uint16(port)
-		h := f.Hash()
-		i := g.Select(h)
-		if g.Select(h) != i {
-			t.Fatal("the same hash took another member")
+	f.Proto, f.SrcPort, f.DstPort, f.Label = 17, uint16(r.Uint32()), uint16(r.Uint32()), r.Uint32()&0xfffff
+	return f
+}
+
+// TestSelectWeights: 1M random flows over weights 1/2/3/4 land within ±1%
+// of the weights, each flow always on the same member; the ranges are
+// Linux's upper bounds.
+func TestSelectWeights(t *testing.T) {
+	g := NewGroup([]Member{{Nexthop: gw(1), Weight: 1}, {Nexthop: gw(2), Weight: 2}, {Nexthop: gw(3), Weight: 3}, {Nexthop: gw(4), Weight: 4}})
+	if g.upper[0] != (1<<31+5)/10-1 || g.upper[3] != 1<<31-1 {
+		t.Fatalf("upper bounds %#x", g.upper)
+	}
+	h := Hasher{Seed: 7}
+	r := rand.New(rand.NewPCG(1, 2))
+	const n = 1_000_000
+	counts := make([]int, 4)
+	for range n {
+		f := randomFlow(r)
+		hash := h.Hash(&f)
+		i := g.Select(hash)
+		if g.Select(h.Hash(&f)) != i {
+			t.Fatal("the same flow took another member")
 		}
 		counts[i]++
 	}
-	if counts[0] < 9000 || counts[0] > 11000 {
-		t.Errorf("weights 1:3 split 40000 flows %v", counts)
+	for i, c := range counts {
+		want := float64(n) * float64(i+1) / 10
+		if d := float64(c) - want; d > want/100 || d < -want/100 {
+			t.Errorf("member %d (weight %d): %d flows, want %.0f ±1%%", i, i+1, c, want)
+		}
 	}
 	if n := NewGroup([]Member{{Nexthop: gw(1)}, {Nexthop: gw(2)}}); n.Select(0) != 0 || n.Select(^uint32(0)) != 1 ||
-		n.Select(1<<31-2) != 0 || n.Select(1<<31) != 1 {
+		n.Select((1<<30-1)<<1) != 0 || n.Select(1<<31) != 1 {
 		t.Error("equal weights: the halves of the hash space")
+	}
+}
+
+// TestSelectSkipsDead: a dead member takes no flow; the others share its.
+func TestSelectSkipsDead(t *testing.T) {
+	dead := gw(2)
+	dead.Flags |= Dead | LinkDown
+	g := NewGroup([]Member{{Nexthop: gw(1), Weight: 1}, {Nexthop: dead, Weight: 1}, {Nexthop: gw(3), Weight: 1}})
+	h := Hasher{}
+	r := rand.New(rand.NewPCG(3, 4))
+	counts := make([]int, 3)
+	for range 30000 {
+		f := randomFlow(r)
+		counts[g.Select(h.Hash(&f))]++
+	}
+	if counts[1] != 0 || counts[0] < 14000 || counts[2] < 14000 {
+		t.Errorf("flows %v: the dead member must carry none, the others half each", counts)
+	}
+}
+
+// TestHashPolicy: policy 0 (Linux's default) ignores the ports and reads
+// the flow label; policy 1 reads the ports and not the label; the seed
+// changes the split.
+func TestHashPolicy(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	f := randomFlow(r)
+	g := f
+	g.SrcPort++
+	l3, l4 := Hasher{Policy: PolicyL3}, Hasher{Policy: PolicyL4}
+	if l3.Hash(&f) != l3.Hash(&g) {
+		t.Error("policy 0 hashed the ports")
+	}
+	if l4.Hash(&f) == l4.Hash(&g) {
+		t.Error("policy 1 ignored the ports")
+	}
+	g = f
+	g.Label++
+	if l3.Hash(&f) == l3.Hash(&g) || l4.Hash(&f) != l4.Hash(&g) {
+		t.Error("the flow label: policy 0 reads it, policy 1 does not")
+	}
+	if (Hasher{Seed: 1}).Hash(&f) == (Hasher{Seed: 2}).Hash(&f) {
+		t.Error("the seed changed nothing")
 	}
 }
