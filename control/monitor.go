@@ -177,7 +177,6 @@ func (h *hub) format(s *session, p *routePrinter, ev event) {
 		p.table = ev.route.Table
 		p.deleted = ev.deleted
 		p.add(ev.route.Route)
-		p.flushGroup()
 	case ev.addr.IsValid():
 		label("[ADDR]")
 		fmt.Fprintf(s.out, "%s%d: %s    inet6 %s scope %s \n       valid_lft forever preferred_lft forever\n",

@@ -231,7 +231,7 @@ func (s *session) printGet(q *getReq, res *decide.Result) {
 	}
 	dev := "lo"
 	if r.Type != fib6.Local {
-		if l := s.r.Links.ByIndex(r.Nexthop.Link); l != nil {
+		if l := s.r.Links.ByIndex(res.Path.Link); l != nil {
 			dev = l.Name
 		}
 	}
@@ -250,8 +250,8 @@ func (s *session) printGet(q *getReq, res *decide.Result) {
 		}
 		j.str("dst", q.dst.String())
 		j.str("from", from.String())
-		if r.Nexthop.Gateway.IsValid() {
-			j.str("gateway", r.Nexthop.Gateway.String())
+		if res.Path.Gateway.IsValid() {
+			j.str("gateway", res.Path.Gateway.String())
 		}
 		j.str("dev", dev)
 		if res.Table != fib6.TableMain {
@@ -264,7 +264,7 @@ func (s *session) printGet(q *getReq, res *decide.Result) {
 			j.str("prefsrc", pref.String())
 		}
 		j.uint("metric", uint64(r.Metric))
-		j.strings("flags", flags(r.Nexthop))
+		j.strings("flags", pathFlags(res.Path))
 		j.metrics(r.MTU)
 		if q.iif != nil {
 			j.str("iif", string(q.iif))
@@ -281,8 +281,8 @@ func (s *session) printGet(q *getReq, res *decide.Result) {
 	}
 	b = q.dst.AppendTo(b)
 	b = from.AppendTo(append(b, " from "...))
-	if r.Nexthop.Gateway.IsValid() {
-		b = r.Nexthop.Gateway.AppendTo(append(b, " via "...))
+	if res.Path.Gateway.IsValid() {
+		b = res.Path.Gateway.AppendTo(append(b, " via "...))
 	}
 	b = append(append(b, " dev "...), dev...)
 	if res.Table != fib6.TableMain {
@@ -295,7 +295,7 @@ func (s *session) printGet(q *getReq, res *decide.Result) {
 		b = pref.AppendTo(append(b, " src "...))
 	}
 	b = strconv.AppendUint(append(b, " metric "...), uint64(r.Metric), 10)
-	if r.Nexthop.Flags&nexthop.OnLink != 0 {
+	if res.Path.Flags&nexthop.OnLink != 0 {
 		b = append(b, " onlink"...)
 	}
 	if r.MTU != 0 {
@@ -318,16 +318,10 @@ func (s *session) printFibmatch(q *getReq, res *decide.Result) {
 		p.iif = string(q.iif)
 	}
 	p.begin()
-	paths := res.Paths
-	if paths.Group == nil {
-		p.add(fib6.Route{Dst: res.Prefix, Attrs: *res.Route})
-	} else {
-		n := len(paths.Members)
-		for i := 0; i < n; i++ {
-			p.add(fib6.Route{Dst: res.Prefix, Attrs: *paths.Members[(res.Member+i)%n]})
-		}
+	if res.Route.Group != nil {
+		p.rotate = res.Member
 	}
-	p.flushGroup()
+	p.add(fib6.Route{Dst: res.Prefix, Attrs: *res.Route})
 	p.end()
 }
 

@@ -19,8 +19,8 @@ func TestRouteGetMultipath(t *testing.T) {
 		t.Fatal(e)
 	}
 	devs := map[string]int{}
-	for port := 1000; port < 1200; port++ {
-		flow := fmt.Sprintf("2001:db8:100::1 from 2001:db8:1::2 ipproto udp sport %d dport 53", port)
+	for host := 1000; host < 1200; host++ { // Linux's default policy hashes addresses, not ports
+		flow := fmt.Sprintf("2001:db8:100::1 from 2001:db8:1::%x ipproto udp sport 5000 dport 53", host)
 		out, e, st := run(r, options{}, "route get "+flow)
 		if st != 0 {
 			t.Fatalf("route get %s: %s", flow, e)

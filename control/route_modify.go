@@ -108,8 +108,29 @@ func (s *session) routeModify(op routeOp, args [][]byte) *cmdErr {
 		if l != nil {
 			m.Link = l.Index
 		}
-		if _, err := s.txnFor(t).Delete(m); err != nil {
-			return rejected(err)
+		if q.nhidSet {
+			m.NhID = q.nhid
+		}
+		x := s.txnFor(t)
+		if len(q.legs) == 0 {
+			if _, err := x.Delete(m); err != nil {
+				return rejected(err)
+			}
+		}
+		// `del P nexthop via A ... nexthop via B ...` deletes each path
+		for _, lg := range q.legs {
+			pm := m
+			pm.Gateway = lg.gw
+			if lg.dev != nil {
+				ll, err := s.link(lg.dev)
+				if err != nil {
+					return err
+				}
+				pm.Link = ll.Index
+			}
+			if _, err := x.Delete(pm); err != nil {
+				return rejected(err)
+			}
 		}
 		s.gwCache.changed(q.dst)
 		return nil
@@ -136,8 +157,21 @@ func (s *session) routeModify(op routeOp, args [][]byte) *cmdErr {
 	if q.onlink {
 		rt.Nexthop.Flags |= nexthop.OnLink
 	}
-	switch rt.Type {
-	case fib6.Unicast, fib6.Local:
+	switch {
+	case q.nhidSet:
+		if q.gw.IsValid() || l != nil || len(q.legs) > 0 {
+			return extack("Nexthop specification and nexthop id are mutually exclusive.")
+		}
+		if rt.Object = s.nexthopObject(q.nhid); rt.Object == nil {
+			return extack("Nexthop id does not exist.")
+		}
+	case len(q.legs) > 0 && (rt.Type == fib6.Unicast || rt.Type == fib6.Local):
+		g, err := s.legGroup(q, tid, t)
+		if err != nil {
+			return err
+		}
+		rt.Group = g
+	case rt.Type == fib6.Unicast || rt.Type == fib6.Local:
 		rt.Nexthop.Gateway = q.gw
 		if l != nil {
 			rt.Nexthop.Link = l.Index
@@ -152,6 +186,13 @@ func (s *session) routeModify(op routeOp, args [][]byte) *cmdErr {
 	x := s.txnFor(t)
 	if l != nil && !l.Up() && (rt.Type == fib6.Unicast || rt.Type == fib6.Local) {
 		return extack("Nexthop device is not up.")
+	}
+	if rt.Group != nil {
+		for _, m := range rt.Group.Members() {
+			if ll := s.r.Links.ByIndex(m.Link); ll == nil || !ll.Up() {
+				return extack("Nexthop device is not up.")
+			}
+		}
 	}
 	var err error
 	switch op {
@@ -173,6 +214,7 @@ func (s *session) routeModify(op routeOp, args [][]byte) *cmdErr {
 		return rejected(err)
 	}
 	s.gwCache.changed(q.dst)
+	s.legCache.changed(q.dst)
 	return nil
 }
 
@@ -228,6 +270,93 @@ func (s *session) checkGateway(rt *fib6.Route, tid uint32, t *fib6.Table) *cmdEr
 		}
 	}
 	return answers(syscall.EHOSTUNREACH)
+}
+
+// nexthopObject is nexthop object id, nil if there is none. A batch names
+// the same object on every line: the session keeps the last one while it
+// lives (the table's transaction checks that again).
+func (s *session) nexthopObject(id uint32) *nexthop.Object {
+	if o := s.lastObj; o != nil && o.ID() == id && o.Alive() {
+		return o
+	}
+	s.lastObj = s.r.Nexthops.Get(id)
+	return s.lastObj
+}
+
+// legGroup validates the paths of a multipath route, each as a route of
+// its own (its link, its gateway), and returns them as a group. A batch
+// repeats the same paths on every line: the group checked last is reused
+// while the tables it was checked in are unchanged.
+func (s *session) legGroup(q *routeReq, tid uint32, t *fib6.Table) (*nexthop.Group, *cmdErr) {
+	c := &s.legCache
+	main := s.r.Tables.Main()
+	if c.g != nil && c.tid == tid && c.mainGen == main.Generation() && (t == nil || c.tidGen == t.Generation()) &&
+		sameLegs(c.legs, q.legs) {
+		return c.g, nil
+	}
+	c.g = nil
+	ms := make([]nexthop.Member, len(q.legs))
+	for i, lg := range q.legs {
+		rt := fib6.Route{}
+		rt.Nexthop.Gateway = lg.gw
+		if lg.onlink {
+			rt.Nexthop.Flags |= nexthop.OnLink
+		}
+		if lg.dev != nil {
+			l, err := s.link(lg.dev)
+			if err != nil {
+				return nil, err
+			}
+			rt.Nexthop.Link = l.Index
+		}
+		if err := s.checkGateway(&rt, tid, t); err != nil {
+			return nil, err
+		}
+		ms[i] = nexthop.Member{Nexthop: rt.Nexthop, Weight: lg.weight}
+	}
+	g := nexthop.NewGroup(ms)
+	*c = legCheck{g: g, tid: tid, mainGen: main.Generation(), legs: c.legs[:0]}
+	if t != nil {
+		c.tidGen = t.Generation()
+	}
+	for _, lg := range q.legs {
+		c.legs = append(c.legs, leg{gw: lg.gw, dev: append([]byte(nil), lg.dev...), weight: lg.weight, onlink: lg.onlink})
+	}
+	return g, nil
+}
+
+func sameLegs(a, b []leg) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].gw != b[i].gw || string(a[i].dev) != string(b[i].dev) || a[i].weight != b[i].weight || a[i].onlink != b[i].onlink {
+			return false
+		}
+	}
+	return true
+}
+
+// legCheck remembers the paths legGroup accepted last; none while g is nil.
+type legCheck struct {
+	g               *nexthop.Group
+	legs            []leg
+	tid             uint32
+	mainGen, tidGen uint64
+}
+
+// changed forgets the paths when the session's open transaction changes
+// a prefix that holds one of their gateways.
+func (c *legCheck) changed(p netip.Prefix) {
+	if c.g == nil {
+		return
+	}
+	for _, lg := range c.legs {
+		if p.Contains(lg.gw) {
+			c.g = nil
+			return
+		}
+	}
 }
 
 // gwCheck remembers the last gateway checkGateway accepted; none while gw

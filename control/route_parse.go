@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"urouter/fib6"
+	"urouter/nexthop"
 )
 
 // The route object: ip route { add | del | change | append | replace |
@@ -38,6 +39,17 @@ type routeReq struct {
 	mtu       uint32
 	expires   int64 // seconds, -1 for none
 	onlink    bool
+	nhid      uint32
+	nhidSet   bool
+	legs      []leg // `nexthop ...` paths, in the parse memo's storage
+}
+
+// leg is one `nexthop via A dev D weight W onlink` of a multipath route.
+type leg struct {
+	gw     netip.Addr
+	dev    []byte
+	weight uint32
+	onlink bool
 }
 
 // str views b as a string without copying; the string must not outlive b.
@@ -86,11 +98,14 @@ func parseUint32(b []byte) (uint32, bool) {
 // parseMemo keeps what the previous command parsed, for the next: a batch
 // repeats its keywords, gateway and table on every line.
 type parseMemo struct {
-	kw    [4]memo // by position among the keywords
-	gw    []byte
-	gwVal netip.Addr
-	tab   []byte
-	tabID uint32
+	kw       [4]memo // by position among the keywords
+	gw       []byte
+	gwVal    netip.Addr
+	tab      []byte
+	tabID    uint32
+	legs     []leg
+	legGw    [][]byte // the gateway of each leg as last written
+	legGwVal []netip.Addr
 }
 
 func parseRouteModify(q *routeReq, args [][]byte, pm *parseMemo) *cmdErr {
@@ -183,8 +198,21 @@ func parseRouteModify(q *routeReq, args [][]byte, pm *parseMemo) *cmdErr {
 			return unsupported(w)
 		case mkOnlink:
 			q.onlink = true
+		case mkNhid:
+			v, err := ws.next()
+			if err != nil {
+				return err
+			}
+			n, ok := parseUint32(v)
+			if !ok {
+				return badValue("id", v)
+			}
+			q.nhid, q.nhidSet = n, true
 		case mkNexthop:
-			return parseErr("Error: \"%s\" is not supported yet: nexthop objects and multipath routes come with the nexthop issue.", w)
+			if err := parseLegs(q, args[ws.i:], pm); err != nil {
+				return err
+			}
+			ws.i = len(args)
 		case mkProtocol:
 			v, err := ws.next()
 			if err != nil {
@@ -267,6 +295,71 @@ func parseRouteModify(q *routeReq, args [][]byte, pm *parseMemo) *cmdErr {
 	return nil
 }
 
+// parseLegs parses the `nexthop ...` paths that end a route command, as
+// iproute2's parse_nexthops and parse_one_nh do.
+func parseLegs(q *routeReq, args [][]byte, pm *parseMemo) *cmdErr {
+	q.legs = pm.legs[:0]
+	for i := 0; i < len(args); {
+		if !is(args[i], "nexthop") {
+			return parseErr("Error: \"nexthop\" or end of line is expected instead of \"%s\"", args[i])
+		}
+		if i+1 >= len(args) {
+			return parseErr("Error: unexpected end of line after \"nexthop\"")
+		}
+		n := len(q.legs)
+		q.legs = append(q.legs, leg{weight: 1})
+		l := &q.legs[n]
+		for i++; i < len(args); i++ {
+			w := args[i]
+			switch {
+			case is(w, "via"):
+				ws := argv{args: args, i: i}
+				v, err := ws.nextVia()
+				if err != nil {
+					return err
+				}
+				i = ws.i
+				if n < len(pm.legGw) && string(v) == string(pm.legGw[n]) {
+					l.gw = pm.legGwVal[n]
+					break
+				}
+				if l.gw, err = parseAddr(v); err != nil {
+					return err
+				}
+				for len(pm.legGw) <= n {
+					pm.legGw, pm.legGwVal = append(pm.legGw, nil), append(pm.legGwVal, netip.Addr{})
+				}
+				pm.legGw[n], pm.legGwVal[n] = append(pm.legGw[n][:0], v...), l.gw
+			case is(w, "dev"):
+				if i+1 >= len(args) {
+					return incomplete()
+				}
+				i++
+				l.dev = args[i]
+			case is(w, "weight"):
+				if i+1 >= len(args) {
+					return incomplete()
+				}
+				i++
+				n, ok := parseUint32(args[i])
+				if !ok || n == 0 || n > nexthop.MaxWeight {
+					return invarg("\"weight\" is invalid\n", args[i])
+				}
+				l.weight = n
+			case is(w, "onlink"):
+				l.onlink = true
+			case matches(w, "realms"), is(w, "encap"), is(w, "as"):
+				return unsupported(w)
+			default:
+				goto next
+			}
+		}
+	next:
+	}
+	pm.legs = q.legs
+	return nil
+}
+
 // mayBeKeyword says whether w can be a keyword or a route type: a word
 // with a leading digit is an address.
 func mayBeKeyword(w []byte) bool { return len(w) > 0 && (w[0] < '0' || w[0] > '9') }
@@ -283,8 +376,9 @@ SELECTOR := [ root PREFIX ] [ match PREFIX ] [ exact PREFIX ]
 ROUTE := NODE_SPEC [ INFO_SPEC ]
 NODE_SPEC := [ TYPE ] PREFIX [ table TABLE_ID ] [ proto RTPROTO ]
              [ scope SCOPE ] [ metric METRIC ] [ from PREFIX ]
-INFO_SPEC := NH OPTIONS
+INFO_SPEC := { NH | nhid ID } OPTIONS
 NH := [ via [ inet6 ] ADDRESS ] [ dev STRING ] [ onlink ]
+      | nexthop NH [ weight NUMBER ] nexthop NH ...
 OPTIONS := [ mtu NUMBER ] [ src ADDRESS ] [ pref medium ] [ expires TIME ]
 TYPE := { unicast | local | throw | unreachable | prohibit | blackhole }
 TABLE_ID := [ local | main | default | all | NUMBER ]
@@ -328,6 +422,7 @@ const (
 	mkMtu
 	mkOnlink
 	mkNexthop
+	mkNhid
 	mkProtocol
 	mkTable
 	mkDev
@@ -346,7 +441,7 @@ var modifyWords = newKeywords([]kw{
 	{"initcwnd", true, mkUnsupported}, {"initrwnd", true, mkUnsupported}, {"features", true, mkUnsupported},
 	{"quickack", true, mkUnsupported}, {"congctl", true, mkUnsupported}, {"rttvar", true, mkUnsupported},
 	{"ssthresh", true, mkUnsupported}, {"realms", true, mkUnsupported}, {"onlink", false, mkOnlink},
-	{"nexthop", false, mkNexthop}, {"nhid", false, mkNexthop}, {"protocol", true, mkProtocol},
+	{"nexthop", false, mkNexthop}, {"nhid", true, mkNhid}, {"protocol", true, mkProtocol},
 	{"table", true, mkTable}, {"vrf", true, mkUnsupported}, {"dev", false, mkDev}, {"oif", false, mkDev},
 	{"pref", true, mkPref}, {"encap", false, mkUnsupported}, {"ttl-propagate", false, mkUnsupported},
 	{"fastopen_no_cookie", true, mkUnsupported},

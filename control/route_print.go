@@ -2,6 +2,7 @@ package control
 
 import (
 	"net/netip"
+	"slices"
 	"strconv"
 	"time"
 
@@ -9,15 +10,13 @@ import (
 	"urouter/nexthop"
 )
 
-// routePrinter writes routes as `ip -6 route show` does, text or JSON.
-// Consecutive routes of one destination, source and metric that all have
-// a gateway print as one multipath route, as Linux shows its IPv6 ECMP
-// siblings.
+// routePrinter writes routes as `ip -6 route show` does, text or JSON. A
+// multipath route, and a route through a nexthop group, prints its paths
+// on lines of their own (Linux's default nexthop_compat_mode).
 type routePrinter struct {
 	s       *session
 	f       *showFilter
 	table   uint32
-	group   []fib6.Route
 	j       *jsonw
 	b       []byte
 	now     int64
@@ -25,6 +24,9 @@ type routePrinter struct {
 	// route get fibmatch: the table unless main, and the iif asked
 	get bool
 	iif string
+	// rotate: print the paths of an inline multipath route from this one
+	// on (fibmatch names the flow's path first, as Linux does)
+	rotate int
 }
 
 func (s *session) printer(f *showFilter) *routePrinter {
@@ -48,38 +50,58 @@ func (p *routePrinter) end() {
 	}
 }
 
-func ecmp(r *fib6.Route) bool { return r.Type == fib6.Unicast && r.Nexthop.Gateway.IsValid() }
+// routeShape is what a route prints of its paths: its nexthop object's
+// id (0 for none), its single path (when it has one), or its paths.
+type routeShape struct {
+	nhid   uint32
+	single *nexthop.Nexthop
+	paths  []nexthop.Member
+	// blackhole: a route through a blackhole nexthop object
+	blackhole bool
+}
+
+func (p *routePrinter) shape(r *fib6.Route) routeShape {
+	var sh routeShape
+	switch {
+	case r.Object != nil:
+		v := r.Object.Load()
+		sh.nhid = r.Object.ID()
+		switch {
+		case v.Paths != nil:
+			sh.paths = v.Paths.Members()
+		case v.Flags&nexthop.Blackhole != 0:
+			sh.blackhole = true
+		default:
+			sh.single = &v.Nexthop
+		}
+	case r.Group != nil:
+		ms := r.Group.Members()
+		if k := p.rotate % len(ms); k != 0 {
+			ms = append(slices.Clone(ms[k:]), ms[:k]...)
+		}
+		sh.paths = ms
+	default:
+		sh.single = &r.Nexthop
+	}
+	return sh
+}
 
 func (p *routePrinter) add(r fib6.Route) {
-	if n := len(p.group); n > 0 {
-		g := &p.group[0]
-		if !(g.Dst == r.Dst && g.Src == r.Src && g.Metric == r.Metric && ecmp(g) && ecmp(&r)) {
-			p.flushGroup()
-		}
-	}
-	p.group = append(p.group, r)
-}
-
-func (p *routePrinter) flushGroup() {
-	if len(p.group) == 0 {
-		return
-	}
 	if p.j != nil {
-		p.json(p.group)
+		p.json(&r)
 	} else {
-		p.text(p.group)
+		p.text(&r)
 	}
-	p.group = p.group[:0]
 }
 
-func (p *routePrinter) devName(r *fib6.Route) string {
-	if r.Type.IsReject() || r.Type == fib6.Throw || r.Nexthop.Link == 0 {
+func (p *routePrinter) linkName(r *fib6.Route, link int32) string {
+	if r.Type.IsReject() || r.Type == fib6.Throw || link == 0 {
 		return "lo"
 	}
-	if l := p.s.r.Links.ByIndex(r.Nexthop.Link); l != nil {
+	if l := p.s.r.Links.ByIndex(link); l != nil {
 		return l.Name
 	}
-	return "if" + strconv.Itoa(int(r.Nexthop.Link))
+	return "if" + strconv.Itoa(int(link))
 }
 
 // showTable: iproute2 filters by table main unless told otherwise, and
@@ -96,26 +118,51 @@ func (p *routePrinter) expires(r *fib6.Route) int64 {
 	return max(0, (r.Expires-p.now)/int64(time.Second))
 }
 
-func (p *routePrinter) text(g []fib6.Route) {
-	r := &g[0]
+// pathFlags are a path's flags as iproute2's print_rt_flags words them,
+// in its order.
+func pathFlags(nh nexthop.Nexthop) []string {
+	var fs []string
+	if nh.Flags&nexthop.Dead != 0 {
+		fs = append(fs, "dead")
+	}
+	if nh.Flags&nexthop.OnLink != 0 {
+		fs = append(fs, "onlink")
+	}
+	if nh.Flags&nexthop.LinkDown != 0 {
+		fs = append(fs, "linkdown")
+	}
+	return fs
+}
+
+func (p *routePrinter) text(r *fib6.Route) {
 	d := p.s.opt.details
+	sh := p.shape(r)
 	b := p.b[:0]
 	if p.deleted {
 		b = append(b, "Deleted "...)
 	}
-	if r.Type != fib6.Unicast || d {
+	if sh.blackhole {
+		b = append(b, "blackhole "...)
+	} else if r.Type != fib6.Unicast || d {
 		b = append(append(b, r.Type.String()...), ' ')
 	}
 	b = appendDst(b, r.Dst)
 	if r.Src.IsValid() {
 		b = r.Src.AppendTo(append(b, " from "...))
 	}
-	if len(g) == 1 {
-		if r.Nexthop.Gateway.IsValid() && !p.f.Gateway.IsValid() {
-			b = r.Nexthop.Gateway.AppendTo(append(b, " via "...))
+	if sh.nhid != 0 {
+		b = strconv.AppendUint(append(b, " nhid "...), uint64(sh.nhid), 10)
+	}
+	if sh.single != nil || sh.blackhole {
+		nh := nexthop.Nexthop{}
+		if sh.single != nil {
+			nh = *sh.single
+		}
+		if nh.Gateway.IsValid() && !p.f.Gateway.IsValid() {
+			b = nh.Gateway.AppendTo(append(b, " via "...))
 		}
 		if p.f.Link == 0 {
-			b = append(append(b, " dev "...), p.devName(r)...)
+			b = append(append(b, " dev "...), p.linkName(r, nh.Link)...)
 		}
 	}
 	if p.showTable() {
@@ -133,8 +180,10 @@ func (p *routePrinter) text(g []fib6.Route) {
 	if !p.f.metricSet {
 		b = strconv.AppendUint(append(b, " metric "...), uint64(r.Metric), 10)
 	}
-	if len(g) == 1 && r.Nexthop.Flags&nexthop.OnLink != 0 {
-		b = append(b, " onlink"...)
+	if sh.single != nil {
+		for _, f := range pathFlags(*sh.single) {
+			b = append(append(b, ' '), f...)
+		}
 	}
 	if r.MTU != 0 {
 		b = strconv.AppendUint(append(b, " mtu "...), uint64(r.MTU), 10)
@@ -146,17 +195,17 @@ func (p *routePrinter) text(g []fib6.Route) {
 		b = append(append(b, " iif "...), p.iif...)
 	}
 	b = append(b, " pref medium\n"...)
-	if len(g) > 1 {
-		for i := range g {
-			n := &g[i]
-			b = n.Nexthop.Gateway.AppendTo(append(b, "\tnexthop via "...))
-			b = append(append(b, " dev "...), p.devName(n)...)
-			b = append(b, " weight 1 "...)
-			if n.Nexthop.Flags&nexthop.OnLink != 0 {
-				b = append(b, "onlink "...)
-			}
-			b = append(b, '\n')
+	for _, m := range sh.paths {
+		b = append(b, "\tnexthop"...)
+		if m.Gateway.IsValid() {
+			b = m.Gateway.AppendTo(append(b, " via "...))
 		}
+		b = append(append(b, " dev "...), p.linkName(r, m.Link)...)
+		b = append(strconv.AppendUint(append(b, " weight "...), uint64(m.Weight), 10), ' ')
+		for _, f := range pathFlags(m.Nexthop) {
+			b = append(append(b, f...), ' ')
+		}
+		b = append(b, '\n')
 	}
 	p.s.out.Write(b)
 	p.b = b
@@ -164,31 +213,33 @@ func (p *routePrinter) text(g []fib6.Route) {
 
 func dstString(p netip.Prefix) string { return string(appendDst(nil, p)) }
 
-func flags(nh nexthop.Nexthop) []string {
-	if nh.Flags&nexthop.OnLink != 0 {
-		return []string{"onlink"}
-	}
-	return nil
-}
-
-func (p *routePrinter) json(g []fib6.Route) {
+func (p *routePrinter) json(r *fib6.Route) {
 	j := p.j
-	r := &g[0]
 	d := p.s.opt.details
+	sh := p.shape(r)
 	j.startObject()
-	if r.Type != fib6.Unicast || d {
+	if sh.blackhole {
+		j.str("type", "blackhole")
+	} else if r.Type != fib6.Unicast || d {
 		j.str("type", r.Type.String())
 	}
 	j.str("dst", dstString(r.Dst))
 	if r.Src.IsValid() {
 		j.str("from", r.Src.String())
 	}
-	if len(g) == 1 {
-		if r.Nexthop.Gateway.IsValid() && !p.f.Gateway.IsValid() {
-			j.str("gateway", r.Nexthop.Gateway.String())
+	if sh.nhid != 0 {
+		j.uint("nhid", uint64(sh.nhid))
+	}
+	if sh.single != nil || sh.blackhole {
+		nh := nexthop.Nexthop{}
+		if sh.single != nil {
+			nh = *sh.single
+		}
+		if nh.Gateway.IsValid() && !p.f.Gateway.IsValid() {
+			j.str("gateway", nh.Gateway.String())
 		}
 		if p.f.Link == 0 {
-			j.str("dev", p.devName(r))
+			j.str("dev", p.linkName(r, nh.Link))
 		}
 	}
 	if p.showTable() {
@@ -206,8 +257,8 @@ func (p *routePrinter) json(g []fib6.Route) {
 	if !p.f.metricSet {
 		j.uint("metric", uint64(r.Metric))
 	}
-	if len(g) == 1 {
-		j.strings("flags", flags(r.Nexthop))
+	if sh.single != nil {
+		j.strings("flags", pathFlags(*sh.single))
 	} else {
 		j.strings("flags", nil)
 	}
@@ -219,16 +270,17 @@ func (p *routePrinter) json(g []fib6.Route) {
 		j.str("iif", p.iif)
 	}
 	j.str("pref", "medium")
-	if len(g) > 1 {
+	if len(sh.paths) > 0 {
 		j.name("nexthops")
 		j.startArray()
-		for i := range g {
-			n := &g[i]
+		for _, m := range sh.paths {
 			j.startObject()
-			j.str("gateway", n.Nexthop.Gateway.String())
-			j.str("dev", p.devName(n))
-			j.uint("weight", 1)
-			j.strings("flags", flags(n.Nexthop))
+			if m.Gateway.IsValid() {
+				j.str("gateway", m.Gateway.String())
+			}
+			j.str("dev", p.linkName(r, m.Link))
+			j.uint("weight", uint64(m.Weight))
+			j.strings("flags", pathFlags(m.Nexthop))
 			j.endObject()
 		}
 		j.endArray()

@@ -229,7 +229,6 @@ func (s *session) routeShow(args [][]byte, flush bool) *cmdErr {
 			}
 			return true
 		})
-		p.flushGroup()
 	}
 	p.end()
 	return nil
@@ -276,12 +275,10 @@ func (s *session) appendRouteSpec(b []byte, table uint32, r fib6.Route) []byte {
 	if r.Src.IsValid() {
 		b = r.Src.AppendTo(append(b, " from "...))
 	}
-	if r.Nexthop.Gateway.IsValid() {
-		b = r.Nexthop.Gateway.AppendTo(append(b, " via "...))
+	if r.Object != nil {
+		b = strconv.AppendUint(append(b, " nhid "...), uint64(r.Object.ID()), 10)
 	}
-	if l := s.r.Links.ByIndex(r.Nexthop.Link); l != nil && r.Nexthop.Link != 0 {
-		b = append(append(b, " dev "...), l.Name...)
-	}
+	b = s.appendPath(b, r.Nexthop, false)
 	b = append(append(b, " table "...), tableString(table)...)
 	b = append(append(b, " proto "...), protoString(r.Proto)...)
 	b = strconv.AppendUint(append(b, " metric "...), uint64(r.Metric), 10)
@@ -296,6 +293,27 @@ func (s *session) appendRouteSpec(b []byte, table uint32, r fib6.Route) []byte {
 	}
 	if r.Expires != 0 {
 		b = strconv.AppendInt(append(b, " expires "...), max(0, (r.Expires-time.Now().UnixNano())/1e9), 10)
+	}
+	if r.Group != nil { // the paths end the command
+		for _, m := range r.Group.Members() {
+			b = s.appendPath(append(b, " nexthop"...), m.Nexthop, true)
+			b = strconv.AppendUint(append(b, " weight "...), uint64(m.Weight), 10)
+		}
+	}
+	return b
+}
+
+// appendPath writes a path as `via A dev D`; onlink with it if withFlags
+// (a route's own onlink comes later in its words).
+func (s *session) appendPath(b []byte, nh nexthop.Nexthop, withFlags bool) []byte {
+	if nh.Gateway.IsValid() {
+		b = nh.Gateway.AppendTo(append(b, " via "...))
+	}
+	if l := s.r.Links.ByIndex(nh.Link); l != nil && nh.Link != 0 {
+		b = append(append(b, " dev "...), l.Name...)
+	}
+	if withFlags && nh.Flags&nexthop.OnLink != 0 {
+		b = append(b, " onlink"...)
 	}
 	return b
 }

@@ -9,6 +9,7 @@ import (
 
 	"urouter/dataplane"
 	"urouter/fib6"
+	"urouter/nexthop"
 	"urouter/router"
 )
 
@@ -21,8 +22,12 @@ type session struct {
 	out    *bufio.Writer
 	errOut func(string)
 	txn    *fib6.Txn
-	args   [][]byte
-	line   int
+	// what the last route commands checked, for the next (see legGroup,
+	// nexthopObject)
+	legCache legCheck
+	lastObj  *nexthop.Object
+	args     [][]byte
+	line     int
 	// per-command scratch, reused
 	gwCache   gwCheck
 	objMemo   memo

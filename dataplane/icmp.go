@@ -6,6 +6,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 
 	"urouter/decide"
+	"urouter/nexthop"
 )
 
 // The packets the router makes: ICMPv6 errors (RFC 4443), echo replies
@@ -72,7 +73,8 @@ func (w *worker) originate(b []byte, src, dst [16]byte, tclass, proto uint8, spo
 	p := header.IPv6(b[vnetHdrLen:])
 	key := decide.Key{Dst: dst, Src: src, Proto: proto, Sport: sport, Dport: dport, DSField: tclass}
 	f := key.Flow()
-	key.FlowLabel = f.Hash() & 0xfffff
+	// Linux's auto flow label is a hash of the 5-tuple, seeded per boot
+	key.FlowLabel = nexthop.Hasher{Seed: w.dp.Decider.Hash.Seed, Policy: nexthop.PolicyL4}.Hash(&f) & 0xfffff
 	p.SetTOS(tclass, key.FlowLabel)
 	p.SetPayloadLength(uint16(len(p) - ipv6Len))
 	p.SetNextHeader(proto)

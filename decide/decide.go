@@ -64,9 +64,14 @@ type Result struct {
 	Verdict Verdict
 	Rule    uint32      // the preference of the rule that decided
 	Table   uint32      // the table whose route decided
-	Route   *fib6.Attrs // the route, of the chosen member for multipath; nil for NoRoute
-	Paths   *fib6.Paths // the whole route the lookup found
-	Member  int         // the member of Paths.Group the flow takes
+	Route   *fib6.Attrs // the route; nil for NoRoute
+	// Path is the path the flow takes: the route's own, or the member of
+	// Group it selected.
+	Path nexthop.Nexthop
+	// Group is the multipath route's (or nexthop object's) paths as they
+	// were when the flow selected Member; nil for a single path.
+	Group  *nexthop.Group
+	Member int
 	// Prefix is the destination prefix that matched; Decide fills it in,
 	// the batch leaves it out.
 	Prefix netip.Prefix
@@ -74,13 +79,15 @@ type Result struct {
 
 // Nexthop is where the packet goes: the link and, for a gateway route,
 // the neighbour.
-func (r *Result) Nexthop() *nexthop.Nexthop { return &r.Route.Nexthop }
+func (r *Result) Nexthop() *nexthop.Nexthop { return &r.Path }
 
-// Decider decides with the router's rules, tables and addresses.
+// Decider decides with the router's rules, tables and addresses, and
+// spreads flows over multipath routes with Hash (its policy and seed).
 type Decider struct {
 	Tables *fib6.Tables
 	Rules  *rules.Current
 	Addrs  Addresses
+	Hash   nexthop.Hasher
 }
 
 // New returns a decider over the router's tables, rule set and addresses.
@@ -106,20 +113,51 @@ func verdictOf(t fib6.Type) (Verdict, bool) {
 	return Forward, true
 }
 
-// settle fills in r from the paths a rule's table found for k; false if
-// they do not decide (throw).
-func settle(r *Result, rule rules.Rule, p *fib6.Paths, k *Key) bool {
-	v, ok := verdictOf(p.Route.Type)
+// settle fills in r from the route a rule's table found for k, and
+// selects the flow's path; false if the route does not decide (throw).
+// A route through a nexthop object reads the object's current version
+// with one atomic load.
+func (d *Decider) settle(r *Result, rule rules.Rule, a *fib6.Attrs, k *Key) bool {
+	v, ok := verdictOf(a.Type)
 	if !ok {
 		return false
 	}
-	*r = Result{Verdict: v, Rule: rule.Pref, Table: rule.Table, Route: p.Route, Paths: p}
-	if p.Group != nil {
+	*r = Result{Verdict: v, Rule: rule.Pref, Table: rule.Table, Route: a, Path: a.Nexthop}
+	g := a.Group
+	if o := a.Object; o != nil {
+		ver := o.Load()
+		if g = ver.Paths; g == nil {
+			r.Path = ver.Nexthop
+		}
+	}
+	if g != nil {
 		f := k.Flow()
-		r.Member = p.Group.Select(f.Hash())
-		r.Route = p.Members[r.Member]
+		h := d.Hash.Hash(&f)
+		r.Group, r.Member = g, g.Select(h)
+		if k.Oif != 0 {
+			r.Member = max(0, g.SelectOn(h, k.Oif))
+		}
+		r.Path = g.Member(r.Member).Nexthop
+	}
+	if r.Path.Flags&nexthop.Blackhole != 0 {
+		r.Verdict = Blackhole
 	}
 	return true
+}
+
+// onLink reports whether route a may take a packet out of link oif: a
+// reject route may not; a route with paths, if one of them leaves by oif.
+func onLink(a *fib6.Attrs, oif int32) bool {
+	if a.Type.IsReject() {
+		return false
+	}
+	ps := a.Paths()
+	for _, p := range ps {
+		if p.Link == oif && p.Usable() {
+			return true
+		}
+	}
+	return len(ps) == 0
 }
 
 // Decide is the decision for one flow, the way `route get` and the
@@ -135,21 +173,19 @@ func (d *Decider) Decide(k *Key) Result {
 	}
 	var accept func(*fib6.Attrs) bool
 	if k.Oif != 0 {
-		accept = func(a *fib6.Attrs) bool {
-			return !a.Type.IsReject() && (a.Nexthop.Link == 0 || a.Nexthop.Link == k.Oif)
-		}
+		accept = func(a *fib6.Attrs) bool { return onLink(a, k.Oif) }
 	}
 	for _, rule := range d.Rules.Load().Rules() {
 		t := d.Tables.Get(rule.Table)
 		if t == nil {
 			continue
 		}
-		pfx, p, ok := t.Get(dst, src, accept)
+		pfx, a, ok := t.Get(dst, src, accept)
 		if !ok {
 			continue
 		}
 		var r Result
-		if settle(&r, rule, p, k) {
+		if d.settle(&r, rule, a, k) {
 			r.Prefix = pfx
 			return r
 		}
@@ -164,7 +200,7 @@ const MaxBatch = 64
 // batch, so that deciding allocates nothing.
 type Batch struct {
 	dsts, srcs [MaxBatch][16]byte
-	paths      [MaxBatch]*fib6.Paths
+	routes     [MaxBatch]*fib6.Attrs
 	pending    [MaxBatch]int // index in keys of each lookup still undecided
 }
 
@@ -185,11 +221,11 @@ func (d *Decider) DecideBatch(b *Batch, keys []Key, out []Result) {
 		if t == nil {
 			continue
 		}
-		t.LookupKeys(b.dsts[:n], b.srcs[:n], b.paths[:n])
+		t.LookupKeys(b.dsts[:n], b.srcs[:n], b.routes[:n])
 		left := 0
 		for j := 0; j < n; j++ {
 			i := b.pending[j]
-			if p := b.paths[j]; p != nil && settle(&out[i], rule, p, &keys[i]) {
+			if a := b.routes[j]; a != nil && d.settle(&out[i], rule, a, &keys[i]) {
 				continue
 			}
 			// on to the next rule

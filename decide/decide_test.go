@@ -113,7 +113,10 @@ func TestBatchAgrees(t *testing.T) {
 			if got.Verdict != one.Verdict || got.Route != one.Route || got.Table != one.Table || got.Member != one.Member {
 				t.Fatalf("key %+v: batch %+v, single %+v", keys[i], got, one)
 			}
-			if got.Paths != nil && got.Paths.Group != nil {
+			if got.Path != one.Path {
+				t.Fatalf("key %+v: batch took %v, single %v", keys[i], got.Path, one.Path)
+			}
+			if got.Group != nil {
 				multipath++
 			}
 		}
@@ -124,28 +127,42 @@ func TestBatchAgrees(t *testing.T) {
 }
 
 // TestMultipathMember: flows over a two-member multipath route take both
-// members, each flow always the same one, and the member's route is the
-// one the result names.
+// members, each flow always the same one, and the path is the member's.
+// By default (Linux's policy 0) the ports do not count; with policy 1 they
+// do.
 func TestMultipathMember(t *testing.T) {
 	r, ls := newRouter(t, 2)
 	addAddr(t, r, ls[0], "2001:db8:91::1/64")
 	addAddr(t, r, ls[1], "2001:db8:92::1/64")
 	addRoute(t, r, "2001:db8:100::/48", fib6.Attrs{Metric: 1024, Nexthop: nexthop.Nexthop{Link: ls[0].Index, Gateway: netip.MustParseAddr("2001:db8:91::2")}})
 	addRoute(t, r, "2001:db8:100::/48", fib6.Attrs{Metric: 1024, Nexthop: nexthop.Nexthop{Link: ls[1].Index, Gateway: netip.MustParseAddr("2001:db8:92::2")}})
-	seen := map[int32]int{}
-	for port := 0; port < 2000; port++ {
-		k := decideKey("2001:db8:100::1", "2001:db8:1::2")
-		k.Proto, k.Sport, k.Dport = 17, uint16(port), 53
-		res := r.Decider.Decide(&k)
-		if res.Verdict != decide.Forward || res.Paths.Group == nil || res.Route != res.Paths.Members[res.Member] {
-			t.Fatalf("port %d: %+v", port, res)
+	spread := func(vary func(k *decide.Key, i int)) map[int32]int {
+		seen := map[int32]int{}
+		for i := 0; i < 2000; i++ {
+			k := decideKey("2001:db8:100::1", "2001:db8:1::2")
+			k.Proto, k.Sport, k.Dport = 17, 1000, 53
+			vary(&k, i)
+			res := r.Decider.Decide(&k)
+			if res.Verdict != decide.Forward || res.Group == nil || res.Path != res.Group.Member(res.Member).Nexthop {
+				t.Fatalf("flow %d: %+v", i, res)
+			}
+			if again := r.Decider.Decide(&k); again.Member != res.Member {
+				t.Fatal("the same flow took another member")
+			}
+			seen[res.Nexthop().Link]++
 		}
-		if again := r.Decider.Decide(&k); again.Member != res.Member {
-			t.Fatal("the same flow took another member")
-		}
-		seen[res.Nexthop().Link]++
+		return seen
 	}
-	if len(seen) != 2 || seen[ls[0].Index] < 800 || seen[ls[1].Index] < 800 {
-		t.Errorf("2000 flows over two members: %v", seen)
+	bySrc := spread(func(k *decide.Key, i int) { k.Src[14], k.Src[15] = byte(i>>8), byte(i) })
+	if len(bySrc) != 2 || bySrc[ls[0].Index] < 800 || bySrc[ls[1].Index] < 800 {
+		t.Errorf("2000 sources over two members: %v", bySrc)
+	}
+	byPort := func(k *decide.Key, i int) { k.Sport = uint16(i) }
+	if seen := spread(byPort); len(seen) != 1 {
+		t.Errorf("policy 0 spread ports over %v", seen)
+	}
+	r.Decider.Hash.Policy = nexthop.PolicyL4
+	if seen := spread(byPort); len(seen) != 2 || seen[ls[0].Index] < 800 {
+		t.Errorf("policy 1: 2000 ports over two members: %v", seen)
 	}
 }

@@ -165,7 +165,7 @@ func (d *Decider) RouteSource(r *Result, dst netip.Addr) (netip.Addr, bool) {
 	if r.Route.PrefSrc.IsValid() {
 		return r.Route.PrefSrc, true
 	}
-	return d.SourceFor(dst, r.Route.Nexthop.Link)
+	return d.SourceFor(dst, r.Path.Link)
 }
 
 // IsLocal reports whether a is one of the router's own addresses (Linux's

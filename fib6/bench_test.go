@@ -95,9 +95,9 @@ func benchLookups(b *testing.B, n int) {
 	keys := keysOf(addrs)
 	batched := func(fromAddrs bool) func(*testing.B) {
 		return func(b *testing.B) {
-			out := make([]*Paths, batch)
+			out := make([]*Attrs, batch)
 			var conv [batch][16]byte
-			var s *Paths
+			var s *Attrs
 			for i := 0; i < b.N; i += batch {
 				j := i & (n - 1)
 				ks := keys[j : j+batch]
@@ -110,7 +110,7 @@ func benchLookups(b *testing.B, n int) {
 				t.LookupKeys(ks, nil, out)
 				s = out[batch-1]
 			}
-			sinkAttrs = s.Route
+			sinkAttrs = s
 		}
 	}
 	b.Run("fib6", batched(false))
@@ -261,7 +261,7 @@ func BenchmarkLookupUnderWrites(b *testing.B) {
 				}
 			}()
 		}
-		out := make([]*Paths, 64)
+		out := make([]*Attrs, 64)
 		b.ResetTimer()
 		for i := 0; i < b.N; i += 64 {
 			j := i & (len(addrs) - 1)

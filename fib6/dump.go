@@ -23,10 +23,20 @@ type Filter struct {
 	Gateway netip.Addr
 }
 
+// selects: a link or gateway filter reads a route's single path, as
+// iproute2's reads RTA_OIF and RTA_GATEWAY: a multipath route has neither.
 func (f *Filter) selects(dst netip.Prefix, a *Attrs) bool {
-	if f.Proto != 0 && a.Proto != f.Proto || f.Type != 0 && a.Type != f.Type ||
-		f.Link != 0 && a.Nexthop.Link != f.Link || f.Gateway.IsValid() && a.Nexthop.Gateway != f.Gateway {
+	if f.Proto != 0 && a.Proto != f.Proto || f.Type != 0 && a.Type != f.Type {
 		return false
+	}
+	if f.Link != 0 || f.Gateway.IsValid() {
+		ps := a.Paths()
+		if a.Group != nil || len(ps) != 1 || a.Object != nil && a.Object.Load().Paths != nil {
+			return false
+		}
+		if f.Link != 0 && ps[0].Link != f.Link || f.Gateway.IsValid() && ps[0].Gateway != f.Gateway {
+			return false
+		}
 	}
 	if f.Src.IsValid() && (!a.Src.IsValid() || a.Src.Bits() < f.Src.Bits() || !f.Src.Contains(a.Src.Addr())) {
 		return false
@@ -82,8 +92,7 @@ func (t *Table) Flush(f Filter) int {
 	t.Dump(f, func(r Route) bool { victims = append(victims, r); return true })
 	n := 0
 	for _, r := range victims {
-		if _, err := x.Delete(Match{Dst: r.Dst, Src: r.Src, Metric: r.Metric, Proto: r.Proto, Type: r.Type,
-			Gateway: r.Nexthop.Gateway, Link: r.Nexthop.Link}); err == nil {
+		if x.deleteExact(r) {
 			n++
 		}
 	}

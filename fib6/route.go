@@ -81,7 +81,16 @@ type Attrs struct {
 	Metric  uint32
 	Type    Type
 	Proto   Proto
+	// Nexthop is a single-path route's path; zero when Group or Object
+	// says where the route goes.
 	Nexthop nexthop.Nexthop
+	// Group is a multipath route's paths (`nexthop via A ... nexthop via
+	// B ...`, or gateway routes of one metric coalesced by append); the
+	// table keeps one copy of each distinct group.
+	Group *nexthop.Group
+	// Object is the nexthop object the route points at (`nhid N`): a
+	// replace of it reaches the route without touching it.
+	Object *nexthop.Object
 	// PrefSrc is the source address the router prefers for packets it
 	// sends along the route (iproute2's "src"); zero for none.
 	PrefSrc netip.Addr
@@ -167,21 +176,93 @@ func (r *Route) normalize() error {
 	if !r.Type.Valid() {
 		return invalid("unknown route type %d", r.Type)
 	}
-	gw := r.Nexthop.Gateway
-	if gw.IsValid() && (!gw.Is6() || gw.Is4In6() || gw.Zone() != "") {
-		return invalid("Invalid gateway address %s", gw)
+	if o := r.Object; o != nil {
+		switch {
+		case !o.Alive():
+			return invalid("Nexthop id does not exist.")
+		case r.Src.IsValid():
+			return invalid("Nexthops can not be used with source routing.")
+		case !r.Nexthop.IsZero() || r.Group != nil:
+			return invalid("Nexthop specification and nexthop id are mutually exclusive.")
+		case o.Load().Family == nexthop.FamilyInet:
+			return invalid("IPv6 routes can not use an IPv4 nexthop.")
+		}
+		if r.Type != Unicast {
+			r.Type = Unicast
+		}
+		return nil
+	}
+	if g := r.Group; g != nil {
+		if g.Len() == 0 {
+			return invalid("multipath route without paths")
+		}
+		for _, m := range g.Members() {
+			if err := checkPath(m.Nexthop, r.Type); err != nil {
+				return err
+			}
+		}
+		if g.Len() == 1 { // one path is a plain route, as Linux keeps it
+			r.Nexthop, r.Group = g.Member(0).Nexthop, nil
+		} else if r.Type != Unicast {
+			return invalid("multipath routes are unicast")
+		}
+		return nil
 	}
 	switch r.Type {
 	case Unicast, Local:
-		if r.Nexthop.Link == 0 && !gw.IsValid() {
-			return &Error{Errno: syscall.ENODEV, Msg: "Nexthop device required"}
-		}
+		return checkPath(r.Nexthop, r.Type)
 	default:
 		if !r.Nexthop.IsZero() && r.Type != Throw {
 			r.Nexthop = nexthop.Nexthop{} // reject routes ignore a nexthop, as Linux does
 		}
 	}
 	return nil
+}
+
+func checkPath(nh nexthop.Nexthop, t Type) error {
+	gw := nh.Gateway
+	if gw.IsValid() && (!gw.Is6() || gw.Is4In6() || gw.Zone() != "") {
+		return invalid("Invalid gateway address %s", gw)
+	}
+	if nh.Link == 0 && !gw.IsValid() && (t == Unicast || t == Local) {
+		return &Error{Errno: syscall.ENODEV, Msg: "Nexthop device required"}
+	}
+	return nil
+}
+
+// Paths returns the route's paths as a group's members, a single path as
+// one member of weight 1; nil for a route without a path (reject routes,
+// and a blackhole nexthop object).
+func (a *Attrs) Paths() []nexthop.Member {
+	switch {
+	case a.Object != nil:
+		v := a.Object.Load()
+		if v.Paths != nil {
+			return v.Paths.Members()
+		}
+		if v.Flags&nexthop.Blackhole != 0 {
+			return nil
+		}
+		return []nexthop.Member{{Nexthop: v.Nexthop, Weight: 1, ID: v.ID}}
+	case a.Group != nil:
+		return a.Group.Members()
+	case a.Nexthop.IsZero():
+		return nil
+	}
+	return []nexthop.Member{{Nexthop: a.Nexthop, Weight: 1}}
+}
+
+// Multipath reports whether appends of gateway routes coalesce into this
+// route: Linux's rt6_qualify_for_ecmp (a unicast route with a gateway,
+// not through a nexthop object).
+func (a *Attrs) multipath() bool {
+	if a.Type != Unicast || a.Object != nil {
+		return false
+	}
+	if a.Group != nil {
+		return true
+	}
+	return a.Nexthop.Gateway.IsValid()
 }
 
 // Match selects routes of one destination for deletion, as `ip route del`
@@ -194,13 +275,38 @@ type Match struct {
 	Type    Type   // 0: any
 	Gateway netip.Addr
 	Link    int32
+	// NhID: only a route through nexthop object NhID (`nhid N`).
+	NhID uint32
+	// Object: only routes through one of these nexthop objects (all
+	// sources); for the routes of removed objects.
+	Object func(*nexthop.Object) bool
 }
 
-func (m *Match) matches(a *Attrs) bool {
-	return a.Src == m.Src &&
-		(m.Metric == 0 || m.Metric == a.Metric) &&
-		(m.Proto == 0 || m.Proto == a.Proto) &&
-		(m.Type == 0 || m.Type == a.Type) &&
-		(!m.Gateway.IsValid() || m.Gateway == a.Nexthop.Gateway) &&
-		(m.Link == 0 || m.Link == a.Nexthop.Link)
+// matches reports whether m selects a, and which path of a multipath
+// route its gateway names (-1: the whole route). A route through a
+// nexthop object matches whatever gateway and link are asked, as Linux's
+// does.
+func (m *Match) matches(a *Attrs) (bool, int) {
+	if m.Object != nil {
+		return a.Object != nil && m.Object(a.Object), -1
+	}
+	if a.Src != m.Src || m.Metric != 0 && m.Metric != a.Metric || m.Proto != 0 && m.Proto != a.Proto ||
+		m.Type != 0 && m.Type != a.Type || m.NhID != 0 && (a.Object == nil || a.Object.ID() != m.NhID) {
+		return false, -1
+	}
+	if a.Object != nil || m.Link == 0 && !m.Gateway.IsValid() {
+		return true, -1
+	}
+	if a.Group == nil {
+		return (!m.Gateway.IsValid() || m.Gateway == a.Nexthop.Gateway) && (m.Link == 0 || m.Link == a.Nexthop.Link), -1
+	}
+	for i, p := range a.Group.Members() {
+		if (!m.Gateway.IsValid() || m.Gateway == p.Gateway) && (m.Link == 0 || m.Link == p.Link) {
+			if m.Gateway.IsValid() {
+				return true, i
+			}
+			return true, -1
+		}
+	}
+	return false, -1
 }

@@ -52,7 +52,7 @@ func TestStress(t *testing.T) {
 			for i, d := range dsts {
 				addrs[i] = d.Addr()
 			}
-			out := make([]*Paths, len(addrs))
+			out := make([]*Attrs, len(addrs))
 			keys := keysOf(addrs)
 			for {
 				select {
@@ -68,7 +68,7 @@ func TestStress(t *testing.T) {
 				v := first.Nexthop.Link
 				tab.LookupKeys(keys, nil, out)
 				for i, p := range out {
-					if p == nil || p.Route.Nexthop.Link < v {
+					if p == nil || p.Nexthop.Link < v {
 						torn.Add(1)
 						t.Errorf("route %s at version %v after seeing version %d", dsts[i], p, v)
 						return

@@ -23,6 +23,8 @@ type Table struct {
 	lastTxn uint64
 	intern  map[Attrs]*attrsRef
 	last    *attrsRef
+	groups  map[string]*groupRef // multipath groups by their members
+	keyBuf  []byte
 	expiry  map[netip.Prefix]int // destinations with expiring routes -> how many
 	// expiring is len(expiry) > 0 as of the last commit, for housekeeping
 	// that looks without the lock
@@ -41,6 +43,7 @@ func newTable(id uint32, watch *atomic.Pointer[Watcher]) *Table {
 		id:     id,
 		trie:   newTrie(),
 		intern: make(map[Attrs]*attrsRef),
+		groups: make(map[string]*groupRef),
 		expiry: make(map[netip.Prefix]int),
 		watch:  watch,
 	}
@@ -66,20 +69,20 @@ func (t *Table) Lookup(dst, src netip.Addr) *Attrs {
 		return nil
 	}
 	if !r.hasSrc {
-		return r.paths.Route
+		return r.best
 	}
-	if _, p, ok := t.Get(dst, src, nil); ok {
-		return p.Route
+	if _, a, ok := t.Get(dst, src, nil); ok {
+		return a
 	}
 	return nil
 }
 
 // LookupKeys looks up the destinations of a batch of packets, as the
 // bytes of their headers (no conversion per address), interleaving their
-// memory accesses; out[i] is the paths Lookup(dsts[i], srcs[i]) finds
+// memory accesses; out[i] is the route Lookup(dsts[i], srcs[i]) finds
 // (nil for none). srcs may be nil; a source of all zeros (the unspecified
 // address) counts as none.
-func (t *Table) LookupKeys(dsts [][16]byte, srcs [][16]byte, out []*Paths) {
+func (t *Table) LookupKeys(dsts [][16]byte, srcs [][16]byte, out []*Attrs) {
 	var sets [batchWidth]*rset
 	for base := 0; base < len(dsts); base += batchWidth {
 		n := min(batchWidth, len(dsts)-base)
@@ -90,32 +93,32 @@ func (t *Table) LookupKeys(dsts [][16]byte, srcs [][16]byte, out []*Paths) {
 			case r == nil:
 				out[base+j] = nil
 			case !r.hasSrc:
-				out[base+j] = &r.paths
+				out[base+j] = r.best
 			default: // Lookup's slow path: the set found has source routes
 				var src netip.Addr
 				if srcs != nil && srcs[base+j] != ([16]byte{}) {
 					src = netip.AddrFrom16(srcs[base+j])
 				}
-				_, p, _ := t.Get(netip.AddrFrom16(dsts[base+j]), src, nil)
-				out[base+j] = p
+				_, a, _ := t.Get(netip.AddrFrom16(dsts[base+j]), src, nil)
+				out[base+j] = a
 			}
 		}
 	}
 }
 
 // Get is the slow, explaining lookup: it returns the prefix that matched
-// and its paths. accept, if not nil, skips routes it refuses (and the
+// and its route. accept, if not nil, skips routes it refuses (and the
 // lookup goes on to shorter prefixes), as a lookup with oif skips reject
-// routes; the route it accepts is returned as a single path.
-func (t *Table) Get(dst, src netip.Addr, accept func(*Attrs) bool) (netip.Prefix, *Paths, bool) {
+// routes.
+func (t *Table) Get(dst, src netip.Addr, accept func(*Attrs) bool) (netip.Prefix, *Attrs, bool) {
 	a := dst.As16()
 	var buf [16]match
 	for _, m := range t.trie.matches(keyOf(&a), buf[:0]) {
-		if accept == nil && !m.r.hasSrc && m.r.paths.Route != nil {
-			return m.p, &m.r.paths, true
+		if accept == nil && !m.r.hasSrc && m.r.best != nil {
+			return m.p, m.r.best, true
 		}
 		if r, ok := pick(m, src, accept); ok {
-			return m.p, &r.single.paths, true
+			return m.p, &r.Attrs, true
 		}
 	}
 	return netip.Prefix{}, nil, false

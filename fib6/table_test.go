@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"slices"
+	"syscall"
 	"testing"
 
 	"urouter/nexthop"
@@ -36,8 +37,21 @@ func (m *refTable) put(r Route, mode putMode) error {
 		switch {
 		case mode == modeAdd && same:
 			return ErrExists
-		case mode == modeAppend && o == r:
+		case (mode == modeAppend || mode == modePrepend) && sameAttrs(&o.Attrs, &r.Attrs):
 			return ErrExists
+		case (mode == modeAppend || mode == modePrepend) && same && o.multipath() && r.multipath():
+			var ms []nexthop.Member
+			for _, p := range append(o.Paths(), r.Paths()...) {
+				if slices.ContainsFunc(ms, func(q nexthop.Member) bool { return q.Gateway == p.Gateway && q.Link == p.Link }) {
+					return ErrExists
+				}
+				ms = append(ms, p)
+			}
+			o.Nexthop, o.Group = nexthop.Nexthop{}, nexthop.NewGroup(ms)
+			l = slices.Clone(l)
+			l[i] = o
+			m.routes[r.Dst] = l
+			return nil
 		case mode == modeReplace && same:
 			l = slices.Clone(l)
 			l[i] = r
@@ -55,7 +69,21 @@ func (m *refTable) del(q Match) (Route, error) {
 	}
 	l := m.routes[q.Dst]
 	for i, r := range l {
-		if q.matches(&r.Attrs) {
+		if ok, path := q.matches(&r.Attrs); ok {
+			if path >= 0 {
+				ms := slices.Delete(slices.Clone(r.Group.Members()), path, path+1)
+				gone := r
+				gone.Group, gone.Nexthop = nil, r.Group.Member(path).Nexthop
+				if len(ms) == 1 {
+					r.Group, r.Nexthop = nil, ms[0].Nexthop
+				} else {
+					r.Group = nexthop.NewGroup(ms)
+				}
+				l = slices.Clone(l)
+				l[i] = r
+				m.routes[q.Dst] = l
+				return gone, nil
+			}
 			l = slices.Delete(slices.Clone(l), i, i+1)
 			if len(l) == 0 {
 				delete(m.routes, q.Dst)
@@ -67,6 +95,16 @@ func (m *refTable) del(q Match) (Route, error) {
 	}
 	return Route{}, ErrNoRoute
 }
+
+// sameAttrs compares routes with their groups by content: the model
+// keeps its own copies.
+func sameAttrs(a, b *Attrs) bool {
+	x, y := *a, *b
+	x.Group, y.Group = nil, nil
+	return x == y && a.Group.Equal(b.Group)
+}
+
+func sameRoute(a, b Route) bool { return a.Dst == b.Dst && sameAttrs(&a.Attrs, &b.Attrs) }
 
 // get is Linux's IPv6 lookup, written out plainly: the longest destination
 // first; a destination with source routes answers only for sources they
@@ -157,7 +195,7 @@ func checkTable(t *testing.T, tab *Table, m *refTable, r *rand.Rand) {
 	want := m.dump()
 	var got []Route
 	tab.Dump(Filter{}, func(rt Route) bool { got = append(got, rt); return true })
-	if !slices.Equal(got, want) {
+	if !slices.EqualFunc(got, want, sameRoute) {
 		t.Fatalf("dump differs:\n got %v\nwant %v", got, want)
 	}
 	if tab.Len() != len(want) {
@@ -179,20 +217,20 @@ func checkTable(t *testing.T, tab *Table, m *refTable, r *rand.Rand) {
 		}
 		dsts, srcs = append(dsts, dst), append(srcs, src)
 		wr, wok := m.get(dst, src)
-		gp, gpaths, gok := tab.Get(dst, src, nil)
-		if wok != gok || wok && (gp != wr.Dst || *gpaths.Route != wr.Attrs) {
-			t.Fatalf("Get(%s, %s) = %v %v %v, want %v %v", dst, src, gp, gpaths, gok, wr, wok)
+		gp, ga, gok := tab.Get(dst, src, nil)
+		if wok != gok || wok && (gp != wr.Dst || !sameAttrs(ga, &wr.Attrs)) {
+			t.Fatalf("Get(%s, %s) = %v %v %v, want %v %v", dst, src, gp, ga, gok, wr, wok)
 		}
 		la := tab.Lookup(dst, src)
-		if wok != (la != nil) || wok && *la != wr.Attrs {
+		if wok != (la != nil) || wok && !sameAttrs(la, &wr.Attrs) {
 			t.Fatalf("Lookup(%s, %s) = %v, want %v", dst, src, la, wr)
 		}
 	}
-	outKeys := make([]*Paths, len(dsts))
+	outKeys := make([]*Attrs, len(dsts))
 	tab.LookupKeys(keysOf(dsts), keysOf(srcs), outKeys)
 	for i := range dsts {
 		want := tab.Lookup(dsts[i], srcs[i])
-		if got := outKeys[i]; (got == nil) != (want == nil) || got != nil && got.Route != want {
+		if got := outKeys[i]; (got == nil) != (want == nil) || got != nil && got != want {
 			t.Fatalf("LookupKeys(%s, %s) differs from Lookup", dsts[i], srcs[i])
 		}
 	}
@@ -239,7 +277,7 @@ func TestTableRandom(t *testing.T) {
 					wr, we := m.del(q)
 					gr, ge := x.Delete(q)
 					got, want = ge, we
-					if ge == nil && gr != wr {
+					if ge == nil && !sameRoute(gr, wr) {
 						t.Fatalf("Delete %v: got %v want %v", q, gr, wr)
 					}
 				default:
@@ -355,51 +393,123 @@ func ExampleTable_Dump() {
 	// 2001:db8:1::/48 1024
 }
 
-// TestECMP: routes appended with the same metric and a gateway are
-// siblings: a lookup finds them all as one multipath route whose group has
-// a member per sibling, in order; the route of another metric is not one.
-// Selecting a member is nexthop's business (Group.Select), not fib6's.
+// TestECMP: gateway routes appended (or prepended) with the same metric
+// coalesce into one multipath route whose group has a path per append, in
+// order, as Linux's IPv6 siblings print; the route of another metric is
+// not one of them; a path that is there already is refused; deleting with
+// a gateway takes one path out, and the last path left makes a plain
+// route again; equal groups are stored once.
 func TestECMP(t *testing.T) {
 	tab := newTable(100, nil)
 	x := tab.Begin()
 	dst := netip.MustParsePrefix("2001:db8::/32")
-	for i := 1; i <= 3; i++ {
-		err := x.Append(Route{Dst: dst, Attrs: Attrs{Metric: 10, Nexthop: nexthop.Nexthop{Link: 1,
-			Gateway: netip.AddrFrom16([16]byte{0xfe, 0x80, 15: byte(i)})}}})
-		if err != nil {
+	gw := func(i byte) netip.Addr { return netip.AddrFrom16([16]byte{0xfe, 0x80, 15: i}) }
+	for i := byte(1); i <= 3; i++ {
+		add := x.Append
+		if i == 3 {
+			add = x.Prepend // Linux adds the sibling after the others all the same
+		}
+		if err := add(Route{Dst: dst, Attrs: Attrs{Metric: 10, Nexthop: nexthop.Nexthop{Link: 1, Gateway: gw(i)}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
+	if err := x.Append(Route{Dst: dst, Attrs: Attrs{Metric: 10, Nexthop: nexthop.Nexthop{Link: 1, Gateway: gw(2)}}}); !errors.Is(err, syscall.EEXIST) {
+		t.Errorf("a path twice: %v", err)
+	}
 	x.Append(Route{Dst: dst, Attrs: Attrs{Metric: 20, Nexthop: nexthop.Nexthop{Link: 2}}})
+	other := netip.MustParsePrefix("2001:db9::/32")
+	x.Add(Route{Dst: other, Attrs: Attrs{Metric: 10, Group: nexthop.NewGroup([]nexthop.Member{
+		{Nexthop: nexthop.Nexthop{Link: 1, Gateway: gw(1)}, Weight: 1}, {Nexthop: nexthop.Nexthop{Link: 1, Gateway: gw(2)}, Weight: 1},
+		{Nexthop: nexthop.Nexthop{Link: 1, Gateway: gw(3)}, Weight: 1}})}})
 	x.Commit()
+	if tab.Len() != 3 {
+		t.Errorf("%d routes, want 3 (one multipath of 3 paths, one plain, one more multipath)", tab.Len())
+	}
 	a := netip.MustParseAddr("2001:db8::1")
-	out := make([]*Paths, 1)
+	out := make([]*Attrs, 1)
 	tab.LookupKeys(keysOf([]netip.Addr{a}), nil, out)
 	p := out[0]
-	if p == nil || p.Group == nil || p.Group.Len() != 3 || len(p.Members) != 3 {
-		t.Fatalf("paths %+v, want a group of the 3 siblings", p)
+	if p == nil || p.Group == nil || p.Group.Len() != 3 || p.Metric != 10 {
+		t.Fatalf("route %+v, want a group of the 3 paths", p)
 	}
 	for i := 0; i < 3; i++ {
-		m := p.Group.Member(i)
-		if m.Nexthop != p.Members[i].Nexthop || m.Gateway.As16()[15] != byte(i+1) || p.Path(i).Metric != 10 {
-			t.Errorf("member %d: %v, route %v", i, m, p.Members[i])
+		if m := p.Group.Member(i); m.Gateway != gw(byte(i+1)) || m.Weight != 1 {
+			t.Errorf("path %d: %v", i, m)
 		}
 	}
-	if gp, gpaths, ok := tab.Get(a, netip.Addr{}, nil); !ok || gp != dst || gpaths != p {
-		t.Errorf("Get found %v %v, LookupKeys %v", gp, gpaths, p)
+	if q := tab.Lookup(netip.MustParseAddr("2001:db9::1"), netip.Addr{}); q.Group != p.Group {
+		t.Error("two routes with equal paths keep two copies of them")
 	}
-	// a lookup that accepts one link only (route get oif) gets one path
+	if gp, ga, ok := tab.Get(a, netip.Addr{}, nil); !ok || gp != dst || ga != p {
+		t.Errorf("Get found %v %v, LookupKeys %v", gp, ga, p)
+	}
+	// a lookup that accepts one link only (route get oif) gets that route
 	_, only, ok := tab.Get(a, netip.Addr{}, func(a *Attrs) bool { return a.Nexthop.Link == 2 })
-	if !ok || only.Group != nil || only.Route.Metric != 20 {
+	if !ok || only.Group != nil || only.Metric != 20 {
 		t.Errorf("oif 2 lookup found %+v", only)
 	}
-	// deleting a sibling leaves a group of two
 	x = tab.Begin()
-	x.Delete(Match{Dst: dst, Gateway: netip.AddrFrom16([16]byte{0xfe, 0x80, 15: 2})})
+	x.Delete(Match{Dst: dst, Gateway: gw(2)})
 	x.Commit()
-	tab.LookupKeys(keysOf([]netip.Addr{a}), nil, out)
-	if p := out[0]; p.Group == nil || p.Group.Len() != 2 || p.Members[1].Nexthop.Gateway.As16()[15] != 3 {
-		t.Errorf("after a delete: %+v", p)
+	if p := tab.Lookup(a, netip.Addr{}); p.Group == nil || p.Group.Len() != 2 || p.Group.Member(1).Gateway != gw(3) {
+		t.Errorf("after deleting one path: %+v", p)
+	}
+	x = tab.Begin()
+	x.Delete(Match{Dst: dst, Gateway: gw(1)})
+	x.Commit()
+	if p := tab.Lookup(a, netip.Addr{}); p.Group != nil || p.Nexthop.Gateway != gw(3) || tab.Len() != 3 {
+		t.Errorf("one path left: %+v", p)
+	}
+	// a delete without a gateway takes the whole multipath route
+	x = tab.Begin()
+	if _, err := x.Delete(Match{Dst: other, Link: 1}); err != nil {
+		t.Fatal(err)
+	}
+	x.Commit()
+	if tab.Len() != 2 || len(tab.groups) != 0 {
+		t.Errorf("%d routes, %d groups kept after the multipath route went", tab.Len(), len(tab.groups))
+	}
+}
+
+// TestLinkChanged: a link going down deletes the plain routes out of it
+// and marks the paths of multipath routes out of it dead (the route stays,
+// the flows go by the others); up revives them; a link gone takes its
+// paths out.
+func TestLinkChanged(t *testing.T) {
+	tab := newTable(100, nil)
+	gw := func(i byte) netip.Addr { return netip.AddrFrom16([16]byte{0xfe, 0x80, 15: i}) }
+	mp := netip.MustParsePrefix("2001:db8:1::/48")
+	plain := netip.MustParsePrefix("2001:db8:2::/48")
+	x := tab.Begin()
+	x.Add(Route{Dst: mp, Attrs: Attrs{Metric: 1024, Group: nexthop.NewGroup([]nexthop.Member{
+		{Nexthop: nexthop.Nexthop{Link: 1, Gateway: gw(1)}, Weight: 1}, {Nexthop: nexthop.Nexthop{Link: 2, Gateway: gw(2)}, Weight: 2}})}})
+	x.Add(Route{Dst: plain, Attrs: Attrs{Metric: 1024, Nexthop: nexthop.Nexthop{Link: 2, Gateway: gw(2)}}})
+	x.Commit()
+	change := func(ev LinkEvent) {
+		x := tab.Begin()
+		x.LinkChanged(2, ev)
+		x.Commit()
+	}
+	change(LinkDown)
+	a := tab.Lookup(mp.Addr(), netip.Addr{})
+	if a == nil || a.Group.Len() != 2 || a.Group.Member(1).Flags&(nexthop.Dead|nexthop.LinkDown) != nexthop.Dead|nexthop.LinkDown {
+		t.Fatalf("after down: %+v", a)
+	}
+	for h := uint32(0); h < 1<<20; h += 4099 {
+		if a.Group.Select(h<<12) != 0 {
+			t.Fatal("a flow took the dead path")
+		}
+	}
+	if tab.Lookup(plain.Addr(), netip.Addr{}) != nil {
+		t.Error("the plain route out of the down link stayed")
+	}
+	change(LinkUp)
+	if a := tab.Lookup(mp.Addr(), netip.Addr{}); !a.Group.Member(1).Usable() {
+		t.Error("the path stayed dead after up")
+	}
+	change(LinkGone)
+	if a := tab.Lookup(mp.Addr(), netip.Addr{}); a.Group != nil || a.Nexthop.Link != 1 {
+		t.Errorf("after the link went: %+v", a)
 	}
 }
 

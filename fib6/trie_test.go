@@ -47,7 +47,7 @@ func comparePrefix(a, b netip.Prefix) int {
 func testSets(n int) []*rset {
 	s := make([]*rset, n)
 	for i := range s {
-		s[i] = &rset{paths: Paths{Route: &Attrs{Metric: uint32(i + 1)}}}
+		s[i] = &rset{best: &Attrs{Metric: uint32(i + 1)}}
 	}
 	return s
 }

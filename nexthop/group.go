@@ -148,3 +148,13 @@ func (g *Group) Equal(o *Group) bool {
 // clock is the coarse time, in milliseconds, that selections stamp on the
 // resilient buckets they use; the registry's upkeep advances it.
 var clock atomic.Int64
+
+// AnyLink reports whether a member, usable or not, leaves by link.
+func (g *Group) AnyLink(link int32) bool {
+	for _, m := range g.members {
+		if m.Link == link {
+			return true
+		}
+	}
+	return false
+}

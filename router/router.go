@@ -13,6 +13,7 @@ package router
 
 import (
 	"errors"
+	"math/rand/v2"
 	"fmt"
 	"net/netip"
 	"sync"
@@ -42,6 +43,8 @@ type Router struct {
 	Decider *decide.Decider
 	DP      *dataplane.Dataplane
 	Lo      *dataplane.Link
+	// Nexthops are the nexthop objects routes may point at (`nhid N`).
+	Nexthops *nexthop.Registry
 
 	mu    sync.Mutex // link and address changes
 	watch atomic.Pointer[func(Event)]
@@ -55,6 +58,12 @@ type Router struct {
 func New() *Router {
 	r := &Router{Tables: fib6.NewTables(), Links: dataplane.NewLinks(), Rules: rules.NewCurrent()}
 	r.Decider = decide.New(r.Tables, r.Rules, r.Links)
+	r.Decider.Hash.Seed = rand.Uint64() // per router, as Linux's per boot
+	r.Nexthops = nexthop.NewRegistry(func() int64 { return time.Now().UnixMilli() })
+	r.Nexthops.LinkUp = func(link int32) bool {
+		l := r.Links.ByIndex(link)
+		return l != nil && l.Up()
+	}
 	r.DP = dataplane.New(r.Links, r.Decider)
 	r.Lo = r.DP.AddLoopback()
 	if err := r.AddAddr(r.Lo, netip.PrefixFrom(netip.IPv6Loopback(), 128)); err != nil {
@@ -157,17 +166,19 @@ func (r *Router) setUp(l *dataplane.Link, up bool) error {
 	}
 	r.tell(LinkChanged, l, netip.Prefix{})
 	if up {
+		r.linkChanged(l, fib6.LinkUp)
 		var errs []error
 		for _, a := range l.Addrs() {
 			errs = append(errs, r.install(l, a))
 		}
 		return errors.Join(errs...)
 	}
-	// Route adds check that their link is up inside their table's
-	// transaction, so after this flush no route through l remains.
-	for _, t := range r.Tables.All() {
-		t.Flush(fib6.Filter{Link: l.Index})
-	}
+	// Route and nexthop adds check that their link is up inside their
+	// table's transaction or the registry's lock, so after this no route
+	// and no nexthop object through l remains (multipath routes keep their
+	// paths through it, dead, as Linux does).
+	r.dropRoutesOf(r.Nexthops.RemoveOnLink(l.Index))
+	r.linkChanged(l, fib6.LinkDown)
 	for _, a := range l.Addrs() {
 		if _, err := r.Links.DelAddr(l, a); err == nil {
 			r.tell(AddrDeleted, l, a)
@@ -204,6 +215,7 @@ func (r *Router) DeleteLink(l *dataplane.Link) error {
 	if err := r.setUp(l, false); err != nil {
 		return err
 	}
+	r.linkChanged(l, fib6.LinkGone)
 	err := r.DP.Remove(l)
 	r.tell(LinkDeleted, l, netip.Prefix{})
 	return err
@@ -310,13 +322,77 @@ func (r *Router) DelAddr(l *dataplane.Link, a netip.Prefix) (netip.Prefix, error
 	return removed, nil
 }
 
-// Start runs the router's housekeeping (route expiry) until Close.
+func (r *Router) linkChanged(l *dataplane.Link, ev fib6.LinkEvent) {
+	for _, t := range r.Tables.All() {
+		x := t.Begin()
+		x.LinkChanged(l.Index, ev)
+		x.Commit()
+	}
+}
+
+// DeleteNexthop deletes nexthop object id: from the groups that contain
+// it (a group left empty goes too), and every route through what went.
+func (r *Router) DeleteNexthop(id uint32) error {
+	removed, err := r.Nexthops.Delete(id)
+	r.dropRoutesOf(removed)
+	return err
+}
+
+// FlushNexthops deletes the nexthop objects sel selects, groups first as
+// Linux does, and the routes through them; it returns how many sel
+// selected.
+func (r *Router) FlushNexthops(sel func(*nexthop.Version) bool) int {
+	groups, n := r.Nexthops.Flush(func(v *nexthop.Version) bool { return v.IsGroup() && sel(v) })
+	singles, m := r.Nexthops.Flush(func(v *nexthop.Version) bool { return !v.IsGroup() && sel(v) })
+	r.dropRoutesOf(append(groups, singles...))
+	return n + m
+}
+
+// dropRoutesOf deletes the routes through nexthop objects the registry
+// removed. A route add checks, inside its table's transaction, that its
+// object is alive; the objects are marked dead before this walk takes
+// each table's lock, so no route through them survives it (DESIGN.md,
+// rule 4).
+func (r *Router) dropRoutesOf(removed []*nexthop.Object) {
+	if len(removed) == 0 {
+		return
+	}
+	gone := make(map[*nexthop.Object]bool, len(removed))
+	for _, o := range removed {
+		gone[o] = true
+	}
+	for _, t := range r.Tables.All() {
+		x := t.Begin()
+		x.DeleteUsing(func(o *nexthop.Object) bool { return gone[o] })
+		x.Commit()
+	}
+}
+
+// nexthopUpkeep is how often resilient groups are rebalanced and the
+// clock their buckets are stamped with advances.
+const nexthopUpkeep = 100 * time.Millisecond
+
+// Start runs the router's housekeeping (route expiry, resilient groups)
+// until Close.
 func (r *Router) Start() {
 	r.stop = make(chan struct{})
-	r.done.Add(1)
+	r.done.Add(2)
 	go func() {
 		defer r.done.Done()
 		r.routineExpire(r.stop)
+	}()
+	go func() {
+		defer r.done.Done()
+		tick := time.NewTicker(nexthopUpkeep)
+		defer tick.Stop()
+		for {
+			select {
+			case <-r.stop:
+				return
+			case <-tick.C:
+				r.Nexthops.Upkeep()
+			}
+		}
 	}()
 }
 
