@@ -63,11 +63,14 @@ func Main(args []string) int {
 				fmt.Fprintln(os.Stderr, "Error: argument \"family type\" is required")
 				return 255
 			}
-			if f != "inet6" {
+			if f == "inet6" {
+				o.inet6 = true
+			} else {
 				fmt.Fprintf(os.Stderr, "Error: only the inet6 family is routed here, not \"%s\".\n", f)
 				return 255
 			}
 		case opt == "-6":
+			o.inet6 = true
 		case opt == "-4", opt == "-0", opt == "-M", opt == "-B":
 			fmt.Fprintf(os.Stderr, "Error: only IPv6 (-6) is routed here, not %s.\n", opt)
 			return 255

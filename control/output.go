@@ -161,3 +161,9 @@ func (j *jsonw) quote(s string) {
 	}
 	w.WriteByte('"')
 }
+
+// raw writes a value as given (a number, null) after a name.
+func (j *jsonw) raw(v string) {
+	j.eor()
+	j.w.WriteString(v)
+}

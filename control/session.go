@@ -144,12 +144,14 @@ func (s *session) exec(line []byte) *cmdErr {
 		return s.linkCmd(rest)
 	case "address":
 		return s.addrCmd(rest)
+	case "nexthop":
+		return s.nexthopCmd(rest)
 	case "monitor":
 		return s.monitorCmd(rest)
 	case "help":
 		return parseErr("Usage: ip [ OPTIONS ] OBJECT { COMMAND | help }\n" +
 			"       ip [ -force ] -batch filename\n" +
-			"where  OBJECT := { address | link | monitor | route }\n" +
+			"where  OBJECT := { address | link | monitor | nexthop | route }\n" +
 			"       OPTIONS := { -6 | -s[tatistics] | -d[etails] | -j[son] | -p[retty] | -force }")
 	case "":
 		return &cmdErr{msg: fmt.Sprintf("Object \"%s\" is unknown, try \"ip help\".", w), code: 1}

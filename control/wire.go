@@ -29,6 +29,9 @@ type options struct {
 	restore   bool
 	stats     int
 	batchName string
+	// inet6: -6 was given (a nexthop without an IPv6 gateway is IPv4
+	// without it, as in Linux)
+	inet6 bool
 }
 
 func (o options) header() string {
@@ -36,7 +39,7 @@ func (o options) header() string {
 	for _, x := range []struct {
 		on bool
 		c  string
-	}{{o.json, "j"}, {o.pretty, "p"}, {o.details, "d"}, {o.force, "f"}, {o.batch, "b"}, {o.restore, "r"}} {
+	}{{o.json, "j"}, {o.pretty, "p"}, {o.details, "d"}, {o.force, "f"}, {o.batch, "b"}, {o.restore, "r"}, {o.inet6, "6"}} {
 		if x.on {
 			f += x.c
 		}
@@ -74,6 +77,8 @@ func parseHeader(line string) (options, error) {
 			o.batch = true
 		case c == 'r':
 			o.restore = true
+		case c == '6':
+			o.inet6 = true
 		case c >= '0' && c <= '9':
 			o.stats = o.stats*10 + int(c-'0')
 		}
