@@ -90,7 +90,7 @@ func (s *session) nexthopModify(args [][]byte, replace bool) *cmdErr {
 				return err
 			}
 			if s.r.Links.ByName(str(v)) == nil {
-				return invarg("Device does not exist", v)
+				return invarg("Device does not exist\n", v)
 			}
 			dev = v
 		case is(w, "via"):
@@ -153,7 +153,7 @@ func (s *session) nexthopModify(args [][]byte, replace bool) *cmdErr {
 	_ = typeSet
 	switch {
 	case sp.IsGroup():
-		if blackhole || sp.Gateway.IsValid() || dev != nil {
+		if blackhole || sp.Gateway.IsValid() || dev != nil || s.opt.inet6 { // a group is AF_UNSPEC
 			return extack("Invalid family for group.")
 		}
 	case blackhole:
@@ -389,7 +389,7 @@ func (s *session) parseNhFilter(args [][]byte, buckets bool) (*nhFilter, *cmdErr
 			}
 			l := s.r.Links.ByName(str(v))
 			if l == nil {
-				return nil, invarg("Device does not exist", v)
+				return nil, invarg("Device does not exist\n", v)
 			}
 			f.link = l.Index
 		case is(w, "groups"):

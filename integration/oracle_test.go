@@ -129,3 +129,169 @@ func TestKernelOracle(t *testing.T) {
 		}
 	}
 }
+
+// TestKernelOracleNexthop asks the kernel about nexthop objects, groups
+// and multipath routes: the same commands go to ip in a network namespace
+// and to urouter, and must print and exit alike. What depends on the
+// flow hash (which member a flow takes) is left out: each router seeds
+// its own. The commands go without -6, as the groups need (a group is
+// AF_UNSPEC), so a nexthop without an IPv6 gateway is IPv4.
+func TestKernelOracleNexthop(t *testing.T) {
+	needRoot(t)
+	ns := newNetns(t, "uro-nhoracle")
+	mustRun(t, "ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0")
+	for i, n := range []string{"d0", "d1"} {
+		mustRun(t, "ip", "-n", ns, "link", "add", n, "type", "veth", "peer", "name", n+"peer")
+		mustRun(t, "ip", "-n", ns, "link", "set", n, "up")
+		mustRun(t, "ip", "-n", ns, "link", "set", n+"peer", "up")
+		mustRun(t, "ip", "-n", ns, "-6", "addr", "add", "2001:db8:9"+string(rune('1'+i))+"::1/64", "dev", n)
+	}
+	d := startDaemon(t, "", "link add d0 type dummy", "link set d0 up", "address add 2001:db8:91::1/64 dev d0",
+		"link add d1 type dummy", "link set d1 up", "address add 2001:db8:92::1/64 dev d1")
+
+	cmds := []string{
+		"nexthop add id 1 via 2001:db8:91::2 dev d0",
+		"nexthop add id 2 via 2001:db8:92::2 dev d1 proto static",
+		"nexthop add id 3 dev d0",
+		"nexthop add id 4 blackhole",
+		"-6 nexthop add id 8 dev d0",
+		"-6 nexthop add id 9 blackhole",
+		"-6 nexthop add id 16 group 8/9",
+		"nexthop add id 5 via 2001:db8:99::1 dev d0 onlink",
+		"nexthop add via 2001:db8:91::3 dev d0",
+		"nexthop add id 4294967295 via 2001:db8:91::4 dev d0",
+		"nexthop add id 0 via 2001:db8:91::5 dev d0",
+		"nexthop add id 4294967296 via 2001:db8:91::4 dev d0",
+		"nexthop add id 10 group 1/2",
+		"nexthop add id 11 group 1,2/2,3 type mpath",
+		"nexthop add id 12 group 1/2 type resilient buckets 8 idle_timer 10 unbalanced_timer 20",
+		"nexthop add id 13 group 1/2 type resilient",
+		"nexthop add id 14 group 2,256/3",
+		"nexthop add id 15 group 4",
+		"nexthop",
+		"nexthop show",
+		"nexthop list",
+		"-j nexthop show",
+		"-j -p nexthop show",
+		"-d nexthop show",
+		"nexthop show id 12",
+		"nexthop get id 12",
+		"-j nexthop get id 10",
+		"nexthop show dev d0",
+		"nexthop show groups",
+		"nexthop show id 99",
+		"nexthop get id 99",
+		"nexthop bucket show id 12 nhid 1",
+		"nexthop bucket show id 10",
+		"nexthop bucket get id 12 index 8",
+		// errors
+		"nexthop add id 1 via 2001:db8:91::2 dev d0",
+		"nexthop add id 20 group 1/99",
+		"nexthop add id 20 group 1/1",
+		"nexthop add id 20 group 10/1",
+		"nexthop add id 20 group 4/1",
+		"nexthop add id 20 group 1,0/2",
+		"nexthop add id 20 group 1,257/2",
+		"nexthop add id 20 group 1/2 type resilient buckets 0",
+		"nexthop add id 20 group 1/2 type resilient buckets 65536",
+		"nexthop add id 20 group 1/2 type foo",
+		"nexthop add id 20 group",
+		"nexthop add id 21 via 2001:db8:99::1 dev d0",
+		"nexthop add id 21 via 2001:db8:91::5",
+		"nexthop add id 21 via 2001:db8:91::5 dev nosuch",
+		"nexthop add id 21 via 2001:db8:91::1 dev d0",
+		"nexthop add id 21 via ff02::1 dev d0",
+		"nexthop add id 21 blackhole dev d0",
+		"nexthop add id abc via 2001:db8:91::5 dev d0",
+		"nexthop del id 99",
+		"nexthop del",
+		"nexthop replace id 10 via 2001:db8:91::9 dev d0",
+		"nexthop replace id 1 group 2",
+		"nexthop replace id 10 group 1/2 type resilient",
+		"nexthop replace id 12 group 1/2",
+		"nexthop replace id 12 group 1,3/2 type resilient buckets 16",
+		"nexthop replace id 12 group 1,3/2 type resilient idle_timer 30",
+		"nexthop replace id 1 blackhole",
+		"nexthop replace via 2001:db8:91::3 dev d0",
+		"nexthop replace id 98 via 2001:db8:91::9 dev d0",
+		"nexthop show id 12",
+		"nexthop show id 98",
+		// routes
+		"route add 2001:db8:100::/48 nhid 10",
+		"route add 2001:db8:101::/48 nhid 1",
+		"route add 2001:db8:102::/48 nhid 12",
+		"route add 2001:db8:103::/48 nhid 99",
+		"route add 2001:db8:104::/48 from 2001:db8:5::/64 nhid 1",
+		"route add 2001:db8:105::/48 nhid 1 via 2001:db8:91::2",
+		"route add 2001:db8:106::/48 nhid 4",
+		"route add 2001:db8:108::/48 nhid 9",
+		"route add 2001:db8:109::/48 nhid 8",
+		"route show 2001:db8:108::/48",
+		"route show 2001:db8:109::/48",
+		"route add 2001:db8:107::/48 nhid 11",
+		"route add 2001:db8:200::/48 nexthop via 2001:db8:91::2 dev d0 weight 1 nexthop via 2001:db8:92::2 dev d1 weight 2",
+		"route add 2001:db8:201::/48 via 2001:db8:91::2 dev d0",
+		"route append 2001:db8:201::/48 via 2001:db8:92::2 dev d1",
+		"route prepend 2001:db8:201::/48 via 2001:db8:91::7 dev d0",
+		"route append 2001:db8:201::/48 via 2001:db8:91::2 dev d0",
+		"route append 2001:db8:101::/48 via 2001:db8:92::2 dev d1",
+		"route add 2001:db8:202::/48 nexthop via 2001:db8:91::2 dev d0 weight 0",
+		"route add 2001:db8:202::/48 nexthop via 2001:db8:91::2 dev d0 nexthop",
+		"route show 2001:db8:100::/48",
+		"route show 2001:db8:101::/48",
+		"route show 2001:db8:102::/48",
+		"route show 2001:db8:106::/48",
+		"route show 2001:db8:107::/48",
+		"route show 2001:db8:200::/48",
+		"route show 2001:db8:201::/48",
+		"-j route show 2001:db8:100::/48",
+		"-j route show 2001:db8:200::/48",
+		"route get fibmatch 2001:db8:100::1",
+		"-j route get fibmatch 2001:db8:100::1",
+		"route get 2001:db8:101::1",
+		// replace and delete: the routes follow
+		"nexthop replace id 1 via 2001:db8:91::7 dev d0",
+		"route show 2001:db8:100::/48",
+		"route get 2001:db8:101::1",
+		"nexthop del id 2",
+		"nexthop show",
+		"route show 2001:db8:100::/48",
+		"nexthop del id 1",
+		"nexthop show",
+		"route show 2001:db8:100::/48",
+		"route show 2001:db8:101::/48",
+		"route del 2001:db8:201::/48 via 2001:db8:92::2 dev d1",
+		"route show 2001:db8:201::/48",
+		"route del 2001:db8:200::/48",
+		"route show 2001:db8:200::/48",
+		// a link going down: its nexthops go, multipath paths turn dead
+		"nexthop add id 31 via 2001:db8:92::2 dev d1",
+		"nexthop add id 32 via 2001:db8:91::2 dev d0",
+		"nexthop add id 33 group 31/32",
+		"route add 2001:db8:300::/48 nhid 33",
+		"route add 2001:db8:301::/48 nhid 31",
+		"route add 2001:db8:302::/48 nexthop via 2001:db8:91::2 dev d0 nexthop via 2001:db8:92::2 dev d1",
+		"link set d1 down",
+		"nexthop show",
+		"route show 2001:db8:300::/48",
+		"route show 2001:db8:301::/48",
+		"route show 2001:db8:302::/48",
+		"-j route show 2001:db8:302::/48",
+		"link set d1 up",
+		"route show 2001:db8:302::/48",
+		"nexthop flush dev d0",
+		"nexthop flush",
+		"nexthop show",
+	}
+	for _, c := range cmds {
+		args := strings.Fields(c)
+		if args[0] == "route" || args[0] == "-j" && args[1] == "route" {
+			args = append([]string{"-6"}, args...) // ip's routes are IPv4 without it
+		}
+		kout, kerr, kst := runCmd("ip", append([]string{"-n", ns}, args...)...)
+		uout, uerr, ust := d.run(args...)
+		if kout != uout || kerr != uerr || kst != ust {
+			t.Errorf("%s:\n  ip:      %q %q %d\n  urouter: %q %q %d", c, kout, kerr, kst, uout, uerr, ust)
+		}
+	}
+}
