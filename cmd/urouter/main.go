@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"urouter/control"
+	"urouter/nexthop"
 	"urouter/router"
 )
 
@@ -30,7 +31,12 @@ func daemon(args []string) int {
 	icmpBurst := fs.Int("icmp-burst", 50, "ICMPv6 errors sent in a burst at most, as Linux's icmp_msgs_burst")
 	destRate := fs.Int("icmp-dest-ratelimit", 100, "ms between ICMPv6 errors to one destination (0: no limit), as Linux's net.ipv6.icmp.ratelimit")
 	destBurst := fs.Int("icmp-dest-burst", 6, "ICMPv6 errors to one destination in a burst at most (Linux's is 6)")
+	hashPolicy := fs.Uint("multipath-hash-policy", 0, "multipath flow hash: 0 addresses, flow label and next header; 1 addresses, ports and next header (Linux's net.ipv6.fib_multipath_hash_policy)")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *hashPolicy > nexthop.PolicyL4 {
+		fmt.Fprintln(os.Stderr, "urouter daemon: --multipath-hash-policy is 0 or 1")
 		return 2
 	}
 	if os.Getenv("GOGC") == "" {
@@ -41,6 +47,7 @@ func daemon(args []string) int {
 		debug.SetGCPercent(400)
 	}
 	r := router.New()
+	r.Decider.Hash.Policy = uint8(*hashPolicy)
 	r.DP.SetICMPRate(*icmpRate, *icmpBurst)
 	r.DP.SetICMPDestRate(time.Duration(*destRate)*time.Millisecond, *destBurst)
 	srv, err := control.Listen(control.SocketPath(*socket), r)
