@@ -93,3 +93,40 @@ func TestHashPolicy(t *testing.T) {
 		t.Error("the seed changed nothing")
 	}
 }
+
+// BenchmarkSelect is one selection of a member by a flow's hash, in a
+// hash-threshold (mpath) and a resilient group of 16 members.
+func BenchmarkSelect(b *testing.B) {
+	ms := make([]Member, 16)
+	es := make([]Entry, 16)
+	r := NewRegistry(func() int64 { return 0 })
+	for i := range ms {
+		ms[i] = Member{Nexthop: gw(byte(i + 1)), Weight: uint32(1 + i%4)}
+		r.Add(Spec{ID: uint32(i + 1), Nexthop: ms[i].Nexthop}, false)
+		es[i] = Entry{ID: uint32(i + 1), Weight: ms[i].Weight}
+	}
+	res, err := r.Add(Spec{ID: 100, Group: es, Type: ResilientType, Buckets: 128, BucketsSet: true}, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	hashes := make([]uint32, 1024)
+	rnd := rand.New(rand.NewPCG(9, 9))
+	for i := range hashes {
+		hashes[i] = rnd.Uint32()
+	}
+	for _, c := range []struct {
+		name string
+		g    *Group
+	}{{"mpath", NewGroup(ms)}, {"resilient", res.Load().Paths}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			s := 0
+			for i := 0; i < b.N; i++ {
+				s += c.g.Select(hashes[i&1023])
+			}
+			sink = s
+		})
+	}
+}
+
+var sink int
