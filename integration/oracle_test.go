@@ -181,7 +181,6 @@ func TestKernelOracleNexthop(t *testing.T) {
 		"nexthop show groups",
 		"nexthop show id 99",
 		"nexthop get id 99",
-		"nexthop bucket show id 12 nhid 1",
 		"nexthop bucket show id 10",
 		"nexthop bucket get id 12 index 8",
 		// errors

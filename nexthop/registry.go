@@ -135,7 +135,9 @@ type Registry struct {
 
 // NewRegistry returns an empty registry.
 func NewRegistry(now func() int64) *Registry {
-	return &Registry{objs: map[uint32]*Object{}, resilient: map[*Object]struct{}{}, Now: now}
+	r := &Registry{objs: map[uint32]*Object{}, resilient: map[*Object]struct{}{}, Now: now}
+	clock.Store(r.now())
+	return r
 }
 
 // Get returns object id, or nil.

@@ -151,6 +151,8 @@ func TestResilient(t *testing.T) {
 	c.ms += 1000
 	r.Delete(3)
 	r.Upkeep()
+	c.ms++
+	r.Upkeep() // the clock the flows below stamp their buckets with
 	for i := range flows {
 		v := g.Load()
 		now := v.Paths.Member(v.Paths.Select(h.Hash(&flows[i]))).ID
@@ -163,8 +165,8 @@ func TestResilient(t *testing.T) {
 		was[i] = now
 	}
 
-	// 3 is back: nothing is idle yet (every bucket was just used), so no
-	// bucket moves until idle_timer (10 s) passes
+	// 3 is back: nothing is idle (every bucket was used since it last
+	// moved), so no bucket moves until idle_timer (10 s) passes
 	r.Add(Spec{ID: 3, Nexthop: gw(3)}, false)
 	r.Add(Spec{ID: 13, Group: []Entry{{1, 1}, {2, 1}, {3, 1}}, Type: ResilientType}, true)
 	c.ms += 5000

@@ -26,6 +26,7 @@ type resBuckets struct {
 type resTable struct {
 	nhid            []uint32 // member id of each bucket, 0 unassigned
 	used            []atomic.Int64
+	migrated        []int64 // when each bucket last moved
 	idleMs, unbMs   int64
 	unbalancedSince int64
 	wants, count    map[uint32]int
@@ -34,7 +35,7 @@ type resTable struct {
 }
 
 func newResTable(n uint32) *resTable {
-	return &resTable{nhid: make([]uint32, n), used: make([]atomic.Int64, n)}
+	return &resTable{nhid: make([]uint32, n), used: make([]atomic.Int64, n), migrated: make([]int64, n)}
 }
 
 func (t *resTable) balanced() bool { return len(t.uw) == 0 }
@@ -91,6 +92,7 @@ func (t *resTable) rebalance(v *Version, now int64, regroup bool) bool {
 		}
 		t.nhid[i] = to
 		t.used[i].Store(now)
+		t.migrated[i] = now
 		t.count[to]++
 		if t.count[to] >= t.wants[to] {
 			t.uw = t.uw[1:]
@@ -112,7 +114,8 @@ func (t *resTable) shouldMigrate(i int, now int64) bool {
 	if t.count[id] <= want {
 		return false
 	}
-	if now >= t.used[i].Load()+t.idleMs {
+	// a bucket no flow used since it last moved is idle at once
+	if u := t.used[i].Load(); u == t.migrated[i] || now >= u+t.idleMs {
 		return true
 	}
 	return t.unbMs != 0 && now > t.unbalancedSince+t.unbMs
