@@ -77,10 +77,10 @@ type Attrs struct {
 	// Src restricts the route to packets from this source prefix
 	// (source-specific routing, Linux's IPv6 subtrees). The zero Prefix
 	// means any source.
-	Src     netip.Prefix
-	Metric  uint32
-	Type    Type
-	Proto   Proto
+	Src    netip.Prefix
+	Metric uint32
+	Type   Type
+	Proto  Proto
 	// Nexthop is a single-path route's path; zero when Group or Object
 	// says where the route goes.
 	Nexthop nexthop.Nexthop

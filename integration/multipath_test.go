@@ -94,4 +94,3 @@ func TestMultipathForwarding(t *testing.T) {
 		t.Errorf("the path on the down link:\n%s", out)
 	}
 }
-

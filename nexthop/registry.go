@@ -51,8 +51,8 @@ type Spec struct {
 	Type  GroupType
 	// Resilient groups: the bucket count and timers (seconds); a zero
 	// field without its Set flag is "not given".
-	Buckets                    uint32
-	IdleTimer, UnbalancedTimer uint32
+	Buckets                     uint32
+	IdleTimer, UnbalancedTimer  uint32
 	BucketsSet, IdleSet, UnbSet bool
 }
 

@@ -13,8 +13,8 @@ package router
 
 import (
 	"errors"
-	"math/rand/v2"
 	"fmt"
+	"math/rand/v2"
 	"net/netip"
 	"sync"
 	"sync/atomic"
