@@ -97,7 +97,18 @@ func newRig(t testing.TB) *rig {
 	}{{r.ta, "2001:db8:1::1/64"}, {r.tb, "2001:db8:2::1/64"}, {r.tc, "2001:db8:3::1/64"}} {
 		must(rt.AddAddr(a.l, netip.MustParsePrefix(a.addr)))
 	}
+	// a resilient group of nexthop objects on tb and tc, and inline paths
+	for i, l := range []*dataplane.Link{r.tb, r.tc} {
+		_, err := rt.Nexthops.Add(nexthop.Spec{ID: uint32(i + 1), Family: nexthop.FamilyInet6, Nexthop: nexthop.Nexthop{Link: l.Index}}, false)
+		must(err)
+	}
+	grp, err := rt.Nexthops.Add(nexthop.Spec{ID: 10, Group: []nexthop.Entry{{ID: 1, Weight: 1}, {ID: 2, Weight: 1}},
+		Type: nexthop.ResilientType, Buckets: 64, BucketsSet: true}, false)
+	must(err)
+	inline := nexthop.NewGroup([]nexthop.Member{{Nexthop: nexthop.Nexthop{Link: r.tb.Index}, Weight: 1}, {Nexthop: nexthop.Nexthop{Link: r.tc.Index}, Weight: 2}})
 	for _, rr := range []fib6.Route{
+		{Dst: netip.MustParsePrefix("2001:db8:6a::/48"), Attrs: fib6.Attrs{Metric: 1, Object: grp}},
+		{Dst: netip.MustParsePrefix("2001:db8:6b::/48"), Attrs: fib6.Attrs{Metric: 1, Group: inline}},
 		{Dst: netip.MustParsePrefix("2001:db8:d::/48"), Attrs: fib6.Attrs{Metric: 1, Nexthop: nexthop.Nexthop{Link: r.d0.Index}}},
 		{Dst: netip.MustParsePrefix("2001:db8:66::/48"), Attrs: fib6.Attrs{Metric: 1, Type: fib6.Unreachable}},
 		{Dst: netip.MustParsePrefix("2001:db8:67::/48"), Attrs: fib6.Attrs{Metric: 1, Type: fib6.Prohibit}},
@@ -358,7 +369,7 @@ func TestGSO(t *testing.T) {
 }
 
 // TestNoAllocs: the packet path allocates nothing per packet, whatever
-// becomes of the packets.
+// becomes of the packets, through a resilient group and inline paths too.
 func TestNoAllocs(t *testing.T) {
 	r := newRig(t)
 	batch := [][]byte{
@@ -368,6 +379,8 @@ func TestNoAllocs(t *testing.T) {
 			&layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(128, 0)}, &layers.ICMPv6Echo{}, gopacket.Payload("x")),
 		craft(t, append([]gopacket.SerializableLayer{ipv6(host1, net.ParseIP("2001:db8:d::1"), layers.IPProtocolUDP, 64)}, udp(100)...)...),
 		craft(t, append([]gopacket.SerializableLayer{ipv6(host1, host2, layers.IPProtocolUDP, 1)}, udp(100)...)...),
+		craft(t, append([]gopacket.SerializableLayer{ipv6(host1, net.ParseIP("2001:db8:6a::1"), layers.IPProtocolUDP, 64)}, udp(100)...)...),
+		craft(t, append([]gopacket.SerializableLayer{ipv6(host1, net.ParseIP("2001:db8:6b::1"), layers.IPProtocolUDP, 64)}, udp(100)...)...),
 	}
 	r.run(batch...) // the worker's counters get made on first use
 	buf := make([]byte, 1<<16)
