@@ -6,7 +6,6 @@ import (
 	"syscall"
 
 	"urouter/fib6"
-	"urouter/nexthop"
 )
 
 // cmdErr is a failed command: the text iproute2 prints for it and the exit
@@ -78,13 +77,6 @@ func rejected(err error) *cmdErr {
 			return &cmdErr{msg: "Error: " + fe.Msg, code: 2}
 		}
 		return answers(fe.Errno)
-	}
-	var ne *nexthop.Error
-	if errors.As(err, &ne) {
-		if ne.Msg != "" {
-			return &cmdErr{msg: "Error: " + ne.Msg, code: 2}
-		}
-		return answers(ne.Errno)
 	}
 	var errno syscall.Errno
 	if errors.As(err, &errno) {

@@ -1,7 +1,6 @@
 package fib6
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"syscall"
@@ -107,24 +106,9 @@ type Route struct {
 }
 
 // Error is a rejected request. It carries the errno Linux returns for the
-// same request, so the command language can word it the way iproute2 does.
-type Error struct {
-	Errno syscall.Errno
-	Msg   string // iproute2/kernel wording when more specific than Errno's
-}
-
-func (e *Error) Error() string {
-	if e.Msg != "" {
-		return e.Msg
-	}
-	return e.Errno.Error()
-}
-
-// Is makes errors.Is(err, syscall.EEXIST) and friends work.
-func (e *Error) Is(target error) bool {
-	var errno syscall.Errno
-	return errors.As(target, &errno) && errno == e.Errno
-}
+// same request, so the command language can word it the way iproute2 does;
+// it is the nexthop registry's error type, so one check words both.
+type Error = nexthop.Error
 
 var (
 	// ErrExists: a route with the same destination, source and metric is
@@ -252,7 +236,7 @@ func (a *Attrs) Paths() []nexthop.Member {
 	return []nexthop.Member{{Nexthop: a.Nexthop, Weight: 1}}
 }
 
-// Multipath reports whether appends of gateway routes coalesce into this
+// multipath reports whether appends of gateway routes coalesce into this
 // route: Linux's rt6_qualify_for_ecmp (a unicast route with a gateway,
 // not through a nexthop object).
 func (a *Attrs) multipath() bool {

@@ -120,10 +120,18 @@ func TestKernelOracle(t *testing.T) {
 		"route flush proto 42",
 		"route show 2001:db8:81::/48",
 	}
+	askBoth(t, ns, d, cmds, func(args []string) []string { return append([]string{"-6"}, args...) })
+}
+
+// askBoth runs each command (its words, as opts makes them) through ip in
+// namespace ns and through urouter, and reports every difference in what
+// they print or exit with.
+func askBoth(t *testing.T, ns string, d *daemon, cmds []string, opts func([]string) []string) {
+	t.Helper()
 	for _, c := range cmds {
-		args := strings.Fields(c)
-		kout, kerr, kst := runCmd("ip", append([]string{"-n", ns, "-6"}, args...)...)
-		uout, uerr, ust := d.run(append([]string{"-6"}, args...)...)
+		args := opts(strings.Fields(c))
+		kout, kerr, kst := runCmd("ip", append([]string{"-n", ns}, args...)...)
+		uout, uerr, ust := d.run(args...)
 		if kout != uout || kerr != uerr || kst != ust {
 			t.Errorf("%s:\n  ip:      %q %q %d\n  urouter: %q %q %d", c, kout, kerr, kst, uout, uerr, ust)
 		}
@@ -282,15 +290,10 @@ func TestKernelOracleNexthop(t *testing.T) {
 		"nexthop flush",
 		"nexthop show",
 	}
-	for _, c := range cmds {
-		args := strings.Fields(c)
+	askBoth(t, ns, d, cmds, func(args []string) []string {
 		if args[0] == "route" || args[0] == "-j" && args[1] == "route" {
-			args = append([]string{"-6"}, args...) // ip's routes are IPv4 without it
+			return append([]string{"-6"}, args...) // ip's routes are IPv4 without it
 		}
-		kout, kerr, kst := runCmd("ip", append([]string{"-n", ns}, args...)...)
-		uout, uerr, ust := d.run(args...)
-		if kout != uout || kerr != uerr || kst != ust {
-			t.Errorf("%s:\n  ip:      %q %q %d\n  urouter: %q %q %d", c, kout, kerr, kst, uout, uerr, ust)
-		}
-	}
+		return args
+	})
 }

@@ -104,16 +104,6 @@ func (g *Group) SelectOn(hash uint32, link int32) int {
 	return -1
 }
 
-// AnyOn reports whether a usable member leaves by link.
-func (g *Group) AnyOn(link int32) bool {
-	for _, m := range g.members {
-		if m.Link == link && m.Usable() {
-			return true
-		}
-	}
-	return false
-}
-
 // AppendKey appends an encoding of the group's members that equal groups
 // share, for interning.
 func (g *Group) AppendKey(b []byte) []byte {

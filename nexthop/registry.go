@@ -3,7 +3,6 @@ package nexthop
 import (
 	"cmp"
 	"errors"
-	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -89,7 +88,8 @@ func (o *Object) Load() *Version { return o.cur.Load() }
 // not, a route may no longer be added with it.
 func (o *Object) Alive() bool { return o.alive.Load() }
 
-// Error is a request the registry refuses, with Linux's errno and message.
+// Error is a request refused (by the registry, or a routing table), with
+// Linux's errno and, when more specific than the errno's, its message.
 type Error struct {
 	Errno syscall.Errno
 	Msg   string
@@ -158,12 +158,7 @@ func (r *Registry) Len() int {
 func (r *Registry) List() []*Version {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]*Version, 0, len(r.objs))
-	for _, o := range r.objs {
-		out = append(out, o.Load())
-	}
-	slices.SortFunc(out, func(a, b *Version) int { return cmp.Compare(a.ID, b.ID) })
-	return out
+	return r.listLocked()
 }
 
 // Add adds an object (replace: or replaces the one with its id, which
@@ -444,5 +439,3 @@ func (r *Registry) Buckets(o *Object) (ids []uint32, idle []int64, unbalanced in
 	}
 	return ids, idle, unbalanced
 }
-
-func (v *Version) String() string { return fmt.Sprintf("id %d %v", v.ID, v.Nexthop) }
