@@ -132,8 +132,8 @@ func Main(args []string) int {
 			defer f.Close()
 			input = f
 		}
-	case len(args) >= 2 && matches([]byte(args[0]), "route") && matches([]byte(args[1]), "restore"):
-		// restore replays what `route save` wrote: a batch on stdin
+	case len(args) >= 2 && restores(args[0]) && matches([]byte(args[1]), "restore"):
+		// restore replays what `route save` or `rule save` wrote: a batch on stdin
 		o.batch, o.restore, o.batchName, input = true, true, "-", os.Stdin
 	default:
 		w := []byte(args[0])
@@ -141,6 +141,12 @@ func Main(args []string) int {
 		input = strings.NewReader(string(quoteArgs(args)) + "\n")
 	}
 	return talk(SocketPath(socket), o, input, keepOpen, os.Stdout, os.Stderr)
+}
+
+// restores reports whether obj is an object whose restore reads stdin.
+func restores(obj string) bool {
+	i := objectWords.of([]byte(obj))
+	return i > 0 && (objects[i-1] == "route" || objects[i-1] == "rule")
 }
 
 func strerrorOf(err error) string {

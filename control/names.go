@@ -1,7 +1,10 @@
 package control
 
 import (
+	"os"
 	"strconv"
+	"strings"
+	"sync"
 
 	"urouter/fib6"
 )
@@ -93,3 +96,65 @@ func invert[K comparable, V comparable](m map[K]V) map[V]K {
 	}
 	return out
 }
+
+// dsfieldNames are the names rtnl_dsfield_n2a prints: iproute2 6.1's
+// rt_dsfield.
+var dsfieldNames = func() map[uint8]string {
+	m := map[uint8]string{0xb8: "EF"}
+	for c := 1; c <= 4; c++ {
+		for d := 1; d <= 3; d++ {
+			m[uint8(c<<5|d<<3)] = "AF" + strconv.Itoa(c) + strconv.Itoa(d)
+		}
+	}
+	for c := 1; c <= 7; c++ {
+		m[uint8(c<<5)] = "CS" + strconv.Itoa(c)
+	}
+	return m
+}()
+
+func dsfieldString(d uint8) string {
+	if s, ok := dsfieldNames[d]; ok {
+		return s
+	}
+	b := []byte("0x")
+	if d < 0x10 {
+		b = append(b, '0')
+	}
+	return string(strconv.AppendUint(b, uint64(d), 16))
+}
+
+// ipprotoString is inet_proto_n2a: the protocol's name in /etc/protocols,
+// else ipproto-N.
+func ipprotoString(p uint8) string {
+	if s, ok := protocolNames()[p]; ok {
+		return s
+	}
+	return "ipproto-" + strconv.Itoa(int(p))
+}
+
+var protocolNames = sync.OnceValue(func() map[uint8]string {
+	m := map[uint8]string{}
+	data, err := os.ReadFile("/etc/protocols")
+	if err != nil {
+		for name, n := range ipProtos {
+			if name == strings.ToLower(name) {
+				m[n] = name
+			}
+		}
+		return m
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || strings.HasPrefix(f[0], "#") {
+			continue
+		}
+		if n, err := strconv.ParseUint(f[1], 10, 8); err == nil {
+			if _, seen := m[uint8(n)]; !seen {
+				m[uint8(n)] = f[0]
+			}
+		}
+	}
+	return m
+})
+
+func fib6Proto(p uint8) fib6.Proto { return fib6.Proto(p) }

@@ -167,3 +167,9 @@ func (j *jsonw) raw(v string) {
 	j.eor()
 	j.w.WriteString(v)
 }
+
+// null writes a flag as print_null does: the name and null.
+func (j *jsonw) null(k string) {
+	j.name(k)
+	j.raw("null")
+}

@@ -11,6 +11,7 @@ import (
 	"urouter/fib6"
 	"urouter/nexthop"
 	"urouter/router"
+	"urouter/rules"
 )
 
 // session runs the commands of one client (or of the config file), in
@@ -22,6 +23,7 @@ type session struct {
 	out    *bufio.Writer
 	errOut func(string)
 	txn    *fib6.Txn
+	rtxn   *rules.Txn // the open rule transaction
 	// what the last route commands checked, for the next (see legGroup,
 	// nexthopObject)
 	legCache legCheck
@@ -50,9 +52,21 @@ func (s *session) txnFor(t *fib6.Table) *fib6.Txn {
 }
 
 func (s *session) commit() {
+	s.commitRoutes()
+	s.commitRules()
+}
+
+func (s *session) commitRoutes() {
 	if s.txn != nil {
 		s.txn.Commit()
 		s.txn = nil
+	}
+}
+
+func (s *session) commitRules() {
+	if s.rtxn != nil {
+		s.rtxn.Commit()
+		s.rtxn = nil
 	}
 }
 
@@ -135,7 +149,10 @@ func (s *session) exec(line []byte) *cmdErr {
 		obj = "nexthop" // the alias; iproute2 6.1 lacks it
 	}
 	if obj != "route" {
-		s.commit()
+		s.commitRoutes()
+	}
+	if obj != "rule" {
+		s.commitRules()
 	}
 	switch obj {
 	case "route":
@@ -146,12 +163,14 @@ func (s *session) exec(line []byte) *cmdErr {
 		return s.addrCmd(rest)
 	case "nexthop":
 		return s.nexthopCmd(rest)
+	case "rule":
+		return s.ruleCmd(rest)
 	case "monitor":
 		return s.monitorCmd(rest)
 	case "help":
 		return parseErr("Usage: ip [ OPTIONS ] OBJECT { COMMAND | help }\n" +
 			"       ip [ -force ] -batch filename\n" +
-			"where  OBJECT := { address | link | monitor | nexthop | route }\n" +
+			"where  OBJECT := { address | link | monitor | nexthop | route | rule }\n" +
 			"       OPTIONS := { -6 | -s[tatistics] | -d[etails] | -j[son] | -p[retty] | -force }")
 	case "":
 		return &cmdErr{msg: fmt.Sprintf("Object \"%s\" is unknown, try \"ip help\".", w), code: 1}
@@ -184,7 +203,7 @@ func (srv *Server) serveConn(c net.Conn) {
 		out:    bufio.NewWriterSize(&frameWriter{c: pc, kind: 'o'}, 64<<10),
 		errOut: func(m string) { ew.Write([]byte(m + "\n")) },
 	}
-	pc.holding, pc.pause = func() bool { return s.txn != nil }, s.commit
+	pc.holding, pc.pause = func() bool { return s.txn != nil || s.rtxn != nil }, s.commit
 	status := s.run(in)
 	s.out.Flush()
 	if s.monitor != nil {

@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"encoding/binary"
+	"urouter/rules"
 
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 
@@ -169,10 +170,10 @@ func linkLocal(a []byte) bool { return a[0] == 0xfe && a[1]&0xc0 == 0x80 }
 func (k *pkt) keyInto(key *decide.Key, iif int32) {
 	p := k.p
 	tc, label := p.TOS()
-	*key = decide.Key{
+	*key = decide.Key{Packet: rules.Packet{
 		Dst: [16]byte(p.DestinationAddressSlice()), Src: [16]byte(p.SourceAddressSlice()),
-		Iif: iif, Proto: k.l4.proto, DSField: tc, FlowLabel: label,
-	}
+		Iif: iif, Proto: k.l4.proto, DSField: tc,
+	}, FlowLabel: label}
 	if k.l4.ports {
 		key.Sport, key.Dport = k.l4.sport, k.l4.dport
 	}

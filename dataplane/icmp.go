@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"net/netip"
+	"urouter/rules"
 
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 
@@ -71,7 +72,7 @@ func (w *worker) errorSource(k *pkt) ([16]byte, bool) {
 // it on a link that is up and takes it.
 func (w *worker) originate(b []byte, src, dst [16]byte, tclass, proto uint8, sport, dport uint16) {
 	p := header.IPv6(b[vnetHdrLen:])
-	key := decide.Key{Dst: dst, Src: src, Proto: proto, Sport: sport, Dport: dport, DSField: tclass}
+	key := decide.Key{Packet: rules.Packet{Dst: dst, Src: src, Proto: proto, Sport: sport, Dport: dport, DSField: tclass}}
 	f := key.Flow()
 	// Linux's auto flow label is a hash of the 5-tuple, seeded per boot
 	key.FlowLabel = nexthop.Hasher{Seed: w.dp.Decider.Hash.Seed, Policy: nexthop.PolicyL4}.Hash(&f) & 0xfffff

@@ -18,22 +18,18 @@ import (
 	"urouter/rules"
 )
 
-// Key is what the decision looks at: one flow.
+// Key is what the decision looks at: one flow. The rules read its
+// Packet; the multipath hash reads the flow label too.
 type Key struct {
-	Dst, Src [16]byte // a Src of all zeros is none (a lookup without a source)
-	// Iif is the link the packet came in by, 0 for the router's own
-	// packets (Linux's iif lo); Oif asks for a route out of that link.
-	Iif, Oif     int32
-	Proto        uint8 // the transport protocol (the last next header)
-	Sport, Dport uint16
-	DSField      uint8 // the traffic class
-	FlowLabel    uint32
+	rules.Packet
+	FlowLabel uint32
 }
 
 // KeyOf is the key of a lookup by address, as `route get` makes it (an
 // invalid src is none).
 func KeyOf(dst, src netip.Addr) Key {
-	k := Key{Dst: dst.As16()}
+	var k Key
+	k.Dst = dst.As16()
 	if src.IsValid() {
 		k.Src = src.As16()
 	}
@@ -49,8 +45,8 @@ func (k *Key) Flow() nexthop.Flow {
 type Verdict uint8
 
 const (
-	// NoRoute: no rule decided (Linux's null entry): Network is
-	// unreachable.
+	// NoRoute: no rule decided, or an `unreachable` rule did (Linux's
+	// null entry): Network is unreachable.
 	NoRoute     Verdict = iota
 	Forward             // out by the route's nexthop
 	Local               // for the router itself
@@ -63,8 +59,8 @@ const (
 type Result struct {
 	Verdict Verdict
 	Rule    uint32      // the preference of the rule that decided
-	Table   uint32      // the table whose route decided
-	Route   *fib6.Attrs // the route; nil for NoRoute
+	Table   uint32      // the table whose route decided; 0 if a rule did
+	Route   *fib6.Attrs // the route; nil for NoRoute and a rule's verdict
 	// Path is the path the flow takes: the route's own, or the member of
 	// Group it selected.
 	Path nexthop.Nexthop
@@ -85,13 +81,13 @@ func (r *Result) Nexthop() *nexthop.Nexthop { return &r.Path }
 // spreads flows over multipath routes with Hash (its policy and seed).
 type Decider struct {
 	Tables *fib6.Tables
-	Rules  *rules.Current
+	Rules  *rules.Registry
 	Addrs  Addresses
 	Hash   nexthop.Hasher
 }
 
 // New returns a decider over the router's tables, rule set and addresses.
-func New(tables *fib6.Tables, rs *rules.Current, addrs Addresses) *Decider {
+func New(tables *fib6.Tables, rs *rules.Registry, addrs Addresses) *Decider {
 	return &Decider{Tables: tables, Rules: rs, Addrs: addrs}
 }
 
@@ -117,7 +113,7 @@ func verdictOf(t fib6.Type) (Verdict, bool) {
 // selects the flow's path; false if the route does not decide (throw).
 // A route through a nexthop object reads the object's current version
 // with one atomic load.
-func (d *Decider) settle(r *Result, rule rules.Rule, a *fib6.Attrs, k *Key) bool {
+func (d *Decider) settle(r *Result, rule *rules.Rule, a *fib6.Attrs, k *Key) bool {
 	v, ok := verdictOf(a.Type)
 	if !ok {
 		return false
@@ -160,37 +156,95 @@ func onLink(a *fib6.Attrs, oif int32) bool {
 	return len(ps) == 0
 }
 
-// Decide is the decision for one flow, the way `route get` and the
-// router's own packets need it: rule by rule, the first route that decides
-// wins; a throw route, or no route, goes on to the next rule. With Oif, a
-// lookup skips reject routes and routes out of other links (and goes on to
-// shorter prefixes), as Linux's does.
-func (d *Decider) Decide(k *Key) Result {
-	dst := netip.AddrFrom16(k.Dst)
-	var src netip.Addr
-	if k.Src != ([16]byte{}) {
-		src = netip.AddrFrom16(k.Src)
+// suppressed is a rule's suppress_prefixlength at work: a route found
+// with a prefix that short is passed over (a reject route never is, as
+// Linux consults it only for a lookup that succeeded).
+func suppressed(rule *rules.Rule, a *fib6.Attrs, bits int) bool {
+	return rule.Suppress && !a.Type.IsReject() && bits <= int(rule.SuppressPrefixLen)
+}
+
+// walk goes from rule i (the first the packet matches, -1 for none) to the
+// first rule whose table is to be looked up, and returns its index; or
+// fills in out with what a rule decided (unreachable, prohibit, blackhole)
+// or NoRoute, and returns -1. It follows gotos, which land on their
+// target only if the target matches too (else the walk goes on after it),
+// and skips nop rules, unresolved gotos and tables that do not exist, as
+// Linux's fib_rules_lookup.
+func (d *Decider) walk(s *rules.Set, c *rules.Cursor, i int, out *Result, ex *explainer) int {
+	for i >= 0 {
+		rule := s.Rule(i)
+		switch rule.Action {
+		case rules.ToTable:
+			if d.Tables.Get(rule.Table) != nil {
+				return i
+			}
+			ex.step(Step{Kind: NoTable, Index: i, Table: rule.Table})
+			i = c.Next(i + 1)
+		case rules.Goto:
+			t := s.Target(i)
+			ex.step(Step{Kind: Jump, Index: i, Target: t})
+			if t < 0 {
+				t = i + 1
+			}
+			i = c.Next(t)
+		case rules.Nop:
+			i = c.Next(i + 1)
+		default:
+			ex.step(Step{Kind: RuleDecided, Index: i})
+			*out = Result{Verdict: ruleVerdict[rule.Action], Rule: rule.Pref}
+			return -1
+		}
 	}
+	ex.step(Step{Kind: NoRule, Index: -1})
+	*out = Result{Verdict: NoRoute}
+	return -1
+}
+
+var ruleVerdict = [...]Verdict{rules.Blackhole: Blackhole, rules.Unreachable: NoRoute, rules.Prohibit: Prohibit}
+
+// Decide is the decision for one flow, the way `route get` and the
+// router's own packets need it: the rules the flow matches, in order; the
+// first that decides wins; a lookup that finds no route, a throw route or
+// a suppressed one goes on to the next rule. With Oif, a lookup skips
+// reject routes and routes out of other links (and goes on to shorter
+// prefixes), as Linux's does.
+func (d *Decider) Decide(k *Key) Result { return d.decide(k, nil) }
+
+func (d *Decider) decide(k *Key, ex *explainer) Result {
+	s := d.Rules.Load()
+	var own rules.Cursor
+	c := &own
+	if ex != nil {
+		s, c = ex.set, &ex.cur
+	}
+	c.Reset(s, &k.Packet)
+	if ex != nil {
+		c.Trace = ex.rule
+	}
+	dst, src := netip.AddrFrom16(k.Dst), srcOf(&k.Src)
 	var accept func(*fib6.Attrs) bool
 	if k.Oif != 0 {
 		accept = func(a *fib6.Attrs) bool { return onLink(a, k.Oif) }
 	}
-	for _, rule := range d.Rules.Load().Rules() {
+	var r Result
+	for i := d.walk(s, c, c.Next(0), &r, ex); i >= 0; i = d.walk(s, c, c.Next(i+1), &r, ex) {
+		rule := s.Rule(i)
 		t := d.Tables.Get(rule.Table)
-		if t == nil {
-			continue
-		}
 		pfx, a, ok := t.Get(dst, src, accept)
-		if !ok {
-			continue
-		}
-		var r Result
-		if d.settle(&r, rule, a, k) {
+		ex.lookup(i, t, dst, src, pfx, ok)
+		switch {
+		case !ok:
+		case suppressed(rule, a, pfx.Bits()):
+			ex.step(Step{Kind: Suppressed, Index: i, Table: rule.Table, Prefix: pfx, Route: a})
+		case d.settle(&r, rule, a, k):
 			r.Prefix = pfx
+			ex.step(Step{Kind: Found, Index: i, Table: rule.Table, Prefix: pfx, Route: a})
 			return r
+		default:
+			ex.step(Step{Kind: Thrown, Index: i, Table: rule.Table, Prefix: pfx, Route: a})
 		}
 	}
-	return Result{Verdict: NoRoute}
+	return r
 }
 
 // MaxBatch is the most keys DecideBatch takes at once.
@@ -199,42 +253,70 @@ const MaxBatch = 64
 // Batch is a worker's scratch for deciding a batch: reused from batch to
 // batch, so that deciding allocates nothing.
 type Batch struct {
+	cur        [MaxBatch]rules.Cursor
+	at         [MaxBatch]int // the rule each key waits at for a lookup
+	pending    [MaxBatch]int // keys waiting
+	looking    [MaxBatch]int // keys of the lookup batch
 	dsts, srcs [MaxBatch][16]byte
 	routes     [MaxBatch]*fib6.Attrs
-	pending    [MaxBatch]int // index in keys of each lookup still undecided
 }
 
-// DecideBatch decides for every key as Decide would (but without Prefix),
-// rule by rule, with the lookups of one rule's table made as one batch
-// (fib6.Table.LookupKeys), so that their memory accesses overlap. out[i] is
-// keys[i]'s decision. The keys must not ask for an Oif.
+// DecideBatch decides for every key as Decide would (but without Prefix).
+// Each key walks its own rules, and the keys waiting for a lookup in one
+// table are looked up as one batch (fib6.Table.LookupKeys), so that their
+// memory accesses overlap: a batch of one flow's packets costs a batch
+// lookup per rule with a table. out[i] is keys[i]'s decision. The keys
+// must not ask for an Oif.
 func (d *Decider) DecideBatch(b *Batch, keys []Key, out []Result) {
-	n := len(keys)
+	s := d.Rules.Load()
+	n := 0
 	for i := range keys {
-		b.dsts[i], b.srcs[i], b.pending[i] = keys[i].Dst, keys[i].Src, i
+		c := &b.cur[i]
+		c.Reset(s, &keys[i].Packet)
+		if j := d.walk(s, c, c.Next(0), &out[i], nil); j >= 0 {
+			b.at[i], b.pending[n] = j, i
+			n++
+		}
 	}
-	for _, rule := range d.Rules.Load().Rules() {
-		if n == 0 {
-			return
+	for n > 0 {
+		table := s.Rule(b.at[b.pending[0]]).Table
+		m, left := 0, 0
+		for _, i := range b.pending[:n] {
+			if s.Rule(b.at[i]).Table == table {
+				b.looking[m], b.dsts[m], b.srcs[m] = i, keys[i].Dst, keys[i].Src
+				m++
+			} else {
+				b.pending[left] = i
+				left++
+			}
 		}
-		t := d.Tables.Get(rule.Table)
-		if t == nil {
-			continue
-		}
-		t.LookupKeys(b.dsts[:n], b.srcs[:n], b.routes[:n])
-		left := 0
-		for j := 0; j < n; j++ {
-			i := b.pending[j]
-			if a := b.routes[j]; a != nil && d.settle(&out[i], rule, a, &keys[i]) {
+		t := d.Tables.Get(table)
+		t.LookupKeys(b.dsts[:m], b.srcs[:m], b.routes[:m])
+		for q, i := range b.looking[:m] {
+			rule := s.Rule(b.at[i])
+			a := b.routes[q]
+			if a != nil && rule.Suppress {
+				pfx, _, _ := t.Get(netip.AddrFrom16(b.dsts[q]), srcOf(&b.srcs[q]), nil)
+				if suppressed(rule, a, pfx.Bits()) {
+					a = nil
+				}
+			}
+			if a != nil && d.settle(&out[i], rule, a, &keys[i]) {
 				continue
 			}
-			// on to the next rule
-			b.dsts[left], b.srcs[left], b.pending[left] = b.dsts[j], b.srcs[j], i
-			left++
+			c := &b.cur[i]
+			if j := d.walk(s, c, c.Next(b.at[i]+1), &out[i], nil); j >= 0 {
+				b.at[i], b.pending[left] = j, i
+				left++
+			}
 		}
 		n = left
 	}
-	for j := 0; j < n; j++ {
-		out[b.pending[j]] = Result{Verdict: NoRoute}
+}
+
+func srcOf(a *[16]byte) netip.Addr {
+	if *a == ([16]byte{}) {
+		return netip.Addr{}
 	}
+	return netip.AddrFrom16(*a)
 }

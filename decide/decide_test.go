@@ -8,6 +8,7 @@ import (
 	"urouter/decide"
 	"urouter/fib6"
 	"urouter/nexthop"
+	"urouter/rules"
 )
 
 func decideKey(dst, src string) decide.Key {
@@ -99,8 +100,8 @@ func TestBatchAgrees(t *testing.T) {
 	multipath := 0
 	for round := 0; round < 200; round++ {
 		for i := range keys {
-			k := decide.Key{Dst: [16]byte{0x20, 0x01, 0x0d, 0xb8, 0, byte(rnd.IntN(6)), 0, byte(rnd.IntN(6)), 15: byte(rnd.IntN(256))},
-				Proto: 17, Sport: uint16(rnd.IntN(65536)), Dport: 53, FlowLabel: uint32(rnd.IntN(1 << 20))}
+			k := decide.Key{Packet: rules.Packet{Dst: [16]byte{0x20, 0x01, 0x0d, 0xb8, 0, byte(rnd.IntN(6)), 0, byte(rnd.IntN(6)), 15: byte(rnd.IntN(256))},
+				Proto: 17, Sport: uint16(rnd.IntN(65536)), Dport: 53}, FlowLabel: uint32(rnd.IntN(1 << 20))}
 			if rnd.IntN(4) == 0 {
 				k.Src = [16]byte{0x20, 0x01, 0x0d, 0xb8, 0, 0xaa, 15: 5}
 			}

@@ -159,3 +159,21 @@ func pick(m match, src netip.Addr, accept func(*Attrs) bool) (*attrsRef, bool) {
 	}
 	return nil, false
 }
+
+// Hidden reports the longest prefix matching dst that a lookup from src
+// passes over because its routes are all for other sources (Linux's
+// source subtree without a match), if there is one before the route the
+// lookup finds.
+func (t *Table) Hidden(dst, src netip.Addr) (netip.Prefix, bool) {
+	a := dst.As16()
+	var buf [16]match
+	for _, m := range t.trie.matches(keyOf(&a), buf[:0]) {
+		if _, ok := pick(m, src, nil); ok {
+			return netip.Prefix{}, false
+		}
+		if m.r.hasSrc {
+			return m.p, true
+		}
+	}
+	return netip.Prefix{}, false
+}

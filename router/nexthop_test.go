@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"urouter/rules"
 
 	"urouter/decide"
 	"urouter/fib6"
@@ -64,7 +65,7 @@ func TestRouteAddRacesNexthopDelete(t *testing.T) {
 	go func() { // a reader: every decision through an object names a path of it
 		defer wg.Done()
 		for i := 0; !stop.Load(); i++ {
-			k := decide.Key{Dst: [16]byte{0x20, 0x01, 0x0d, 0xb8, 0, byte(i >> 8), byte(i), 15: 1}, Src: [16]byte{0xfd, 15: byte(i)}}
+			k := decide.Key{Packet: rules.Packet{Dst: [16]byte{0x20, 0x01, 0x0d, 0xb8, 0, byte(i >> 8), byte(i), 15: 1}, Src: [16]byte{0xfd, 15: byte(i)}}}
 			res := r.Decider.Decide(&k)
 			if res.Verdict == decide.Forward && res.Path.Gateway != gw && res.Path.Gateway != gw.Next() {
 				t.Errorf("a flow took path %v", res.Path)

@@ -39,7 +39,7 @@ const (
 type Router struct {
 	Tables  *fib6.Tables
 	Links   *dataplane.Links
-	Rules   *rules.Current
+	Rules   *rules.Registry
 	Decider *decide.Decider
 	DP      *dataplane.Dataplane
 	Lo      *dataplane.Link
@@ -56,7 +56,15 @@ type Router struct {
 // default rules, the loopback link with ::1, and the dataplane. Start
 // runs its housekeeping.
 func New() *Router {
-	r := &Router{Tables: fib6.NewTables(), Links: dataplane.NewLinks(), Rules: rules.NewCurrent()}
+	r := &Router{Tables: fib6.NewTables(), Links: dataplane.NewLinks()}
+	// The loopback is the first link made, so the router's own packets
+	// come in by index 1, as Linux's lo.
+	r.Rules = rules.NewRegistry(func(name string) int32 {
+		if l := r.Links.ByName(name); l != nil {
+			return l.Index
+		}
+		return 0
+	}, 1)
 	r.Decider = decide.New(r.Tables, r.Rules, r.Links)
 	r.Decider.Hash.Seed = rand.Uint64() // per router, as Linux's per boot
 	r.Nexthops = nexthop.NewRegistry(func() int64 { return time.Now().UnixMilli() })
@@ -66,6 +74,9 @@ func New() *Router {
 	}
 	r.DP = dataplane.New(r.Links, r.Decider)
 	r.Lo = r.DP.AddLoopback()
+	if r.Lo.Index != 1 {
+		panic("router: the loopback is not link 1")
+	}
 	if err := r.AddAddr(r.Lo, netip.PrefixFrom(netip.IPv6Loopback(), 128)); err != nil {
 		panic("router: ::1 on lo: " + err.Error())
 	}
@@ -143,6 +154,7 @@ func (r *Router) addLink(name string, mtu int, open func() (dataplane.Device, er
 		dev.Close()
 		return nil, err
 	}
+	r.Rules.Relink() // rules naming it attach
 	r.tell(LinkAdded, l, netip.Prefix{})
 	return l, nil
 }
@@ -217,6 +229,7 @@ func (r *Router) DeleteLink(l *dataplane.Link) error {
 	}
 	r.linkChanged(l, fib6.LinkGone)
 	err := r.DP.Remove(l)
+	r.Rules.Relink() // rules naming it are detached
 	r.tell(LinkDeleted, l, netip.Prefix{})
 	return err
 }

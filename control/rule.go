@@ -1,0 +1,359 @@
+package control
+
+import (
+	"net/netip"
+	"strings"
+
+	"urouter/fib6"
+	"urouter/rules"
+)
+
+// The rule object: ip rule { add | del | show | list | flush | save |
+// restore }, with iprule.c's grammar, output and errors. The router has
+// IPv6 rules only: a rule is IPv6 with or without -6.
+
+func ruleUsage() *cmdErr {
+	return parseErr(`Usage: ip rule { add | del } SELECTOR ACTION
+       ip rule { flush | save | restore }
+       ip rule [ list [ SELECTOR ]]
+SELECTOR := [ not ] [ from PREFIX ] [ to PREFIX ] [ tos TOS ]
+            [ fwmark FWMARK[/MASK] ]
+            [ iif STRING ] [ oif STRING ] [ pref NUMBER ] [ l3mdev ]
+            [ uidrange NUMBER-NUMBER ]
+            [ ipproto PROTOCOL ]
+            [ sport [ NUMBER | NUMBER-NUMBER ]
+            [ dport [ NUMBER | NUMBER-NUMBER ] ]
+ACTION := [ table TABLE_ID ]
+          [ protocol PROTO ]
+          [ nat ADDRESS ]
+          [ realms [SRCREALM/]DSTREALM ]
+          [ goto NUMBER ]
+          SUPPRESSOR
+SUPPRESSOR := [ suppress_prefixlength NUMBER ]
+              [ suppress_ifgroup DEVGROUP ]
+TABLE_ID := [ local | main | default | NUMBER ]`)
+}
+
+func (s *session) ruleCmd(args [][]byte) *cmdErr {
+	if len(args) == 0 {
+		return s.ruleShow(nil, ruleList)
+	}
+	w, rest := args[0], args[1:]
+	switch {
+	case matches(w, "list"), matches(w, "lst"), matches(w, "show"):
+		return s.ruleShow(rest, ruleList)
+	case matches(w, "save"):
+		if len(rest) > 0 {
+			return &cmdErr{msg: "\"ip rule save\" does not take any arguments.", code: 255}
+		}
+		return s.ruleShow(nil, ruleSave)
+	case matches(w, "restore"):
+		return parseErr("Error: \"rule restore\" reads its rules from standard input: run it from the client (urouter rule restore < FILE).")
+	case matches(w, "add"):
+		return s.ruleModify(rest, false)
+	case matches(w, "delete"):
+		return s.ruleModify(rest, true)
+	case matches(w, "flush"):
+		return s.ruleShow(rest, ruleFlush)
+	case matches(w, "help"):
+		return ruleUsage()
+	}
+	return parseErr("Command \"%s\" is unknown, try \"ip rule help\".", w)
+}
+
+// ruleTxn returns the session's open rule transaction, opening one.
+// Consecutive rule commands so go out in one publish.
+func (s *session) ruleTxn() *rules.Txn {
+	if s.rtxn == nil {
+		s.rtxn = s.r.Rules.Begin()
+	}
+	return s.rtxn
+}
+
+func (s *session) ruleModify(args [][]byte, del bool) *cmdErr {
+	if len(args) == 0 {
+		verb := "add"
+		if del {
+			verb = "del"
+		}
+		return &cmdErr{msg: "\"ip rule " + verb + "\" requires arguments.", code: 255}
+	}
+	sel, err := s.parseRule(args, del)
+	if err != nil {
+		return err
+	}
+	x := s.ruleTxn()
+	var e error
+	if del {
+		_, e = x.Delete(sel)
+	} else {
+		_, e = x.Add(sel.Rule, sel.PrefSet)
+	}
+	if e != nil {
+		return rejected(e)
+	}
+	return nil
+}
+
+// parseRule reads the words of iprule_modify, in its order of checks. An
+// add without a table or action looks up main; a delete selects by what
+// it names only.
+func (s *session) parseRule(args [][]byte, del bool) (*rules.Selector, *cmdErr) {
+	sel := &rules.Selector{}
+	r := &sel.Rule
+	tableOK, sportSet, dportSet := false, false, false
+	if !del {
+		r.Action = rules.ToTable
+	}
+	ws := argv{args: args}
+	for ; ws.i < len(args); ws.i++ {
+		w := args[ws.i]
+		switch {
+		case is(w, "not"):
+			r.Invert = true
+		case is(w, "from"), is(w, "to"):
+			v, err := ws.next()
+			if err != nil {
+				return nil, err
+			}
+			p, err := s.rulePrefix(v)
+			if err != nil {
+				return nil, err
+			}
+			if is(w, "from") {
+				r.Src = p
+			} else {
+				r.Dst = p
+			}
+		case matches(w, "preference"), matches(w, "order"), matches(w, "priority"):
+			v, err := ws.next()
+			if err != nil {
+				return nil, err
+			}
+			n, ok := parseUint32(v)
+			if !ok {
+				return nil, invarg("preference value is invalid\n", v)
+			}
+			r.Pref, sel.PrefSet = n, true
+		case is(w, "tos"), matches(w, "dsfield"):
+			v, err := ws.next()
+			if err != nil {
+				return nil, err
+			}
+			d, ok := parseDSField(v)
+			if !ok {
+				return nil, invarg("TOS value is invalid\n", v)
+			}
+			r.DSField = d
+		case is(w, "fwmark"), matches(w, "realms"):
+			return nil, unsupported(w)
+		case matches(w, "protocol"):
+			v, err := ws.next()
+			if err != nil {
+				return nil, err
+			}
+			p, ok := parseProto(v)
+			if !ok {
+				return nil, invarg("\"protocol\" value is invalid\n", v)
+			}
+			r.Protocol = uint8(p)
+		case matches(w, "tun_id"):
+			return nil, unsupported(w)
+		case matches(w, "table"), is(w, "lookup"):
+			v, err := ws.next()
+			if err != nil {
+				return nil, err
+			}
+			t, ok := parseRuleTable(v)
+			if !ok {
+				return nil, invarg("invalid table ID\n", v)
+			}
+			r.Table, tableOK = t, true
+		case matches(w, "suppress_prefixlength"), is(w, "sup_pl"):
+			v, err := ws.next()
+			if err != nil {
+				return nil, err
+			}
+			n, ok := parseUint32(v)
+			if !ok || n > 1<<31-1 {
+				return nil, invarg("suppress_prefixlength value is invalid\n", v)
+			}
+			r.SuppressPrefixLen, r.Suppress = int32(n), true
+		case matches(w, "suppress_ifgroup"), is(w, "sup_group"), is(w, "l3mdev"), is(w, "uidrange"),
+			is(w, "nat"), matches(w, "map-to"):
+			return nil, unsupported(w)
+		case is(w, "dev"), is(w, "iif"), is(w, "oif"):
+			v, err := ws.next()
+			if err != nil {
+				return nil, err
+			}
+			if !validIfname(v) {
+				if is(w, "oif") {
+					return nil, invarg("\"oif\" not a valid ifname", v)
+				}
+				return nil, invarg("\"iif\"/\"dev\" not a valid ifname", v)
+			}
+			if is(w, "oif") {
+				r.Oif = string(v)
+			} else {
+				r.Iif = string(v)
+			}
+		case is(w, "ipproto"):
+			v, err := ws.next()
+			if err != nil {
+				return nil, err
+			}
+			p, ok := parseIPProto(v)
+			if !ok {
+				return nil, invarg("Invalid \"ipproto\" value\n", v)
+			}
+			r.IPProto = p
+		case is(w, "sport"), is(w, "dport"):
+			v, err := ws.next()
+			if err != nil {
+				return nil, err
+			}
+			pr, ok := parsePortRange(v)
+			if !ok {
+				if is(w, "sport") {
+					return nil, invarg("invalid port range\n", v)
+				}
+				return nil, invarg("invalid dport range\n", v)
+			}
+			if is(w, "sport") {
+				r.Sport, sportSet = pr, true
+			} else {
+				r.Dport, dportSet = pr, true
+			}
+		default:
+			if is(w, "type") {
+				var err *cmdErr
+				if w, err = ws.next(); err != nil {
+					return nil, err
+				}
+			}
+			if err := parseRuleAction(r, w, &ws); err != nil {
+				return nil, err
+			}
+			tableOK = true
+		}
+	}
+	if !tableOK && !del {
+		r.Table = fib6.TableMain
+	}
+	// what the kernel checks, once the words are read
+	if sportSet {
+		if e := rules.CheckPorts(r.Sport, true); e != nil {
+			return nil, rejected(e)
+		}
+	}
+	if dportSet {
+		if e := rules.CheckPorts(r.Dport, false); e != nil {
+			return nil, rejected(e)
+		}
+	}
+	return sel, nil
+}
+
+// parseRuleAction reads the words of iprule_modify's last branch: goto,
+// nop, or a route type.
+func parseRuleAction(r *rules.Rule, w []byte, ws *argv) *cmdErr {
+	switch {
+	case matches(w, "help"):
+		return ruleUsage()
+	case matches(w, "goto"):
+		v, err := ws.next()
+		if err != nil {
+			return err
+		}
+		n, ok := parseUint32(v)
+		if !ok {
+			return invarg("invalid target\n", v)
+		}
+		r.Action, r.Target = rules.Goto, n
+		return nil
+	case matches(w, "nop"):
+		r.Action = rules.Nop
+		return nil
+	}
+	t, known := parseType(w)
+	switch {
+	case !known:
+		return invarg("Failed to parse rule type", w)
+	case t == fib6.Unicast:
+		r.Action = rules.ToTable
+	case t == fib6.Blackhole:
+		r.Action = rules.Blackhole
+	case t == fib6.Unreachable:
+		r.Action = rules.Unreachable
+	case t == fib6.Prohibit:
+		r.Action = rules.Prohibit
+	default:
+		return parseErr("Error: rule type \"%s\" is not supported by this router.", w)
+	}
+	return nil
+}
+
+// rulePrefix reads a prefix as get_prefix does; "all" is no prefix.
+func (s *session) rulePrefix(v []byte) (p netip.Prefix, err *cmdErr) {
+	p, err = parsePrefix(v)
+	if err != nil && !s.opt.inet6 {
+		err = &cmdErr{msg: "Error: any valid prefix is expected rather than \"" + string(v) + "\".", code: 1}
+	}
+	if err == nil && p.Bits() == 0 {
+		p = netip.Prefix{}
+	}
+	return p, err
+}
+
+func parseRuleTable(v []byte) (uint32, bool) {
+	switch string(v) {
+	case "main", "local", "default":
+		return parseTable(v, false)
+	}
+	n, ok := parseUint32(v)
+	return n, ok
+}
+
+// validIfname is check_ifname: what the kernel takes as a link name.
+func validIfname(v []byte) bool {
+	return len(v) > 0 && len(v) < 16 && !strings.ContainsAny(string(v), "/ \t\n\v\f\r")
+}
+
+// parsePortRange reads N or N-M as sscanf("%hu-%hu") does.
+func parsePortRange(v []byte) (rules.PortRange, bool) {
+	lo, rest, ok := scanUint16(v)
+	if !ok {
+		return rules.PortRange{}, false
+	}
+	if len(rest) == 0 || rest[0] != '-' {
+		return rules.PortRange{Lo: lo, Hi: lo}, true
+	}
+	hi, _, ok := scanUint16(rest[1:])
+	if !ok {
+		return rules.PortRange{Lo: lo, Hi: lo}, true
+	}
+	return rules.PortRange{Lo: lo, Hi: hi}, true
+}
+
+// scanUint16 is %hu: an optional minus and leading digits, kept modulo
+// 2^16 as glibc does.
+func scanUint16(v []byte) (uint16, []byte, bool) {
+	neg := len(v) > 0 && v[0] == '-'
+	if neg {
+		v = v[1:]
+	}
+	i := 0
+	var n uint64
+	for i < len(v) && v[i] >= '0' && v[i] <= '9' {
+		n = n*10 + uint64(v[i]-'0')
+		if n > 1<<40 {
+			n = 1 << 40
+		}
+		i++
+	}
+	if neg {
+		n = -n
+	}
+	return uint16(n), v[i:], i > 0
+}
