@@ -194,7 +194,12 @@ func (s *session) routeGet(args [][]byte) *cmdErr {
 		}
 	}
 	s.commit()
-	r := s.r.Decider.Decide(&q.key)
+	var r decide.Result
+	if s.opt.details {
+		r = s.explain(q)
+	} else {
+		r = s.r.Decider.Decide(&q.key)
+	}
 	switch r.Verdict {
 	case decide.NoRoute:
 		return answers(syscall.ENETUNREACH)

@@ -44,7 +44,7 @@ func (s *session) ruleCmd(args [][]byte) *cmdErr {
 		return s.ruleShow(rest, ruleList)
 	case matches(w, "save"):
 		if len(rest) > 0 {
-			return &cmdErr{msg: "\"ip rule save\" does not take any arguments.", code: 255}
+			return &cmdErr{msg: "\"ip rule save\" does not take any arguments.", code: 1}
 		}
 		return s.ruleShow(nil, ruleSave)
 	case matches(w, "restore"):
@@ -76,7 +76,7 @@ func (s *session) ruleModify(args [][]byte, del bool) *cmdErr {
 		if del {
 			verb = "del"
 		}
-		return &cmdErr{msg: "\"ip rule " + verb + "\" requires arguments.", code: 255}
+		return &cmdErr{msg: "\"ip rule " + verb + "\" requires arguments.", code: 1}
 	}
 	sel, err := s.parseRule(args, del)
 	if err != nil {

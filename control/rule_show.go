@@ -211,18 +211,19 @@ func (s *session) ruleShow(args [][]byte, act ruleAction) *cmdErr {
 			s.ruleJSON(j, r, set.State(i))
 		default:
 			b = strconv.AppendUint(b[:0], uint64(r.Pref), 10)
-			b = append(s.appendRule(append(b, ":\t"...), r, set.State(i)), '\n')
+			b = append(s.appendRule(append(b, ":\t"...), r, set.State(i), s.opt.details), '\n')
 			s.out.Write(b)
 		}
 	}
 	if j != nil {
 		j.endArray()
+		s.out.WriteByte('\n')
 	}
 	return nil
 }
 
 // appendRule is print_rule's text after the preference.
-func (s *session) appendRule(b []byte, r *rules.Rule, st rules.State) []byte {
+func (s *session) appendRule(b []byte, r *rules.Rule, st rules.State, details bool) []byte {
 	if r.Invert {
 		b = append(b, "not "...)
 	}
@@ -269,7 +270,7 @@ func (s *session) appendRule(b []byte, r *rules.Rule, st rules.State) []byte {
 	default:
 		b = append(append(b, ' '), ruleActionString(r.Action)...)
 	}
-	if r.Protocol != 0 && r.Protocol != rules.ProtoKernel || s.opt.details {
+	if r.Protocol != 0 && r.Protocol != rules.ProtoKernel || details {
 		b = append(append(b, " proto "...), protoString(fib6Proto(r.Protocol))...)
 	}
 	return b

@@ -142,9 +142,10 @@ func (d *Decider) settle(r *Result, rule *rules.Rule, a *fib6.Attrs, k *Key) boo
 }
 
 // onLink reports whether route a may take a packet out of link oif: a
-// reject route may not; a route with paths, if one of them leaves by oif.
+// reject or throw route may not (its device is lo, in Linux); a route
+// with paths, if one of them leaves by oif.
 func onLink(a *fib6.Attrs, oif int32) bool {
-	if a.Type.IsReject() {
+	if a.Type.IsReject() || a.Type == fib6.Throw {
 		return false
 	}
 	ps := a.Paths()
@@ -205,7 +206,8 @@ var ruleVerdict = [...]Verdict{rules.Blackhole: Blackhole, rules.Unreachable: No
 // Decide is the decision for one flow, the way `route get` and the
 // router's own packets need it: the rules the flow matches, in order; the
 // first that decides wins; a lookup that finds no route, a throw route or
-// a suppressed one goes on to the next rule. With Oif, a lookup skips
+// a suppressed one goes on to the next rule. With Oif and no source (or a
+// link-local or multicast destination: Linux's strict lookups), a lookup skips
 // reject routes and routes out of other links (and goes on to shorter
 // prefixes), as Linux's does.
 func (d *Decider) Decide(k *Key) Result { return d.decide(k, nil) }
@@ -223,7 +225,7 @@ func (d *Decider) decide(k *Key, ex *explainer) Result {
 	}
 	dst, src := netip.AddrFrom16(k.Dst), srcOf(&k.Src)
 	var accept func(*fib6.Attrs) bool
-	if k.Oif != 0 {
+	if k.Oif != 0 && (!src.IsValid() || dst.IsLinkLocalUnicast() || dst.IsMulticast()) {
 		accept = func(a *fib6.Attrs) bool { return onLink(a, k.Oif) }
 	}
 	var r Result
