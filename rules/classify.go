@@ -43,18 +43,19 @@ type dimension struct {
 }
 
 type classifier struct {
-	linear   bool
 	words    int
 	dims     []dimension
 	arena    []uint64
 	inverted []uint64 // rules checked exactly (`not`)
 }
 
-func (cl *classifier) build(rules []*entry) {
-	*cl = classifier{linear: true}
-	if len(rules) <= linearMax {
-		return
+// compile builds the classifier of rules, which select in the
+// dimensions used; nil if they are better walked linearly.
+func compile(rules []*entry, used uint8) *classifier {
+	if len(rules) <= linearMax || used == 0 {
+		return nil
 	}
+	cl := &classifier{}
 	cl.words = (len(rules) + 63) / 64
 	cl.inverted = make([]uint64, cl.words)
 	for i, e := range rules {
@@ -63,9 +64,21 @@ func (cl *classifier) build(rules []*entry) {
 		}
 	}
 	for d := range nDims {
-		cl.addDim(d, rules)
+		if used&(1<<d) != 0 {
+			cl.addDim(d, rules)
+		}
 	}
-	cl.linear = len(cl.dims) == 0
+	return cl
+}
+
+// dimsOf is the set of dimensions rule e selects in.
+func dimsOf(e *entry) (dims uint8) {
+	for d := range nDims {
+		if selector(e, d) {
+			dims |= 1 << d
+		}
+	}
+	return dims
 }
 
 // selector reports whether rule e selects in dimension d (not counting
@@ -236,10 +249,6 @@ func (cl *classifier) rangeDim(dim *dimension, rules []*entry, named []int, any 
 
 // classify finds the packet's class in each dimension in use.
 func (cl *classifier) classify(c *Cursor) {
-	if cl.linear {
-		c.n = -1
-		return
-	}
 	c.n = len(cl.dims)
 	for j := range cl.dims {
 		dim := &cl.dims[j]
@@ -308,7 +317,7 @@ func addrClass(his, los []uint64, hi, lo uint64) int {
 // next is the first rule at or after i in every class of the packet that
 // it matches.
 func (cl *classifier) next(c *Cursor, i int) int {
-	if i >= len(c.s.rules) {
+	if i >= len(c.s.flat) {
 		return -1
 	}
 	arena, off := cl.arena, c.off[:c.n]
@@ -322,7 +331,7 @@ func (cl *classifier) next(c *Cursor, i int) int {
 		}
 		for x != 0 {
 			j := w<<6 | bits.TrailingZeros64(x)
-			if cl.inverted[w]&(1<<(j&63)) == 0 || c.s.rules[j].matches(c) {
+			if cl.inverted[w]&(1<<(j&63)) == 0 || c.s.flat[j].matches(c) {
 				return j
 			}
 			x &= x - 1

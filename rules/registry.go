@@ -13,6 +13,7 @@ type Registry struct {
 	cur      atomic.Pointer[Set]
 	resolve  func(name string) int32
 	loopback int32
+	txn      Txn // the one open transaction, reused
 }
 
 // NewRegistry publishes Linux's default rules. resolve finds a link's
@@ -25,7 +26,7 @@ func NewRegistry(resolve func(name string) int32, loopback int32) *Registry {
 	for _, r := range Default() {
 		es = append(es, newEntry(&r, resolve))
 	}
-	g.cur.Store(newSet(es, loopback))
+	g.cur.Store(newSet(seqOf(es), loopback))
 	return g
 }
 
@@ -36,15 +37,17 @@ func (g *Registry) Load() *Set { return g.cur.Load() }
 // until Commit, which publishes what it did with one atomic store.
 type Txn struct {
 	g       *Registry
-	rules   []*entry
-	owned   bool // rules is the transaction's copy
+	rules   seq
 	changed bool
 }
 
-// Begin opens a transaction (taking the registry's lock).
+// Begin opens a transaction (taking the registry's lock). The
+// transaction is the registry's own, reused: it is not to be touched
+// after its Commit.
 func (g *Registry) Begin() *Txn {
 	g.mu.Lock()
-	return &Txn{g: g, rules: g.cur.Load().rules}
+	g.txn = Txn{g: g, rules: g.cur.Load().seq}
+	return &g.txn
 }
 
 // Commit publishes the transaction's changes and releases the lock.
@@ -52,16 +55,9 @@ func (x *Txn) Commit() {
 	if x.changed {
 		x.g.cur.Store(newSet(x.rules, x.g.loopback))
 	}
-	x.g.mu.Unlock()
-	x.g = nil
-}
-
-func (x *Txn) own() {
-	if !x.owned {
-		x.rules = slices.Clone(x.rules)
-		x.owned = true
-	}
-	x.changed = true
+	g := x.g
+	*x = Txn{}
+	g.mu.Unlock()
 }
 
 // Add inserts rule r after the rules of its preference and below. Without
@@ -70,8 +66,8 @@ func (x *Txn) own() {
 func (x *Txn) Add(r Rule, prefSet bool) (Rule, error) {
 	if !prefSet {
 		r.Pref = 0
-		if len(x.rules) > 1 && x.rules[1].Pref > 0 {
-			r.Pref = x.rules[1].Pref - 1
+		if x.rules.len() > 1 && x.rules.at(1).Pref > 0 {
+			r.Pref = x.rules.at(1).Pref - 1
 		}
 	}
 	if err := r.check(); err != nil {
@@ -79,24 +75,22 @@ func (x *Txn) Add(r Rule, prefSet bool) (Rule, error) {
 	}
 	e := newEntry(&r, x.g.resolve)
 	from, to := x.prefRange(r.Pref)
-	for _, o := range x.rules[from:to] {
-		if o.sameAs(&r) {
+	for i := from; i < to; i++ {
+		if x.rules.at(i).sameAs(&r) {
 			return r, ErrExists
 		}
 	}
-	x.own()
-	x.rules = slices.Insert(x.rules, to, e)
+	x.rules, x.changed = x.rules.insert(to, e), true
 	return r, nil
 }
 
 // prefRange is where the rules of preference p are: [from, to).
 func (x *Txn) prefRange(p uint32) (from, to int) {
-	from, _ = slices.BinarySearchFunc(x.rules, p, func(e *entry, p uint32) int { return cmpU32(e.Pref, p) })
-	to, _ = slices.BinarySearchFunc(x.rules[from:], p+1, func(e *entry, p uint32) int { return cmpU32(e.Pref, p) })
-	if p == ^uint32(0) {
-		to = len(x.rules) - from
+	from, to = x.rules.search(p), x.rules.len()
+	if p < ^uint32(0) {
+		to = x.rules.search(p + 1)
 	}
-	return from, from + to
+	return from, to
 }
 
 func cmpU32(a, b uint32) int {
@@ -111,10 +105,9 @@ func cmpU32(a, b uint32) int {
 
 // Delete removes the first rule sel selects, as Linux's RTM_DELRULE.
 func (x *Txn) Delete(sel *Selector) (Rule, error) {
-	for i, e := range x.rules {
-		if sel.selects(&e.Rule) {
-			x.own()
-			x.rules = slices.Delete(x.rules, i, i+1)
+	for i := 0; i < x.rules.len(); i++ {
+		if e := x.rules.at(i); sel.selects(&e.Rule) {
+			x.rules, x.changed = x.rules.remove(i), true
 			return e.Rule, nil
 		}
 	}
@@ -123,31 +116,28 @@ func (x *Txn) Delete(sel *Selector) (Rule, error) {
 
 // DeleteWhere removes every rule del says so of, and returns how many.
 func (x *Txn) DeleteWhere(del func(*Rule) bool) int {
-	n := 0
-	for _, e := range x.rules {
-		if del(&e.Rule) {
-			n++
-		}
+	all := x.rules.flat()
+	n := len(all)
+	kept := slices.DeleteFunc(all, func(e *entry) bool { return del(&e.Rule) })
+	if n -= len(kept); n > 0 {
+		x.rules, x.changed = seqOf(kept), true
+		return n
 	}
-	if n > 0 {
-		x.own()
-		x.rules = slices.DeleteFunc(x.rules, func(e *entry) bool { return del(&e.Rule) })
-	}
-	return n
+	return 0
 }
 
 // Relink resolves the rules' link names again, after a link came, went or
 // was renamed, and publishes what changed.
 func (g *Registry) Relink() {
 	x := g.Begin()
-	for i, e := range x.rules {
+	for i := 0; i < x.rules.len(); i++ {
+		e := x.rules.at(i)
 		if e.Iif == "" && e.Oif == "" {
 			continue
 		}
 		n := newEntry(&e.Rule, g.resolve)
 		if n.iif != e.iif || n.oif != e.oif {
-			x.own()
-			x.rules[i] = n
+			x.rules, x.changed = x.rules.replace(i, n), true
 		}
 	}
 	x.Commit()

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"encoding/binary"
+	"slices"
 
 	"urouter/fib6"
 )
@@ -49,11 +50,13 @@ type entry struct {
 	// iif and oif are the indices of the links the rule names: 0 for
 	// none named, -1 for a link that does not exist (detached).
 	iif, oif int32
+	dims     uint8 // the classifier's dimensions the rule selects in
 }
 
 func newEntry(r *Rule, resolve func(string) int32) *entry {
 	e := &entry{Rule: *r, src: prefixOf(r, true), dst: prefixOf(r, false)}
 	e.iif, e.oif = linkIndex(r.Iif, resolve), linkIndex(r.Oif, resolve)
+	e.dims = dimsOf(e)
 	return e
 }
 
@@ -77,12 +80,17 @@ func (e *entry) matches(c *Cursor) bool { return e.selects(c) != e.Invert }
 // Set is an immutable rule set, in the order packets meet it: by
 // preference, and rules of one preference in the order they came.
 type Set struct {
-	rules []*entry
+	seq seq
+	// flat is every rule in one slice, for the classifier and short
+	// walks; nil for a long set whose rules select nothing (a walk of it
+	// stops at its first rule).
+	flat []*entry
 	// target is each goto rule's target: the index of the first rule of
-	// its target preference, -1 while there is none (unresolved).
+	// its target preference, -1 while there is none (unresolved); nil
+	// when the set has no gotos.
 	target   []int32
 	loopback int32
-	cls      classifier
+	cls      *classifier // nil: walk linearly
 }
 
 // Default is Linux's IPv6 rule set: 0 `from all lookup local`, 32766
@@ -97,33 +105,50 @@ func Default() []Rule {
 // ProtoKernel is the protocol of rules the router made itself.
 const ProtoKernel = 2
 
-func newSet(rules []*entry, loopback int32) *Set {
-	s := &Set{rules: rules, target: make([]int32, len(rules)), loopback: loopback}
-	first := make(map[uint32]int32, len(rules))
-	for i := len(rules) - 1; i >= 0; i-- {
-		first[rules[i].Pref] = int32(i)
+func newSet(q seq, loopback int32) *Set {
+	s := &Set{seq: q, loopback: loopback}
+	dims, gotos := q.summary()
+	if q.len() <= linearMax || dims != 0 || gotos > 0 {
+		s.flat = q.flat()
 	}
-	for i, e := range rules {
-		s.target[i] = -1
-		if e.Action == Goto {
-			if t, ok := first[e.Target]; ok {
-				s.target[i] = t
+	if gotos > 0 {
+		s.target = make([]int32, len(s.flat))
+		for i, e := range s.flat {
+			s.target[i] = -1
+			if e.Action != Goto {
+				continue
+			}
+			// the first rule of the target's preference (rules are by preference)
+			if t, ok := slices.BinarySearchFunc(s.flat, e.Target, func(e *entry, p uint32) int { return cmpU32(e.Pref, p) }); ok {
+				s.target[i] = int32(t)
 			}
 		}
 	}
-	s.cls.build(rules)
+	s.cls = compile(s.flat, dims)
 	return s
 }
 
+func (s *Set) at(i int) *entry {
+	if s.flat != nil {
+		return s.flat[i]
+	}
+	return s.seq.at(i)
+}
+
 // Len is the number of rules.
-func (s *Set) Len() int { return len(s.rules) }
+func (s *Set) Len() int { return s.seq.len() }
 
 // Rule is the i-th rule. It is shared: do not change it.
-func (s *Set) Rule(i int) *Rule { return &s.rules[i].Rule }
+func (s *Set) Rule(i int) *Rule { return &s.at(i).Rule }
 
 // Target is the index of the rule a goto rule jumps to, -1 if its target
 // does not exist (the rule is skipped).
-func (s *Set) Target(i int) int { return int(s.target[i]) }
+func (s *Set) Target(i int) int {
+	if s.target == nil {
+		return -1
+	}
+	return int(s.target[i])
+}
 
 // State is what a rule resolved to, as `rule show` marks it.
 type State struct {
@@ -133,8 +158,8 @@ type State struct {
 
 // State is the i-th rule's.
 func (s *Set) State(i int) State {
-	e := s.rules[i]
-	return State{IifDetached: e.iif < 0, OifDetached: e.oif < 0, Unresolved: e.Action == Goto && s.target[i] < 0}
+	e := s.at(i)
+	return State{IifDetached: e.iif < 0, OifDetached: e.oif < 0, Unresolved: e.Action == Goto && s.Target(i) < 0}
 }
 
 // Cursor walks the rules one packet matches, in order. Its zero value is
@@ -162,12 +187,16 @@ func (c *Cursor) Reset(s *Set, p *Packet) {
 	if c.iif == 0 {
 		c.iif = s.loopback
 	}
-	s.cls.classify(c)
+	if s.cls == nil {
+		c.n = -1
+	} else {
+		s.cls.classify(c)
+	}
 }
 
 // Matches reports whether rule i matches the packet, as Linux's
 // fib_rule_match.
-func (c *Cursor) Matches(i int) bool { return c.s.rules[i].matches(c) }
+func (c *Cursor) Matches(i int) bool { return c.s.at(i).matches(c) }
 
 // Next is the index of the first rule at or after i that the packet
 // matches, -1 if none.
@@ -181,16 +210,33 @@ func (c *Cursor) Next(i int) int {
 // NextLinear is Next without the classifier: the plain walk the
 // classifier must agree with.
 func (c *Cursor) NextLinear(i int) int {
-	for rs := c.s.rules; i < len(rs); i++ {
-		ok := rs[i].matches(c)
-		if c.Trace != nil {
-			c.Trace(i, ok)
+	s := c.s
+	if s.flat != nil {
+		for ; i < len(s.flat); i++ {
+			if c.try(i, s.flat[i]) {
+				return i
+			}
 		}
-		if ok {
-			return i
+		return -1
+	}
+	for n := s.seq.len(); i < n; {
+		k := s.seq.blockOf(i)
+		for _, e := range s.seq.blocks[k].e[i-int(s.seq.first[k]):] {
+			if c.try(i, e) {
+				return i
+			}
+			i++
 		}
 	}
 	return -1
+}
+
+func (c *Cursor) try(i int, e *entry) bool {
+	ok := e.matches(c)
+	if c.Trace != nil {
+		c.Trace(i, ok)
+	}
+	return ok
 }
 
 // Miss is the selector a packet fails.
@@ -212,7 +258,7 @@ const (
 
 // Why is the selector of rule i the packet fails, MissNone if it matches.
 func (c *Cursor) Why(i int) Miss {
-	e := c.s.rules[i]
+	e := c.s.at(i)
 	m := e.miss(c)
 	switch {
 	case !e.Invert:
