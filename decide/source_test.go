@@ -11,7 +11,7 @@ import (
 )
 
 // newRouter builds a router with dummy links d0..dN-1, up.
-func newRouter(t *testing.T, n int) (*router.Router, []*dataplane.Link) {
+func newRouter(t testing.TB, n int) (*router.Router, []*dataplane.Link) {
 	t.Helper()
 	r := router.New()
 	var ls []*dataplane.Link
@@ -28,7 +28,7 @@ func newRouter(t *testing.T, n int) (*router.Router, []*dataplane.Link) {
 	return r, ls
 }
 
-func addAddr(t *testing.T, r *router.Router, l *dataplane.Link, a string) {
+func addAddr(t testing.TB, r *router.Router, l *dataplane.Link, a string) {
 	t.Helper()
 	if err := r.AddAddr(l, netip.MustParsePrefix(a)); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 type Tables struct {
 	mu    sync.Mutex
 	all   atomic.Pointer[map[uint32]*Table]
+	low   [256]atomic.Pointer[Table] // tables 0-255 by index, found without hashing
 	main  *Table
 	local *Table
 	watch atomic.Pointer[Watcher]
@@ -29,6 +30,9 @@ func NewTables() *Tables {
 		m[id] = newTable(id, &ts.watch)
 	}
 	ts.main, ts.local = m[TableMain], m[TableLocal]
+	for id, t := range m {
+		ts.low[id].Store(t)
+	}
 	ts.all.Store(&m)
 	return ts
 }
@@ -48,7 +52,12 @@ func (ts *Tables) Main() *Table  { return ts.main }
 func (ts *Tables) Local() *Table { return ts.local }
 
 // Get returns table id, or nil if it does not exist yet.
-func (ts *Tables) Get(id uint32) *Table { return (*ts.all.Load())[id] }
+func (ts *Tables) Get(id uint32) *Table {
+	if id < uint32(len(ts.low)) {
+		return ts.low[id].Load()
+	}
+	return (*ts.all.Load())[id]
+}
 
 // Ensure returns table id, creating it on first use as Linux does.
 func (ts *Tables) Ensure(id uint32) *Table {
@@ -65,6 +74,9 @@ func (ts *Tables) Ensure(id uint32) *Table {
 	t := newTable(id, &ts.watch)
 	m[id] = t
 	ts.all.Store(&m)
+	if id < uint32(len(ts.low)) {
+		ts.low[id].Store(t)
+	}
 	return t
 }
 

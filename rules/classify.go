@@ -47,6 +47,7 @@ type classifier struct {
 	dims     []dimension
 	arena    []uint64
 	inverted []uint64 // rules checked exactly (`not`)
+	ones     []uint64 // every rule: the bitset of a dimension not in use
 }
 
 // compile builds the classifier of rules, which select in the
@@ -58,6 +59,10 @@ func compile(rules []*entry, used uint8) *classifier {
 	cl := &classifier{}
 	cl.words = (len(rules) + 63) / 64
 	cl.inverted = make([]uint64, cl.words)
+	cl.ones = make([]uint64, cl.words)
+	for w := range cl.ones {
+		cl.ones[w] = ^uint64(0)
+	}
 	for i, e := range rules {
 		if e.Invert {
 			cl.inverted[i>>6] |= 1 << (i & 63)
@@ -315,26 +320,63 @@ func addrClass(his, los []uint64, hi, lo uint64) int {
 }
 
 // next is the first rule at or after i in every class of the packet that
-// it matches.
+// it matches. Up to four dimensions go through one loop (the missing ones
+// read a bitset of all ones), so that the words are ANDed without an
+// inner loop.
 func (cl *classifier) next(c *Cursor, i int) int {
 	if i >= len(c.s.flat) {
 		return -1
 	}
-	arena, off := cl.arena, c.off[:c.n]
-	for w := i >> 6; w < cl.words; w++ {
-		x := ^uint64(0)
-		if w == i>>6 {
-			x <<= uint(i) & 63
+	if c.n > 4 || cl.words == 1 {
+		return cl.nextMany(c, i)
+	}
+	var b [4][]uint64
+	for d := range b {
+		b[d] = cl.ones
+		if d < c.n {
+			b[d] = cl.arena[c.off[d] : int(c.off[d])+cl.words]
 		}
+	}
+	b0 := b[0]
+	b1, b2, b3 := b[1][:len(b0)], b[2][:len(b0)], b[3][:len(b0)]
+	first := ^uint64(0) << (uint(i) & 63)
+	for w := i >> 6; w < len(b0); w++ {
+		x := b0[w] & b1[w] & b2[w] & b3[w] & first
+		first = ^uint64(0)
+		if x != 0 {
+			if j := cl.pick(c, w, x); j >= 0 {
+				return j
+			}
+		}
+	}
+	return -1
+}
+
+func (cl *classifier) nextMany(c *Cursor, i int) int {
+	arena, off := cl.arena, c.off[:c.n]
+	first := ^uint64(0) << (uint(i) & 63)
+	for w := i >> 6; w < cl.words; w++ {
+		x := first
+		first = ^uint64(0)
 		for _, o := range off {
 			x &= arena[int(o)+w]
 		}
-		for x != 0 {
-			j := w<<6 | bits.TrailingZeros64(x)
-			if cl.inverted[w]&(1<<(j&63)) == 0 || c.s.flat[j].matches(c) {
+		if x != 0 {
+			if j := cl.pick(c, w, x); j >= 0 {
 				return j
 			}
-			x &= x - 1
+		}
+	}
+	return -1
+}
+
+// pick is the first candidate of word w, x, that the packet matches:
+// rules with `not` are checked one by one.
+func (cl *classifier) pick(c *Cursor, w int, x uint64) int {
+	for ; x != 0; x &= x - 1 {
+		j := w<<6 | bits.TrailingZeros64(x)
+		if cl.inverted[w]&(1<<(j&63)) == 0 || c.s.flat[j].matches(c) {
+			return j
 		}
 	}
 	return -1
