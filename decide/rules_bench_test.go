@@ -45,9 +45,9 @@ func BenchmarkRuleLookup(b *testing.B) {
 			keys := make([]decide.Key, decide.MaxBatch)
 			for i := range keys {
 				keys[i] = decide.Key{Packet: rules.Packet{
-					Dst:  [16]byte{0x20, 0x01, 0x0d, 0xb8, 0, 0x50, 8: byte(i), 15: 1},
-					Src:  [16]byte{0x20, 0x01, 0x0d, 0xb8, 0xff, 0xff, 15: byte(i)},
-					Iif:  ls[0].Index, Proto: 17, Sport: 50000 + uint16(i), Dport: 53,
+					Dst: [16]byte{0x20, 0x01, 0x0d, 0xb8, 0, 0x50, 8: byte(i), 15: 1},
+					Src: [16]byte{0x20, 0x01, 0x0d, 0xb8, 0xff, 0xff, 15: byte(i)},
+					Iif: ls[0].Index, Proto: 17, Sport: 50000 + uint16(i), Dport: 53,
 				}}
 			}
 			out := make([]decide.Result, len(keys))
