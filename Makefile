@@ -4,8 +4,10 @@ GO ?= go
 
 .PHONY: test build bench lab
 
+# A pure-Go static binary: without cgo a client starts in half the time
+# (it is started once per command).
 build:
-	$(GO) build -o bin/urouter ./cmd/urouter
+	CGO_ENABLED=0 $(GO) build -o bin/urouter ./cmd/urouter
 
 # The test command: vet, then every test with the race detector (the
 # integration tests need root and network namespaces).

@@ -26,7 +26,7 @@ if [ ${#need[@]} -gt 0 ]; then
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 echo "== building urouter"
-go build -o bin/urouter ./cmd/urouter
+CGO_ENABLED=0 go build -o bin/urouter ./cmd/urouter
 U="bin/urouter --socket $SOCK"
 
 cleanup() {

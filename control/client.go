@@ -145,7 +145,7 @@ func Main(args []string) int {
 
 // restores reports whether obj is an object whose restore reads stdin.
 func restores(obj string) bool {
-	i := objectWords.of([]byte(obj))
+	i := objectWords().of([]byte(obj))
 	return i > 0 && (objects[i-1] == "route" || objects[i-1] == "rule")
 }
 
@@ -175,7 +175,7 @@ func talk(socket string, o options, input io.Reader, keepOpen bool, stdoutW, std
 	defer c.Close()
 	uc := c.(*net.UnixConn)
 	go func() {
-		w := bufio.NewWriterSize(uc, 1<<18)
+		w := bufio.NewWriterSize(uc, 32<<10)
 		w.WriteString(o.header())
 		io.Copy(w, &lineEnder{r: input})
 		w.Flush()
@@ -183,8 +183,8 @@ func talk(socket string, o options, input io.Reader, keepOpen bool, stdoutW, std
 			uc.CloseWrite()
 		}
 	}()
-	r := bufio.NewReaderSize(uc, 1<<16)
-	stdout := bufio.NewWriterSize(stdoutW, 1<<16)
+	r := bufio.NewReaderSize(uc, 16<<10)
+	stdout := bufio.NewWriterSize(stdoutW, 16<<10)
 	defer stdout.Flush()
 	var hdr [5]byte
 	for {

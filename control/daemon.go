@@ -114,7 +114,7 @@ func ApplyConfig(r *router.Router, path string) error {
 		out:    out,
 		errOut: func(m string) { msgs = append(msgs, m) },
 	}
-	in := bufio.NewReaderSize(&lineEnder{r: f}, 1<<18)
+	in := bufio.NewReaderSize(&lineEnder{r: f}, readBuf)
 	status := s.run(in)
 	out.Flush()
 	if status != 0 {

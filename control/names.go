@@ -12,24 +12,26 @@ import (
 // The names iproute2 knows for route protocols (/etc/iproute2/rt_protos
 // as shipped with iproute2 6.x), route types, tables and preferences.
 
-var protoNames = map[fib6.Proto]string{
-	0: "unspec", 1: "redirect", 2: "kernel", 3: "boot", 4: "static",
-	8: "gated", 9: "ra", 10: "mrt", 11: "zebra", 12: "bird", 13: "dnrouted",
-	14: "xorp", 15: "ntk", 16: "dhcp", 18: "keepalived", 42: "babel",
-	99: "openr", 186: "bgp", 187: "isis", 188: "ospf", 189: "rip", 192: "eigrp",
-}
+var protoNames = sync.OnceValue(func() map[fib6.Proto]string {
+	return map[fib6.Proto]string{
+		0: "unspec", 1: "redirect", 2: "kernel", 3: "boot", 4: "static",
+		8: "gated", 9: "ra", 10: "mrt", 11: "zebra", 12: "bird", 13: "dnrouted",
+		14: "xorp", 15: "ntk", 16: "dhcp", 18: "keepalived", 42: "babel",
+		99: "openr", 186: "bgp", 187: "isis", 188: "ospf", 189: "rip", 192: "eigrp",
+	}
+})
 
-var protoByName = invert(protoNames)
+var protoByName = sync.OnceValue(func() map[string]fib6.Proto { return invert(protoNames()) })
 
 func protoString(p fib6.Proto) string {
-	if s, ok := protoNames[p]; ok {
+	if s, ok := protoNames()[p]; ok {
 		return s
 	}
 	return strconv.Itoa(int(p))
 }
 
 func parseProto(b []byte) (fib6.Proto, bool) {
-	if p, ok := protoByName[string(b)]; ok {
+	if p, ok := protoByName()[string(b)]; ok {
 		return p, true
 	}
 	n, err := strconv.ParseUint(string(b), 0, 8)
@@ -97,23 +99,25 @@ func invert[K comparable, V comparable](m map[K]V) map[V]K {
 	return out
 }
 
-// dsfieldNames are the names rtnl_dsfield_n2a prints: iproute2 6.1's
+// dsfieldNames() are the names rtnl_dsfield_n2a prints: iproute2 6.1's
 // rt_dsfield.
-var dsfieldNames = func() map[uint8]string {
-	m := map[uint8]string{0xb8: "EF"}
-	for c := 1; c <= 4; c++ {
-		for d := 1; d <= 3; d++ {
-			m[uint8(c<<5|d<<3)] = "AF" + strconv.Itoa(c) + strconv.Itoa(d)
+var dsfieldNames = sync.OnceValue(func() map[uint8]string {
+	return func() map[uint8]string {
+		m := map[uint8]string{0xb8: "EF"}
+		for c := 1; c <= 4; c++ {
+			for d := 1; d <= 3; d++ {
+				m[uint8(c<<5|d<<3)] = "AF" + strconv.Itoa(c) + strconv.Itoa(d)
+			}
 		}
-	}
-	for c := 1; c <= 7; c++ {
-		m[uint8(c<<5)] = "CS" + strconv.Itoa(c)
-	}
-	return m
-}()
+		for c := 1; c <= 7; c++ {
+			m[uint8(c<<5)] = "CS" + strconv.Itoa(c)
+		}
+		return m
+	}()
+})
 
 func dsfieldString(d uint8) string {
-	if s, ok := dsfieldNames[d]; ok {
+	if s, ok := dsfieldNames()[d]; ok {
 		return s
 	}
 	b := []byte("0x")
@@ -136,7 +140,7 @@ var protocolNames = sync.OnceValue(func() map[uint8]string {
 	m := map[uint8]string{}
 	data, err := os.ReadFile("/etc/protocols")
 	if err != nil {
-		for name, n := range ipProtos {
+		for name, n := range ipProtos() {
 			if name == strings.ToLower(name) {
 				m[n] = name
 			}

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"urouter/dataplane"
@@ -50,13 +51,15 @@ const (
 	gkIPProto
 )
 
-// getWords are iproute_get's keywords, in its order.
-var getWords = newKeywords([]kw{
-	{"tos", false, gkTos}, {"dsfield", true, gkTos}, {"from", true, gkFrom}, {"iif", true, gkIif},
-	{"mark", true, gkMark}, {"oif", true, gkOif}, {"dev", false, gkOif}, {"notify", true, gkNotify},
-	{"connected", true, gkConnected}, {"vrf", true, gkVrf}, {"uid", true, gkUID},
-	{"fibmatch", true, gkFibmatch}, {"as", false, gkAs}, {"sport", true, gkSport},
-	{"dport", true, gkDport}, {"ipproto", true, gkIPProto},
+// getWords() are iproute_get's keywords, in its order.
+var getWords = sync.OnceValue(func() keywords {
+	return newKeywords([]kw{
+		{"tos", false, gkTos}, {"dsfield", true, gkTos}, {"from", true, gkFrom}, {"iif", true, gkIif},
+		{"mark", true, gkMark}, {"oif", true, gkOif}, {"dev", false, gkOif}, {"notify", true, gkNotify},
+		{"connected", true, gkConnected}, {"vrf", true, gkVrf}, {"uid", true, gkUID},
+		{"fibmatch", true, gkFibmatch}, {"as", false, gkAs}, {"sport", true, gkSport},
+		{"dport", true, gkDport}, {"ipproto", true, gkIPProto},
+	})
 })
 
 func parseGet(args [][]byte) (*getReq, *cmdErr, string) {
@@ -67,7 +70,7 @@ func parseGet(args [][]byte) (*getReq, *cmdErr, string) {
 		w := args[ws.i]
 		k := 0
 		if mayBeKeyword(w) {
-			k = getWords.of(w)
+			k = getWords().of(w)
 		}
 		var v []byte
 		var err *cmdErr
@@ -330,42 +333,46 @@ func (s *session) printFibmatch(q *getReq, res *decide.Result) {
 	p.end()
 }
 
-// ipProtos are the names of /etc/protocols that the transport protocols
+// ipProtos() are the names of /etc/protocols that the transport protocols
 // of a route get go by (iproute2's inet_proto_a2n reads that file).
-var ipProtos = map[string]uint8{
-	"icmp": 1, "ICMP": 1, "tcp": 6, "TCP": 6, "udp": 17, "UDP": 17, "ipv6-icmp": 58, "IPv6-ICMP": 58,
-	"sctp": 132, "SCTP": 132, "udplite": 136, "UDPLite": 136, "esp": 50, "ESP": 50, "ah": 51, "AH": 51,
-	"gre": 47, "GRE": 47,
-}
+var ipProtos = sync.OnceValue(func() map[string]uint8 {
+	return map[string]uint8{
+		"icmp": 1, "ICMP": 1, "tcp": 6, "TCP": 6, "udp": 17, "UDP": 17, "ipv6-icmp": 58, "IPv6-ICMP": 58,
+		"sctp": 132, "SCTP": 132, "udplite": 136, "UDPLite": 136, "esp": 50, "ESP": 50, "ah": 51, "AH": 51,
+		"gre": 47, "GRE": 47,
+	}
+})
 
 func parseIPProto(v []byte) (uint8, bool) {
 	if n, err := strconv.ParseUint(str(v), 10, 8); err == nil {
 		return uint8(n), true
 	}
-	p, ok := ipProtos[str(v)]
+	p, ok := ipProtos()[str(v)]
 	return p, ok
 }
 
-// dsfields are iproute2's /etc/iproute2/rt_dsfield names.
-var dsfields = func() map[string]uint8 {
-	m := map[string]uint8{"default": 0, "lowdelay": 0x10, "throughput": 0x08, "reliability": 0x04,
-		"mincost": 0x02, "priority": 0x20, "immediate": 0x40, "flash": 0x60, "flash-override": 0x80,
-		"critical": 0xa0, "internet": 0xc0, "network": 0xe0, "EF": 0xb8}
-	for c := 1; c <= 4; c++ {
-		for d := 1; d <= 3; d++ {
-			m["AF"+strconv.Itoa(c)+strconv.Itoa(d)] = uint8(c<<5 | d<<3)
+// dsfields() are iproute2's /etc/iproute2/rt_dsfield names.
+var dsfields = sync.OnceValue(func() map[string]uint8 {
+	return func() map[string]uint8 {
+		m := map[string]uint8{"default": 0, "lowdelay": 0x10, "throughput": 0x08, "reliability": 0x04,
+			"mincost": 0x02, "priority": 0x20, "immediate": 0x40, "flash": 0x60, "flash-override": 0x80,
+			"critical": 0xa0, "internet": 0xc0, "network": 0xe0, "EF": 0xb8}
+		for c := 1; c <= 4; c++ {
+			for d := 1; d <= 3; d++ {
+				m["AF"+strconv.Itoa(c)+strconv.Itoa(d)] = uint8(c<<5 | d<<3)
+			}
 		}
-	}
-	for c := 0; c <= 7; c++ {
-		m["CS"+strconv.Itoa(c)] = uint8(c << 5)
-	}
-	return m
-}()
+		for c := 0; c <= 7; c++ {
+			m["CS"+strconv.Itoa(c)] = uint8(c << 5)
+		}
+		return m
+	}()
+})
 
 // parseDSField reads a traffic class as rtnl_dsfield_a2n does: a name, or
 // a number in hex (with or without 0x).
 func parseDSField(v []byte) (uint8, bool) {
-	if d, ok := dsfields[str(v)]; ok {
+	if d, ok := dsfields()[str(v)]; ok {
 		return d, true
 	}
 	n, err := strconv.ParseUint(strings.TrimPrefix(str(v), "0x"), 16, 8)

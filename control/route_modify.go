@@ -16,7 +16,7 @@ func (s *session) route(args [][]byte) *cmdErr {
 		return s.routeShow(nil, false)
 	}
 	w, rest := args[0], args[1:]
-	switch s.cmdMemo.of(routeCmds, w) {
+	switch s.cmdMemo.of(routeCmds(), w) {
 	case rcAdd:
 		return s.routeModify(opAdd, rest)
 	case rcChange:

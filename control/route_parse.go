@@ -3,6 +3,7 @@ package control
 import (
 	"net/netip"
 	"strconv"
+	"sync"
 	"unsafe"
 
 	"urouter/fib6"
@@ -118,9 +119,9 @@ func parseRouteModify(q *routeReq, args [][]byte, pm *parseMemo) *cmdErr {
 		k := 0
 		if mayBeKeyword(w) {
 			if nk < len(memos) {
-				k = memos[nk].of(modifyWords, w)
+				k = memos[nk].of(modifyWords(), w)
 			} else {
-				k = modifyWords.of(w)
+				k = modifyWords().of(w)
 			}
 			if k != 0 {
 				nk++
@@ -402,14 +403,16 @@ const (
 	rcHelp
 )
 
-// routeCmds are do_iproute's command words, in its order.
-var routeCmds = newKeywords([]kw{
-	{"add", true, rcAdd}, {"change", true, rcChange}, {"chg", false, rcChange},
-	{"replace", true, rcReplace}, {"prepend", true, rcPrepend}, {"append", true, rcAppend},
-	{"test", true, rcTest}, {"delete", true, rcDelete}, {"list", true, rcList},
-	{"show", true, rcList}, {"lst", true, rcList}, {"get", true, rcGet}, {"flush", true, rcFlush},
-	{"save", true, rcSave}, {"restore", true, rcRestore}, {"showdump", true, rcShowdump},
-	{"help", true, rcHelp},
+// routeCmds() are do_iproute's command words, in its order.
+var routeCmds = sync.OnceValue(func() keywords {
+	return newKeywords([]kw{
+		{"add", true, rcAdd}, {"change", true, rcChange}, {"chg", false, rcChange},
+		{"replace", true, rcReplace}, {"prepend", true, rcPrepend}, {"append", true, rcAppend},
+		{"test", true, rcTest}, {"delete", true, rcDelete}, {"list", true, rcList},
+		{"show", true, rcList}, {"lst", true, rcList}, {"get", true, rcGet}, {"flush", true, rcFlush},
+		{"save", true, rcSave}, {"restore", true, rcRestore}, {"showdump", true, rcShowdump},
+		{"help", true, rcHelp},
+	})
 })
 
 const (
@@ -430,19 +433,21 @@ const (
 	mkUnsupported
 )
 
-// modifyWords are iproute_modify's keywords, in its order.
-var modifyWords = newKeywords([]kw{
-	{"src", false, mkSrc}, {"as", false, mkUnsupported}, {"via", false, mkVia}, {"from", false, mkFrom},
-	{"tos", false, mkUnsupported}, {"dsfield", true, mkUnsupported}, {"expires", false, mkExpires},
-	{"metric", true, mkMetric}, {"priority", true, mkMetric}, {"preference", false, mkMetric},
-	{"scope", false, mkScope}, {"mtu", false, mkMtu}, {"hoplimit", false, mkUnsupported},
-	{"advmss", false, mkUnsupported}, {"reordering", true, mkUnsupported}, {"rtt", false, mkUnsupported},
-	{"rto_min", false, mkUnsupported}, {"window", true, mkUnsupported}, {"cwnd", true, mkUnsupported},
-	{"initcwnd", true, mkUnsupported}, {"initrwnd", true, mkUnsupported}, {"features", true, mkUnsupported},
-	{"quickack", true, mkUnsupported}, {"congctl", true, mkUnsupported}, {"rttvar", true, mkUnsupported},
-	{"ssthresh", true, mkUnsupported}, {"realms", true, mkUnsupported}, {"onlink", false, mkOnlink},
-	{"nexthop", false, mkNexthop}, {"nhid", true, mkNhid}, {"protocol", true, mkProtocol},
-	{"table", true, mkTable}, {"vrf", true, mkUnsupported}, {"dev", false, mkDev}, {"oif", false, mkDev},
-	{"pref", true, mkPref}, {"encap", false, mkUnsupported}, {"ttl-propagate", false, mkUnsupported},
-	{"fastopen_no_cookie", true, mkUnsupported},
+// modifyWords() are iproute_modify's keywords, in its order.
+var modifyWords = sync.OnceValue(func() keywords {
+	return newKeywords([]kw{
+		{"src", false, mkSrc}, {"as", false, mkUnsupported}, {"via", false, mkVia}, {"from", false, mkFrom},
+		{"tos", false, mkUnsupported}, {"dsfield", true, mkUnsupported}, {"expires", false, mkExpires},
+		{"metric", true, mkMetric}, {"priority", true, mkMetric}, {"preference", false, mkMetric},
+		{"scope", false, mkScope}, {"mtu", false, mkMtu}, {"hoplimit", false, mkUnsupported},
+		{"advmss", false, mkUnsupported}, {"reordering", true, mkUnsupported}, {"rtt", false, mkUnsupported},
+		{"rto_min", false, mkUnsupported}, {"window", true, mkUnsupported}, {"cwnd", true, mkUnsupported},
+		{"initcwnd", true, mkUnsupported}, {"initrwnd", true, mkUnsupported}, {"features", true, mkUnsupported},
+		{"quickack", true, mkUnsupported}, {"congctl", true, mkUnsupported}, {"rttvar", true, mkUnsupported},
+		{"ssthresh", true, mkUnsupported}, {"realms", true, mkUnsupported}, {"onlink", false, mkOnlink},
+		{"nexthop", false, mkNexthop}, {"nhid", true, mkNhid}, {"protocol", true, mkProtocol},
+		{"table", true, mkTable}, {"vrf", true, mkUnsupported}, {"dev", false, mkDev}, {"oif", false, mkDev},
+		{"pref", true, mkPref}, {"encap", false, mkUnsupported}, {"ttl-propagate", false, mkUnsupported},
+		{"fastopen_no_cookie", true, mkUnsupported},
+	})
 })

@@ -3,6 +3,7 @@ package control
 import (
 	"net/netip"
 	"strings"
+	"sync"
 
 	"urouter/fib6"
 	"urouter/rules"
@@ -99,7 +100,8 @@ func (s *session) ruleModify(args [][]byte, del bool) *cmdErr {
 // add without a table or action looks up main; a delete selects by what
 // it names only.
 func (s *session) parseRule(args [][]byte, del bool) (*rules.Selector, *cmdErr) {
-	sel := &rules.Selector{}
+	sel := &s.ruleSel
+	*sel = rules.Selector{}
 	r := &sel.Rule
 	tableOK, sportSet, dportSet := false, false, false
 	if !del {
@@ -108,10 +110,10 @@ func (s *session) parseRule(args [][]byte, del bool) (*rules.Selector, *cmdErr) 
 	ws := argv{args: args}
 	for ; ws.i < len(args); ws.i++ {
 		w := args[ws.i]
-		switch {
-		case is(w, "not"):
+		switch ruleWords().of(w) {
+		case rkNot:
 			r.Invert = true
-		case is(w, "from"), is(w, "to"):
+		case rkFrom, rkTo:
 			v, err := ws.next()
 			if err != nil {
 				return nil, err
@@ -125,7 +127,7 @@ func (s *session) parseRule(args [][]byte, del bool) (*rules.Selector, *cmdErr) 
 			} else {
 				r.Dst = p
 			}
-		case matches(w, "preference"), matches(w, "order"), matches(w, "priority"):
+		case rkPref:
 			v, err := ws.next()
 			if err != nil {
 				return nil, err
@@ -135,7 +137,7 @@ func (s *session) parseRule(args [][]byte, del bool) (*rules.Selector, *cmdErr) 
 				return nil, invarg("preference value is invalid\n", v)
 			}
 			r.Pref, sel.PrefSet = n, true
-		case is(w, "tos"), matches(w, "dsfield"):
+		case rkTos:
 			v, err := ws.next()
 			if err != nil {
 				return nil, err
@@ -145,9 +147,9 @@ func (s *session) parseRule(args [][]byte, del bool) (*rules.Selector, *cmdErr) 
 				return nil, invarg("TOS value is invalid\n", v)
 			}
 			r.DSField = d
-		case is(w, "fwmark"), matches(w, "realms"):
+		case rkFwmark, rkRealms, rkTunID, rkIfgroup, rkL3mdev, rkUidrange, rkNat:
 			return nil, unsupported(w)
-		case matches(w, "protocol"):
+		case rkProtocol:
 			v, err := ws.next()
 			if err != nil {
 				return nil, err
@@ -157,9 +159,7 @@ func (s *session) parseRule(args [][]byte, del bool) (*rules.Selector, *cmdErr) 
 				return nil, invarg("\"protocol\" value is invalid\n", v)
 			}
 			r.Protocol = uint8(p)
-		case matches(w, "tun_id"):
-			return nil, unsupported(w)
-		case matches(w, "table"), is(w, "lookup"):
+		case rkTable:
 			v, err := ws.next()
 			if err != nil {
 				return nil, err
@@ -169,7 +169,7 @@ func (s *session) parseRule(args [][]byte, del bool) (*rules.Selector, *cmdErr) 
 				return nil, invarg("invalid table ID\n", v)
 			}
 			r.Table, tableOK = t, true
-		case matches(w, "suppress_prefixlength"), is(w, "sup_pl"):
+		case rkSuppress:
 			v, err := ws.next()
 			if err != nil {
 				return nil, err
@@ -179,10 +179,7 @@ func (s *session) parseRule(args [][]byte, del bool) (*rules.Selector, *cmdErr) 
 				return nil, invarg("suppress_prefixlength value is invalid\n", v)
 			}
 			r.SuppressPrefixLen, r.Suppress = int32(n), true
-		case matches(w, "suppress_ifgroup"), is(w, "sup_group"), is(w, "l3mdev"), is(w, "uidrange"),
-			is(w, "nat"), matches(w, "map-to"):
-			return nil, unsupported(w)
-		case is(w, "dev"), is(w, "iif"), is(w, "oif"):
+		case rkIif, rkOif:
 			v, err := ws.next()
 			if err != nil {
 				return nil, err
@@ -198,7 +195,7 @@ func (s *session) parseRule(args [][]byte, del bool) (*rules.Selector, *cmdErr) 
 			} else {
 				r.Iif = string(v)
 			}
-		case is(w, "ipproto"):
+		case rkIPProto:
 			v, err := ws.next()
 			if err != nil {
 				return nil, err
@@ -208,7 +205,7 @@ func (s *session) parseRule(args [][]byte, del bool) (*rules.Selector, *cmdErr) 
 				return nil, invarg("Invalid \"ipproto\" value\n", v)
 			}
 			r.IPProto = p
-		case is(w, "sport"), is(w, "dport"):
+		case rkSport, rkDport:
 			v, err := ws.next()
 			if err != nil {
 				return nil, err
@@ -254,6 +251,45 @@ func (s *session) parseRule(args [][]byte, del bool) (*rules.Selector, *cmdErr) 
 	}
 	return sel, nil
 }
+
+// The words of iprule_modify, in the order it checks them (the first
+// that fits wins: "p" is preference, "t" tun_id).
+const (
+	rkNot = iota + 1
+	rkFrom
+	rkTo
+	rkPref
+	rkTos
+	rkFwmark
+	rkRealms
+	rkProtocol
+	rkTunID
+	rkTable
+	rkSuppress
+	rkIfgroup
+	rkIif
+	rkOif
+	rkL3mdev
+	rkUidrange
+	rkNat
+	rkIPProto
+	rkSport
+	rkDport
+)
+
+var ruleWords = sync.OnceValue(func() keywords {
+	return newKeywords([]kw{
+		{"not", false, rkNot}, {"from", false, rkFrom}, {"to", false, rkTo},
+		{"preference", true, rkPref}, {"order", true, rkPref}, {"priority", true, rkPref},
+		{"tos", false, rkTos}, {"dsfield", true, rkTos}, {"fwmark", false, rkFwmark}, {"realms", true, rkRealms},
+		{"protocol", true, rkProtocol}, {"tun_id", true, rkTunID}, {"table", true, rkTable}, {"lookup", false, rkTable},
+		{"suppress_prefixlength", true, rkSuppress}, {"sup_pl", false, rkSuppress},
+		{"suppress_ifgroup", true, rkIfgroup}, {"sup_group", false, rkIfgroup},
+		{"dev", false, rkIif}, {"iif", false, rkIif}, {"oif", false, rkOif}, {"l3mdev", false, rkL3mdev},
+		{"uidrange", false, rkUidrange}, {"nat", false, rkNat}, {"map-to", true, rkNat},
+		{"ipproto", false, rkIPProto}, {"sport", false, rkSport}, {"dport", false, rkDport},
+	})
+})
 
 // parseRuleAction reads the words of iprule_modify's last branch: goto,
 // nop, or a route type.

@@ -75,3 +75,25 @@ func TestRuleSaveRestore(t *testing.T) {
 		}
 	}
 }
+
+// TestLongLines: a line longer than the session's read buffer is read
+// whole; one longer than 256 KiB is refused and ends the batch.
+func TestLongLines(t *testing.T) {
+	r := newTestRouter(t)
+	sock := startServer(t, r)
+	long := "rule add" + strings.Repeat(" ", 100<<10) + "pref 5 table 5\n"
+	if _, e, st := client(sock, options{batch: true, batchName: "-"}, long+"rule add pref 6 table 6\n"); st != 0 {
+		t.Fatalf("a 100 KiB line: %q %d", e, st)
+	}
+	out, _, _ := client(sock, options{}, "rule show\n")
+	if !strings.Contains(out, "5:\tfrom all lookup 5\n6:\tfrom all lookup 6\n") {
+		t.Fatalf("after a 100 KiB line:\n%s", out)
+	}
+	tooLong := "rule add" + strings.Repeat(" ", 300<<10) + "pref 7 table 7\n"
+	if _, e, st := client(sock, options{batch: true, batchName: "-"}, tooLong+"rule add pref 8 table 8\n"); st != 255 || e != "Error: command line too long\n" {
+		t.Fatalf("a 300 KiB line: %q %d", e, st)
+	}
+	if out, _, _ := client(sock, options{}, "rule show\n"); strings.Contains(out, "lookup 7") || strings.Contains(out, "lookup 8") {
+		t.Fatalf("after a refused line:\n%s", out)
+	}
+}

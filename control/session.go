@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"syscall"
 
 	"urouter/dataplane"
@@ -30,6 +31,8 @@ type session struct {
 	lastObj  *nexthop.Object
 	args     [][]byte
 	line     int
+	long     []byte         // a line longer than the reader's buffer
+	ruleSel  rules.Selector // the rule command being parsed
 	// per-command scratch, reused
 	gwCache   gwCheck
 	objMemo   memo
@@ -84,9 +87,17 @@ func (s *session) run(in *bufio.Reader) int {
 			s.out.Flush()
 		}
 		line, err := in.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			s.errOut("Error: command line too long")
-			return 255
+		if err == bufio.ErrBufferFull { // a line longer than the buffer
+			s.long = append(s.long[:0], line...)
+			for err == bufio.ErrBufferFull && len(s.long) <= maxLine {
+				line, err = in.ReadSlice('\n')
+				s.long = append(s.long, line...)
+			}
+			if len(s.long) > maxLine {
+				s.errOut("Error: command line too long")
+				return 255
+			}
+			line = s.long
 		}
 		if err != nil {
 			return status // a line without its '\n' is a command cut short: dropped
@@ -116,6 +127,15 @@ func (s *session) run(in *bufio.Reader) int {
 	}
 }
 
+// A session reads and writes through small buffers (a connection costs
+// their memory, and most carry one short command); a line may be longer
+// than the read buffer, up to maxLine.
+const (
+	readBuf  = 16 << 10
+	writeBuf = 16 << 10
+	maxLine  = 1 << 18
+)
+
 // objects are iproute2's OBJECT words in its matching order (a prefix of
 // the first one wins); the router serves some of them.
 var objects = []string{"address", "addrlabel", "maddress", "route", "rule", "neighbor", "neighbour",
@@ -123,13 +143,15 @@ var objects = []string{"address", "addrlabel", "maddress", "route", "rule", "nei
 	"token", "tcpmetrics", "tcp_metrics", "monitor", "xfrm", "mroute", "mrule", "netns", "netconf",
 	"vrf", "sr", "nexthop", "mptcp", "ioam", "help", "stats"}
 
-var objectWords = func() keywords {
-	var l []kw
-	for i, o := range objects {
-		l = append(l, kw{o, true, i + 1})
-	}
-	return newKeywords(l)
-}()
+var objectWords = sync.OnceValue(func() keywords {
+	return func() keywords {
+		var l []kw
+		for i, o := range objects {
+			l = append(l, kw{o, true, i + 1})
+		}
+		return newKeywords(l)
+	}()
+})
 
 func (s *session) exec(line []byte) *cmdErr {
 	args, err := splitLine(line, s.args)
@@ -142,7 +164,7 @@ func (s *session) exec(line []byte) *cmdErr {
 	}
 	w, rest := args[0], args[1:]
 	obj := ""
-	if i := s.objMemo.of(objectWords, w); i > 0 {
+	if i := s.objMemo.of(objectWords(), w); i > 0 {
 		obj = objects[i-1]
 	}
 	if is(w, "nh") {
@@ -184,7 +206,7 @@ var errUnterminated = errors.New("Unterminated quoted string")
 func (srv *Server) serveConn(c net.Conn) {
 	defer c.Close()
 	pc := &pausingConn{Conn: c}
-	in := bufio.NewReaderSize(pc, 1<<18)
+	in := bufio.NewReaderSize(pc, readBuf)
 	hdr, err := in.ReadString('\n')
 	if err != nil {
 		return
@@ -200,7 +222,7 @@ func (srv *Server) serveConn(c net.Conn) {
 		r:      srv.R,
 		hub:    srv.hub,
 		opt:    opt,
-		out:    bufio.NewWriterSize(&frameWriter{c: pc, kind: 'o'}, 64<<10),
+		out:    bufio.NewWriterSize(&frameWriter{c: pc, kind: 'o'}, writeBuf),
 		errOut: func(m string) { ew.Write([]byte(m + "\n")) },
 	}
 	pc.holding, pc.pause = func() bool { return s.txn != nil || s.rtxn != nil }, s.commit

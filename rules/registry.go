@@ -13,7 +13,8 @@ type Registry struct {
 	cur      atomic.Pointer[Set]
 	resolve  func(name string) int32
 	loopback int32
-	txn      Txn // the one open transaction, reused
+	txn      Txn    // the one open transaction, reused
+	gens     uint64 // transactions begun
 }
 
 // NewRegistry publishes Linux's default rules. resolve finds a link's
@@ -37,7 +38,7 @@ func (g *Registry) Load() *Set { return g.cur.Load() }
 // until Commit, which publishes what it did with one atomic store.
 type Txn struct {
 	g       *Registry
-	rules   seq
+	rules   editor
 	changed bool
 }
 
@@ -46,14 +47,15 @@ type Txn struct {
 // after its Commit.
 func (g *Registry) Begin() *Txn {
 	g.mu.Lock()
-	g.txn = Txn{g: g, rules: g.cur.Load().seq}
+	g.gens++
+	g.txn = Txn{g: g, rules: editor{seq: g.cur.Load().seq, gen: g.gens}}
 	return &g.txn
 }
 
 // Commit publishes the transaction's changes and releases the lock.
 func (x *Txn) Commit() {
 	if x.changed {
-		x.g.cur.Store(newSet(x.rules, x.g.loopback))
+		x.g.cur.Store(newSet(x.rules.seq, x.g.loopback))
 	}
 	g := x.g
 	*x = Txn{}
@@ -80,7 +82,8 @@ func (x *Txn) Add(r Rule, prefSet bool) (Rule, error) {
 			return r, ErrExists
 		}
 	}
-	x.rules, x.changed = x.rules.insert(to, e), true
+	x.rules.insert(to, e)
+	x.changed = true
 	return r, nil
 }
 
@@ -107,7 +110,8 @@ func cmpU32(a, b uint32) int {
 func (x *Txn) Delete(sel *Selector) (Rule, error) {
 	for i := 0; i < x.rules.len(); i++ {
 		if e := x.rules.at(i); sel.selects(&e.Rule) {
-			x.rules, x.changed = x.rules.remove(i), true
+			x.rules.remove(i)
+			x.changed = true
 			return e.Rule, nil
 		}
 	}
@@ -120,7 +124,7 @@ func (x *Txn) DeleteWhere(del func(*Rule) bool) int {
 	n := len(all)
 	kept := slices.DeleteFunc(all, func(e *entry) bool { return del(&e.Rule) })
 	if n -= len(kept); n > 0 {
-		x.rules, x.changed = seqOf(kept), true
+		x.rules, x.changed = editor{seq: seqOf(kept), gen: x.rules.gen}, true
 		return n
 	}
 	return 0
@@ -137,7 +141,8 @@ func (g *Registry) Relink() {
 		}
 		n := newEntry(&e.Rule, g.resolve)
 		if n.iif != e.iif || n.oif != e.oif {
-			x.rules, x.changed = x.rules.replace(i, n), true
+			x.rules.replace(i, n)
+			x.changed = true
 		}
 	}
 	x.Commit()

@@ -1,5 +1,7 @@
 package rules
 
+import "slices"
+
 // seq is the rules in order as a persistent sequence: blocks of entries,
 // shared between snapshots, so that a change copies one block and the
 // block index rather than every rule (a rule added to a set of a thousand
@@ -14,8 +16,9 @@ type seq struct {
 
 type block struct {
 	e     []*entry
-	dims  uint8 // the dimensions its rules select in
-	gotos int   // how many of its rules are gotos
+	dims  uint8  // the dimensions its rules select in
+	gotos int    // how many of its rules are gotos
+	gen   uint64 // the transaction that made it (it may change it in place)
 }
 
 // blockMax is the most entries a block holds; a fuller one splits.
@@ -76,52 +79,87 @@ func (s seq) at(i int) *entry {
 	return s.blocks[k].e[i-int(s.first[k])]
 }
 
-// with returns s with block k replaced by the blocks in bs.
-func (s seq) with(k int, bs ...*block) seq {
-	out := seq{blocks: make([]*block, 0, len(s.blocks)+1)}
-	out.blocks = append(append(append(out.blocks, s.blocks[:k]...), bs...), s.blocks[k+1:]...)
-	out.index()
-	return out
+// editor changes a seq for a transaction: what it made since it began
+// (blocks stamped with its gen, and the index once it copied it) is
+// unpublished and changed in place; the rest is copied before a change.
+// So a batch of changes in one transaction costs little more than the
+// changes, and one change alone copies a block and the index.
+type editor struct {
+	seq
+	gen       uint64
+	ownsIndex bool
 }
 
-// insert returns s with e at index i.
-func (s seq) insert(i int, e *entry) seq {
-	if len(s.blocks) == 0 {
-		return seqOf([]*entry{e})
+func (x *editor) own(k int) *block {
+	if !x.ownsIndex {
+		x.blocks = append([]*block(nil), x.blocks...)
+		x.first = append([]int32(nil), x.first...)
+		x.ownsIndex = true
 	}
-	k := len(s.blocks) - 1
-	if i < s.len() {
-		k = s.blockOf(i)
+	b := x.blocks[k]
+	if b.gen != x.gen {
+		b = &block{e: append(make([]*entry, 0, len(b.e)+1), b.e...), dims: b.dims, gotos: b.gotos, gen: x.gen}
+		x.blocks[k] = b
 	}
-	old := s.blocks[k].e
-	at := i - int(s.first[k])
-	es := make([]*entry, 0, len(old)+1)
-	es = append(append(append(es, old[:at]...), e), old[at:]...)
-	if len(es) <= blockMax {
-		return s.with(k, newBlock(es))
-	}
-	h := len(es) / 2
-	return s.with(k, newBlock(es[:h:h]), newBlock(es[h:]))
+	return b
 }
 
-// remove returns s without rule i.
-func (s seq) remove(i int) seq {
-	k := s.blockOf(i)
-	old := s.blocks[k].e
-	if len(old) == 1 {
-		return s.with(k)
+// reindex recounts the first rule of each block from block k on.
+func (x *editor) reindex(k int) {
+	for ; k < len(x.blocks); k++ {
+		x.first[k+1] = x.first[k] + int32(len(x.blocks[k].e))
 	}
-	at := i - int(s.first[k])
-	es := make([]*entry, 0, len(old)-1)
-	return s.with(k, newBlock(append(append(es, old[:at]...), old[at+1:]...)))
 }
 
-// replace returns s with rule i replaced by e.
-func (s seq) replace(i int, e *entry) seq {
-	k := s.blockOf(i)
-	es := append([]*entry(nil), s.blocks[k].e...)
-	es[i-int(s.first[k])] = e
-	return s.with(k, newBlock(es))
+// insert puts e at index i.
+func (x *editor) insert(i int, e *entry) {
+	if len(x.blocks) == 0 {
+		x.blocks, x.first, x.ownsIndex = []*block{{gen: x.gen}}, []int32{0, 0}, true
+	}
+	k := len(x.blocks) - 1
+	if i < x.len() {
+		k = x.blockOf(i)
+	}
+	b := x.own(k)
+	b.e = slices.Insert(b.e, i-int(x.first[k]), e)
+	b.dims |= e.dims
+	if e.Action == Goto {
+		b.gotos++
+	}
+	if len(b.e) > blockMax {
+		h := len(b.e) / 2
+		left, right := newBlock(b.e[:h:h]), newBlock(append([]*entry(nil), b.e[h:]...))
+		left.gen, right.gen = x.gen, x.gen
+		x.blocks[k] = left
+		x.blocks = slices.Insert(x.blocks, k+1, right)
+		x.first = append(x.first, 0)
+	}
+	x.reindex(k)
+}
+
+// remove takes out rule i.
+func (x *editor) remove(i int) {
+	k := x.blockOf(i)
+	b := x.own(k)
+	at := i - int(x.first[k])
+	es := slices.Delete(b.e, at, at+1)
+	if len(es) == 0 {
+		x.blocks = slices.Delete(x.blocks, k, k+1)
+		x.first = x.first[:len(x.blocks)+1]
+	} else {
+		*b = *newBlock(es)
+		b.gen = x.gen
+	}
+	x.reindex(k)
+}
+
+// replace puts e in the place of rule i.
+func (x *editor) replace(i int, e *entry) {
+	k := x.blockOf(i)
+	b := x.own(k)
+	b.e[i-int(x.first[k])] = e
+	*b = *newBlock(b.e)
+	b.gen = x.gen
 }
 
 // flat is every rule in order, in one new slice.
@@ -142,16 +180,14 @@ func (s seq) summary() (dims uint8, gotos int) {
 	return dims, gotos
 }
 
-// search is the index of the first rule of preference p or above.
+// search is the index of the first rule of preference p or above: the
+// first block that ends at or above p, then the rule in it.
 func (s seq) search(p uint32) int {
-	lo, hi := 0, s.len()
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if s.at(m).Pref < p {
-			lo = m + 1
-		} else {
-			hi = m
-		}
+	k, _ := slices.BinarySearchFunc(s.blocks, p, func(b *block, p uint32) int { return cmpU32(b.e[len(b.e)-1].Pref, p) })
+	if k == len(s.blocks) {
+		return s.len()
 	}
-	return lo
+	e := s.blocks[k].e
+	j, _ := slices.BinarySearchFunc(e, p, func(e *entry, p uint32) int { return cmpU32(e.Pref, p) })
+	return int(s.first[k]) + j
 }
