@@ -97,3 +97,50 @@ func TestLongLines(t *testing.T) {
 		t.Fatalf("after a refused line:\n%s", out)
 	}
 }
+
+// TestRouteGetExplains: `-d route get` says, step by step, which rules
+// the flow met and why each matched or not, what each table gave, and the
+// path its hash chose, then prints the answer.
+func TestRouteGetExplains(t *testing.T) {
+	r := newTestRouter(t)
+	if _, e, st := run(r, options{batch: true, inet6: true},
+		"route add 2001:db8:5::/48 via 2001:db8:91::2 dev d0 table 10",
+		"route add throw 2001:db8:5::/48 table 20",
+		"route add default via 2001:db8:91::3 dev d0 table 30",
+		"route add 2001:db8:5::/48 from 2001:db8:77::/48 dev d0 table 30",
+		"route add 2001:db8:6::/48 table 10 nexthop via 2001:db8:91::4 dev d0 nexthop via 2001:db8:91::5 dev d0",
+		"rule add pref 10 from 2001:db8:a::/48 lookup 20",
+		"rule add pref 11 iif d0 goto 40",
+		"rule add pref 12 lookup 30 suppress_prefixlength 0",
+		"rule add pref 20 lookup 10",
+		"rule add pref 40 unreachable",
+	); st != 0 {
+		t.Fatal(e)
+	}
+	out, _, _ := run(r, options{details: true, inet6: true}, "route get 2001:db8:5::1 from 2001:db8:a::1")
+	want := `rule 0: from all lookup local: matches
+  table local: no route: on to the next rule
+rule 10: from 2001:db8:a::/48 lookup 20: matches
+  table 20: throw 2001:db8:5::/48: on to the next rule
+rule 11: from all iif d0 goto 40: no match: it comes in by lo, not d0
+rule 12: from all lookup 30 suppress_prefixlength 0: matches
+  table 30: 2001:db8:5::/48 has routes for other sources only: passed over
+  table 30: default via 2001:db8:91::3 dev d0 table 30 proto boot metric 1024 suppressed (prefix length 0 <= suppress_prefixlength 0): on to the next rule
+rule 20: from all lookup 10: matches
+  table 10: 2001:db8:5::/48 via 2001:db8:91::2 dev d0 table 10 proto boot metric 1024: decides
+2001:db8:5::1 from 2001:db8:a::1 via 2001:db8:91::2 dev d0 table 10 src 2001:db8:91::1 metric 1024 pref medium
+`
+	if out != want {
+		t.Errorf("route get -d:\n%s\nwant:\n%s", out, want)
+	}
+	out, _, _ = run(r, options{details: true, inet6: true}, "route get 2001:db8:6::1")
+	if !strings.Contains(out, "rule 10: from 2001:db8:a::/48 lookup 20: no match: the lookup has no source\n") ||
+		!strings.Contains(out, "  multipath: flow hash 0x") {
+		t.Errorf("route get -d of a multipath route:\n%s", out)
+	}
+	out, e, _ := run(r, options{details: true, inet6: true}, "route get 2001:db8:6::1 iif d0")
+	if !strings.Contains(out, "rule 11: from all iif d0 goto 40: matches\n  goto 40\nrule 40: from all unreachable: matches\n  the rule decides: unreachable\n") ||
+		e != "RTNETLINK answers: Network is unreachable\n" {
+		t.Errorf("route get -d through a goto to an unreachable rule:\n%s%s", out, e)
+	}
+}
