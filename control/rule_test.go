@@ -1,6 +1,7 @@
 package control
 
 import (
+	"bufio"
 	"fmt"
 	"strings"
 	"testing"
@@ -142,5 +143,46 @@ rule 20: from all lookup 10: matches
 	if !strings.Contains(out, "rule 11: from all iif d0 goto 40: matches\n  goto 40\nrule 40: from all unreachable: matches\n  the rule decides: unreachable\n") ||
 		e != "RTNETLINK answers: Network is unreachable\n" {
 		t.Errorf("route get -d through a goto to an unreachable rule:\n%s%s", out, e)
+	}
+}
+
+// TestRuleClientThatDoesNotRead: a forced batch whose rule adds fail
+// (duplicates, inside the rule set's transaction) from a client that
+// never reads the errors: the daemon publishes before it waits on the
+// client, so the rule set's lock is free and another client's rule add
+// goes through at once.
+func TestRuleClientThatDoesNotRead(t *testing.T) {
+	r := newTestRouter(t)
+	sock := startServer(t, r)
+	c := dial(t, sock, options{batch: true, force: true, batchName: "F", inet6: true})
+	go func() {
+		w := bufio.NewWriter(c)
+		for i := 0; i < 200000; i++ {
+			fmt.Fprint(w, "rule add pref 5 table 5\n") // File exists from the second on
+		}
+		w.Flush()
+	}()
+	time.Sleep(300 * time.Millisecond) // the errors fill the socket: the daemon waits on the client
+	var worst time.Duration
+	for i := 0; i < 20; i++ {
+		start := time.Now()
+		done := make(chan string, 1)
+		go func() {
+			_, e, _ := client(sock, options{inet6: true}, fmt.Sprintf("rule add pref %d table %d\n", 100+i, 100+i))
+			done <- e
+		}()
+		select {
+		case e := <-done:
+			if e != "" {
+				t.Fatalf("another client's rule add: %q", e)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("another client's rule add still waits after 5 s")
+		}
+		worst = max(worst, time.Since(start))
+	}
+	t.Logf("the slowest of 20 rule adds by another client took %v", worst)
+	if worst > 50*time.Millisecond {
+		t.Errorf("another client's rule add waited %v", worst)
 	}
 }
