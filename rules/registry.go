@@ -55,6 +55,7 @@ func (g *Registry) Begin() *Txn {
 // Commit publishes the transaction's changes and releases the lock.
 func (x *Txn) Commit() {
 	if x.changed {
+		x.rules.compact()
 		x.g.cur.Store(newSet(x.rules.seq, x.g.loopback))
 	}
 	g := x.g

@@ -37,6 +37,7 @@ func TestSeqPersists(t *testing.T) {
 				model[i] = e
 			}
 		}
+		x.compact()
 		if !slices.Equal(x.flat(), model) || x.len() != len(model) {
 			t.Fatalf("txn %d: the seq holds %d rules, the model %d", txn, x.len(), len(model))
 		}

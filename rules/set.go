@@ -219,10 +219,11 @@ func (c *Cursor) NextLinear(i int) int {
 		}
 		return -1
 	}
-	for n := s.seq.len(); i < n; {
-		k := s.seq.blockOf(i)
-		for _, e := range s.seq.blocks[k].e[i-int(s.seq.first[k]):] {
-			if c.try(i, e) {
+	q := &s.seq
+	for n := q.len(); i < n; {
+		k := q.blockOf(i)
+		for _, id := range q.blocks[k].ids[i-int(q.first[k]):] {
+			if c.try(i, q.arena[id]) {
 				return i
 			}
 			i++
