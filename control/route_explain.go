@@ -19,6 +19,10 @@ func (s *session) explain(q *getReq) decide.Result {
 	var b []byte
 	for _, st := range ex.Steps {
 		b = s.appendStep(b[:0], q, &st)
+		if g := ex.Result.Group; st.Kind == decide.Selected && g != nil {
+			b = fmt.Appendf(b, " of %d:", g.Len())
+			b = s.appendPath(b, ex.Result.Path, true)
+		}
 		s.out.Write(append(b, '\n'))
 	}
 	return ex.Result

@@ -3,6 +3,7 @@ package control
 import (
 	"bufio"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -136,7 +137,7 @@ rule 20: from all lookup 10: matches
 	}
 	out, _, _ = run(r, options{details: true, inet6: true}, "route get 2001:db8:6::1")
 	if !strings.Contains(out, "rule 10: from 2001:db8:a::/48 lookup 20: no match: the lookup has no source\n") ||
-		!strings.Contains(out, "  multipath: flow hash 0x") {
+		!regexp.MustCompile(`\n  multipath: flow hash 0x[0-9a-f]{8} selects path [12] of 2: via 2001:db8:91::[45] dev d0\n`).MatchString(out) {
 		t.Errorf("route get -d of a multipath route:\n%s", out)
 	}
 	out, e, _ := run(r, options{details: true, inet6: true}, "route get 2001:db8:6::1 iif d0")
