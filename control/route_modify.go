@@ -6,8 +6,10 @@ import (
 	"time"
 
 	"urouter/dataplane"
+	"urouter/decide"
 	"urouter/fib6"
 	"urouter/nexthop"
+	"urouter/rules"
 )
 
 // route runs one route command.
@@ -219,9 +221,12 @@ func (s *session) routeModify(op routeOp, args [][]byte) *cmdErr {
 }
 
 // checkGateway does what Linux's ip6_validate_gw does: a gateway must be
-// link-local on a given link, or reachable through a connected route (one
-// without a gateway of its own), which also picks the link when none is
-// given. onlink skips the check. t is table tid, nil if it does not exist.
+// link-local on a given link, or not the router's own and reachable
+// through a connected route (one without a gateway of its own), which
+// also picks the link when none is given: first in the route's table,
+// then through the rules, as the router's own lookup out of the link
+// (Linux's fib6_lookup in ip6_route_check_nh). onlink skips the check. t
+// is table tid, nil if it does not exist.
 func (s *session) checkGateway(rt *fib6.Route, tid uint32, t *fib6.Table) *cmdErr {
 	nh := &rt.Nexthop
 	gw := nh.Gateway
@@ -241,35 +246,39 @@ func (s *session) checkGateway(rt *fib6.Route, tid uint32, t *fib6.Table) *cmdEr
 		return extack("Invalid gateway address")
 	}
 	// A batch names the same gateway again and again: what was checked
-	// holds while the tables it was checked in are unchanged.
+	// holds while the tables and rules it was checked in are unchanged.
 	c := &s.gwCache
-	main := s.r.Tables.Main()
+	rs, gen := s.r.Rules.Load(), s.r.Tables.Generation()
 	if c.gw == gw && c.tid == tid && (nh.Link == 0 || nh.Link == c.link) &&
-		c.mainGen == main.Generation() && (t == nil || c.tidGen == t.Generation()) {
+		c.rules == rs && c.gen == gen && (t == nil || c.tidGen == t.Generation()) {
 		nh.Link = c.link
 		return nil
 	}
 	c.gw = netip.Addr{}
-	for _, lt := range [...]*fib6.Table{t, main} {
-		if lt == nil {
-			continue
-		}
-		a := s.lookupSeen(lt, gw)
-		if a == nil || a.Type != fib6.Unicast || a.Nexthop.Gateway.IsValid() {
-			continue
-		}
-		if nh.Link == 0 {
-			nh.Link = a.Nexthop.Link
-		}
-		if a.Nexthop.Link == nh.Link {
-			*c = gwCheck{gw: gw, tid: tid, link: nh.Link, mainGen: main.Generation()}
-			if t != nil {
-				c.tidGen = t.Generation()
-			}
-			return nil
+	if s.r.Decider.IsLocal(gw) {
+		return extack("Gateway can not be a local address.")
+	}
+	ok := false
+	if t != nil {
+		a := s.lookupSeen(t, gw)
+		if a != nil && a.Type == fib6.Unicast && !a.Nexthop.Gateway.IsValid() && (nh.Link == 0 || a.Nexthop.Link == nh.Link) {
+			nh.Link, ok = a.Nexthop.Link, true
 		}
 	}
-	return answers(syscall.EHOSTUNREACH)
+	if !ok {
+		k := decide.KeyOf(gw, netip.Addr{})
+		k.Iif, k.Oif = rules.NoIif, nh.Link
+		r := s.r.Decider.Decide(&k)
+		if r.Verdict != decide.Forward || r.Path.Gateway.IsValid() || nh.Link != 0 && r.Path.Link != nh.Link {
+			return answers(syscall.EHOSTUNREACH)
+		}
+		nh.Link = r.Path.Link
+	}
+	*c = gwCheck{gw: gw, tid: tid, link: nh.Link, rules: rs, gen: gen}
+	if t != nil {
+		c.tidGen = t.Generation()
+	}
+	return nil
 }
 
 // nexthopObject is nexthop object id, nil if there is none. A batch names
@@ -289,8 +298,8 @@ func (s *session) nexthopObject(id uint32) *nexthop.Object {
 // while the tables it was checked in are unchanged.
 func (s *session) legGroup(q *routeReq, tid uint32, t *fib6.Table) (*nexthop.Group, *cmdErr) {
 	c := &s.legCache
-	main := s.r.Tables.Main()
-	if c.g != nil && c.tid == tid && c.mainGen == main.Generation() && (t == nil || c.tidGen == t.Generation()) &&
+	rs, gen := s.r.Rules.Load(), s.r.Tables.Generation()
+	if c.g != nil && c.tid == tid && c.rules == rs && c.gen == gen && (t == nil || c.tidGen == t.Generation()) &&
 		sameLegs(c.legs, q.legs) {
 		return c.g, nil
 	}
@@ -315,7 +324,7 @@ func (s *session) legGroup(q *routeReq, tid uint32, t *fib6.Table) (*nexthop.Gro
 		ms[i] = nexthop.Member{Nexthop: rt.Nexthop, Weight: lg.weight}
 	}
 	g := nexthop.NewGroup(ms)
-	*c = legCheck{g: g, tid: tid, mainGen: main.Generation(), legs: c.legs[:0]}
+	*c = legCheck{g: g, tid: tid, rules: rs, gen: gen, legs: c.legs[:0]}
 	if t != nil {
 		c.tidGen = t.Generation()
 	}
@@ -339,10 +348,11 @@ func sameLegs(a, b []leg) bool {
 
 // legCheck remembers the paths legGroup accepted last; none while g is nil.
 type legCheck struct {
-	g               *nexthop.Group
-	legs            []leg
-	tid             uint32
-	mainGen, tidGen uint64
+	g           *nexthop.Group
+	legs        []leg
+	tid         uint32
+	rules       *rules.Set
+	gen, tidGen uint64 // the tables' publishes, table tid's
 }
 
 // changed forgets the paths when the session's open transaction changes
@@ -362,10 +372,11 @@ func (c *legCheck) changed(p netip.Prefix) {
 // gwCheck remembers the last gateway checkGateway accepted; none while gw
 // is not valid.
 type gwCheck struct {
-	gw              netip.Addr
-	tid             uint32
-	link            int32
-	mainGen, tidGen uint64
+	gw          netip.Addr
+	tid         uint32
+	link        int32
+	rules       *rules.Set
+	gen, tidGen uint64 // the tables' publishes, table tid's
 }
 
 // changed forgets the gateway when the session's open transaction changes

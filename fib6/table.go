@@ -30,6 +30,7 @@ type Table struct {
 	// that looks without the lock
 	expiring atomic.Bool
 	watch    *atomic.Pointer[Watcher]
+	allGen   *atomic.Uint64 // the registry's count of publishes, nil outside one
 }
 
 // Watcher hears every committed change of every table of a registry.

@@ -19,6 +19,7 @@ type Tables struct {
 	main  *Table
 	local *Table
 	watch atomic.Pointer[Watcher]
+	gen   atomic.Uint64 // publishes of every table
 }
 
 // NewTables returns the registry with local (255), main (254) and default
@@ -28,6 +29,7 @@ func NewTables() *Tables {
 	m := map[uint32]*Table{}
 	for _, id := range []uint32{TableLocal, TableMain, TableDefault} {
 		m[id] = newTable(id, &ts.watch)
+		m[id].allGen = &ts.gen
 	}
 	ts.main, ts.local = m[TableMain], m[TableLocal]
 	for id, t := range m {
@@ -46,6 +48,10 @@ func (ts *Tables) Watch(w Watcher) {
 		ts.watch.Store(&w)
 	}
 }
+
+// Generation counts the publishes of every table: what was derived from
+// lookups in any of them holds while it is unchanged.
+func (ts *Tables) Generation() uint64 { return ts.gen.Load() }
 
 // Main and Local are the two tables every lookup starts with.
 func (ts *Tables) Main() *Table  { return ts.main }
@@ -72,6 +78,7 @@ func (ts *Tables) Ensure(id uint32) *Table {
 	}
 	m := maps.Clone(old)
 	t := newTable(id, &ts.watch)
+	t.allGen = &ts.gen
 	m[id] = t
 	ts.all.Store(&m)
 	if id < uint32(len(ts.low)) {

@@ -71,6 +71,9 @@ func (x *Txn) Commit() {
 	if x.n > 0 {
 		x.tx.commit()
 		t.gen.Add(1)
+		if t.allGen != nil {
+			t.allGen.Add(1)
+		}
 	}
 	var changes []Change
 	if len(x.changes) > 0 {

@@ -39,6 +39,17 @@ func TestKernelOracleRules(t *testing.T) {
 		"rule add", "rule del", "rule del pref 555", "rule del from 2001:db8:1::/48", "rule del table 11", "rule show",
 		"rule show bogus", "rule flush table 10", "rule show", "rule flush", "rule show", "rule blah",
 		"rule add pref 32766 lookup main", "-d rule show",
+		// a gateway not in the route's table is looked up through the rules,
+		// out of its link, as the router's own packets would be (iif none)
+		"route add 2001:db8:5::/48 via 2001:db8:91::1 dev d0", "route add 2001:db8:5::/48 via 2001:db8:91::1 table 10",
+		"rule add pref 500 lookup 10", "route add default via 2001:db8:91::9 dev d0 table 10",
+		"route add 2001:db8:7::/48 via 2001:db8:91::2 dev d0 table 20", "route add 2001:db8:7::/48 via 2001:db8:91::2 table 21",
+		"rule del pref 500", "route add 2001:db8:7::/48 via 2001:db8:91::2 dev d0 table 22",
+		"rule add pref 50 iif lo lookup 30", "route add unreachable 2001:db8:91::/64 table 30",
+		"route add 2001:db8:8::/48 via 2001:db8:91::2 dev d0 table 23",
+		"rule add pref 40 oif d0 lookup 31", "route add prohibit 2001:db8:91::/64 table 31",
+		"route add 2001:db8:9::/48 via 2001:db8:91::2 dev d0 table 24", "route add 2001:db8:9::/48 via 2001:db8:92::2 table 25",
+		"route show table 22", "route show table 23", "route show table 24", "route show table 25",
 	}, six)
 
 	// random rules and routes, then random flows, as batches

@@ -71,12 +71,17 @@ type Packet struct {
 	Dst, Src [16]byte // a Src of all zeros is none (a lookup without a source)
 	// Iif is the link the packet came in by, 0 for the router's own
 	// packets, which rules see as coming in by the loopback (Linux's iif
-	// lo); Oif is the link a lookup asks to leave by, 0 for any.
+	// lo), NoIif for a lookup that comes in by none (Linux's check of a
+	// gateway); Oif is the link a lookup asks to leave by, 0 for any.
 	Iif, Oif     int32
 	Proto        uint8 // the transport protocol (the last next header)
 	Sport, Dport uint16
 	DSField      uint8 // the traffic class
 }
+
+// NoIif is the Iif of a lookup that comes in by no link: no `iif` rule
+// matches it.
+const NoIif int32 = -2
 
 // Error is a refused change, with Linux's errno and message.
 type Error = fib6.Error
