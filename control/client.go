@@ -143,6 +143,18 @@ func Main(args []string) int {
 	return talk(SocketPath(socket), o, input, keepOpen, os.Stdout, os.Stderr)
 }
 
+// writeSize is the client's send buffer: a batch file's size up to 256
+// KiB (a long batch goes in big writes, a short command costs little).
+func writeSize(input io.Reader) int {
+	if f, ok := input.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			return int(min(max(fi.Size()+512, 4<<10), 1<<18))
+		}
+		return 1 << 18 // a pipe: as long as it goes
+	}
+	return 4 << 10
+}
+
 // restores reports whether obj is an object whose restore reads stdin.
 func restores(obj string) bool {
 	i := objectWords().of([]byte(obj))
@@ -175,7 +187,7 @@ func talk(socket string, o options, input io.Reader, keepOpen bool, stdoutW, std
 	defer c.Close()
 	uc := c.(*net.UnixConn)
 	go func() {
-		w := bufio.NewWriterSize(uc, 32<<10)
+		w := bufio.NewWriterSize(uc, writeSize(input))
 		w.WriteString(o.header())
 		io.Copy(w, &lineEnder{r: input})
 		w.Flush()

@@ -82,7 +82,13 @@ func (s *session) commitRules() {
 func (s *session) run(in *bufio.Reader) int {
 	status := 0
 	defer s.commit()
+	read := 0
 	for {
+		if read > readBuf*4 && in.Size() < maxLine {
+			// a long batch: read it in bigger gulps (what the small
+			// buffer holds is read first)
+			in = bufio.NewReaderSize(in, maxLine)
+		}
 		if in.Buffered() == 0 {
 			s.out.Flush()
 		}
@@ -103,6 +109,7 @@ func (s *session) run(in *bufio.Reader) int {
 			return status // a line without its '\n' is a command cut short: dropped
 		}
 		s.line++
+		read += len(line)
 		e := s.exec(line)
 		if s.monitor != nil {
 			return 0
