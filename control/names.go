@@ -160,5 +160,3 @@ var protocolNames = sync.OnceValue(func() map[uint8]string {
 	}
 	return m
 })
-
-func fib6Proto(p uint8) fib6.Proto { return fib6.Proto(p) }

@@ -110,118 +110,61 @@ func (s *session) parseRule(args [][]byte, del bool) (*rules.Selector, *cmdErr) 
 	ws := argv{args: args}
 	for ; ws.i < len(args); ws.i++ {
 		w := args[ws.i]
-		switch ruleWords().of(w) {
-		case rkNot:
-			r.Invert = true
-		case rkFrom, rkTo:
-			v, err := ws.next()
-			if err != nil {
-				return nil, err
-			}
-			p, err := s.rulePrefix(v)
-			if err != nil {
-				return nil, err
-			}
-			if is(w, "from") {
-				r.Src = p
-			} else {
-				r.Dst = p
-			}
-		case rkPref:
-			v, err := ws.next()
-			if err != nil {
-				return nil, err
-			}
-			n, ok := parseUint32(v)
-			if !ok {
-				return nil, invarg("preference value is invalid\n", v)
-			}
-			r.Pref, sel.PrefSet = n, true
-		case rkTos:
-			v, err := ws.next()
-			if err != nil {
-				return nil, err
-			}
-			d, ok := parseDSField(v)
-			if !ok {
-				return nil, invarg("TOS value is invalid\n", v)
-			}
-			r.DSField = d
+		kw := ruleWords().of(w)
+		var v []byte
+		switch kw {
+		case 0, rkNot: // an action, or no value
 		case rkFwmark, rkRealms, rkTunID, rkIfgroup, rkL3mdev, rkUidrange, rkNat:
 			return nil, unsupported(w)
-		case rkProtocol:
-			v, err := ws.next()
-			if err != nil {
+		default:
+			var err *cmdErr
+			if v, err = ws.next(); err != nil {
 				return nil, err
 			}
+		}
+		var err *cmdErr
+		switch kw {
+		case rkNot:
+			r.Invert = true
+		case rkFrom:
+			r.Src, err = s.rulePrefix(v)
+		case rkTo:
+			r.Dst, err = s.rulePrefix(v)
+		case rkPref:
+			r.Pref, err = parseRulePref(v)
+			sel.PrefSet = true
+		case rkTos:
+			r.DSField, err = parseRuleTos(v)
+		case rkProtocol:
 			p, ok := parseProto(v)
 			if !ok {
 				return nil, invarg("\"protocol\" value is invalid\n", v)
 			}
 			r.Protocol = uint8(p)
 		case rkTable:
-			v, err := ws.next()
-			if err != nil {
-				return nil, err
-			}
 			t, ok := parseRuleTable(v)
 			if !ok {
 				return nil, invarg("invalid table ID\n", v)
 			}
 			r.Table, tableOK = t, true
 		case rkSuppress:
-			v, err := ws.next()
-			if err != nil {
-				return nil, err
-			}
 			n, ok := parseUint32(v)
 			if !ok || n > 1<<31-1 {
 				return nil, invarg("suppress_prefixlength value is invalid\n", v)
 			}
 			r.SuppressPrefixLen, r.Suppress = int32(n), true
-		case rkIif, rkOif:
-			v, err := ws.next()
-			if err != nil {
-				return nil, err
-			}
-			if !validIfname(v) {
-				if is(w, "oif") {
-					return nil, invarg("\"oif\" not a valid ifname", v)
-				}
-				return nil, invarg("\"iif\"/\"dev\" not a valid ifname", v)
-			}
-			if is(w, "oif") {
-				r.Oif = string(v)
-			} else {
-				r.Iif = string(v)
-			}
+		case rkIif:
+			r.Iif, err = parseRuleIfname(w, v)
+		case rkOif:
+			r.Oif, err = parseRuleIfname(w, v)
 		case rkIPProto:
-			v, err := ws.next()
-			if err != nil {
-				return nil, err
-			}
-			p, ok := parseIPProto(v)
-			if !ok {
-				return nil, invarg("Invalid \"ipproto\" value\n", v)
-			}
-			r.IPProto = p
-		case rkSport, rkDport:
-			v, err := ws.next()
-			if err != nil {
-				return nil, err
-			}
-			pr, ok := parsePortRange(v)
-			if !ok {
-				if is(w, "sport") {
-					return nil, invarg("invalid port range\n", v)
-				}
-				return nil, invarg("invalid dport range\n", v)
-			}
-			if is(w, "sport") {
-				r.Sport, sportSet = pr, true
-			} else {
-				r.Dport, dportSet = pr, true
-			}
+			r.IPProto, err = parseRuleIPProto(v)
+		case rkSport:
+			r.Sport, err = parseRulePorts(w, v)
+			sportSet = true
+		case rkDport:
+			r.Dport, err = parseRulePorts(w, v)
+			dportSet = true
 		default:
 			if is(w, "type") {
 				var err *cmdErr
@@ -229,10 +172,11 @@ func (s *session) parseRule(args [][]byte, del bool) (*rules.Selector, *cmdErr) 
 					return nil, err
 				}
 			}
-			if err := parseRuleAction(r, w, &ws); err != nil {
-				return nil, err
-			}
+			err = parseRuleAction(r, w, &ws)
 			tableOK = true
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
 	if !tableOK && !del {
@@ -349,6 +293,55 @@ func parseRuleTable(v []byte) (uint32, bool) {
 	}
 	n, ok := parseUint32(v)
 	return n, ok
+}
+
+// The values rule add, del, show and flush read alike.
+
+func parseRulePref(v []byte) (uint32, *cmdErr) {
+	n, ok := parseUint32(v)
+	if !ok {
+		return 0, invarg("preference value is invalid\n", v)
+	}
+	return n, nil
+}
+
+func parseRuleTos(v []byte) (uint8, *cmdErr) {
+	d, ok := parseDSField(v)
+	if !ok {
+		return 0, invarg("TOS value is invalid\n", v)
+	}
+	return d, nil
+}
+
+// parseRuleIfname is the link name after w (iif, dev or oif).
+func parseRuleIfname(w, v []byte) (string, *cmdErr) {
+	switch {
+	case validIfname(v):
+		return string(v), nil
+	case is(w, "oif"):
+		return "", invarg("\"oif\" not a valid ifname", v)
+	}
+	return "", invarg("\"iif\"/\"dev\" not a valid ifname", v)
+}
+
+func parseRuleIPProto(v []byte) (uint8, *cmdErr) {
+	p, ok := parseIPProto(v)
+	if !ok {
+		return 0, invarg("Invalid \"ipproto\" value\n", v)
+	}
+	return p, nil
+}
+
+// parseRulePorts is the port range after w (sport or dport).
+func parseRulePorts(w, v []byte) (rules.PortRange, *cmdErr) {
+	pr, ok := parsePortRange(v)
+	switch {
+	case ok:
+		return pr, nil
+	case is(w, "sport"):
+		return pr, invarg("invalid port range\n", v)
+	}
+	return pr, invarg("invalid dport range\n", v)
 }
 
 // validIfname is check_ifname: what the kernel takes as a link name.

@@ -3,7 +3,9 @@ package control
 import (
 	"net/netip"
 	"strconv"
+	"sync"
 
+	"urouter/fib6"
 	"urouter/rules"
 )
 
@@ -65,122 +67,101 @@ func (f *ruleFilter) selects(r *rules.Rule) bool {
 	return true
 }
 
+// The words of iprule_list_flush_or_save, in the order it checks them; a
+// word it does not know is a destination prefix.
+const (
+	rfPref = iota + 1
+	rfNot
+	rfTos
+	rfUnsupported
+	rfIif
+	rfOif
+	rfTable
+	rfFrom
+	rfProtocol
+	rfIPProto
+	rfSport
+	rfDport
+	rfTo
+)
+
+var ruleFilterWords = sync.OnceValue(func() keywords {
+	return newKeywords([]kw{
+		{"preference", true, rfPref}, {"order", true, rfPref}, {"priority", true, rfPref},
+		{"not", false, rfNot}, {"tos", false, rfTos}, {"dsfield", false, rfTos}, {"fwmark", false, rfUnsupported},
+		{"dev", false, rfIif}, {"iif", false, rfIif}, {"oif", false, rfOif},
+		{"l3mdev", false, rfUnsupported}, {"uidrange", false, rfUnsupported}, {"tun_id", true, rfUnsupported},
+		{"lookup", true, rfTable}, {"table", true, rfTable}, {"from", true, rfFrom}, {"src", true, rfFrom},
+		{"protocol", true, rfProtocol}, {"ipproto", false, rfIPProto}, {"sport", false, rfSport},
+		{"dport", false, rfDport}, {"dst", true, rfTo}, {"to", true, rfTo},
+	})
+})
+
 // parseRuleFilter reads iprule_list_flush_or_save's words, in its order.
 func (s *session) parseRuleFilter(args [][]byte) (*ruleFilter, *cmdErr) {
 	f := &ruleFilter{}
 	ws := argv{args: args}
 	for ; ws.i < len(args); ws.i++ {
 		w := args[ws.i]
-		if matches(w, "preference") || matches(w, "order") || matches(w, "priority") {
-			v, err := ws.next()
-			if err != nil {
+		kw := ruleFilterWords().of(w)
+		v := w // a bare prefix is `to PREFIX`
+		switch kw {
+		case rfNot, 0:
+		case rfUnsupported:
+			return nil, unsupported(w)
+		default:
+			var err *cmdErr
+			if v, err = ws.next(); err != nil {
 				return nil, err
 			}
-			n, ok := parseUint32(v)
-			if !ok {
-				return nil, invarg("preference value is invalid\n", v)
-			}
-			f.pref, f.prefSet = n, true
-			continue
 		}
-		if is(w, "not") {
-			f.not = true
-			continue
-		}
-		if is(w, "l3mdev") || is(w, "fwmark") || is(w, "uidrange") || matches(w, "tun_id") {
-			return nil, unsupported(w)
-		}
-		var v []byte
 		var err *cmdErr
-		known := true
-		switch {
-		case is(w, "tos"), is(w, "dsfield"), is(w, "dev"), is(w, "iif"), is(w, "oif"),
-			matches(w, "lookup"), matches(w, "table"), matches(w, "from"), matches(w, "src"),
-			matches(w, "protocol"), is(w, "ipproto"), is(w, "sport"), is(w, "dport"),
-			matches(w, "dst"), matches(w, "to"):
-			v, err = ws.next()
+		var ok bool
+		switch kw {
+		case rfPref:
+			f.pref, err = parseRulePref(v)
+			f.prefSet = true
+		case rfNot:
+			f.not = true
+		case rfTos:
+			f.tos, err = parseRuleTos(v)
+			f.tosSet = true
+		case rfIif:
+			f.iif, err = parseRuleIfname(w, v)
+			f.iifSet = true
+		case rfOif:
+			f.oif, err = parseRuleIfname(w, v)
+			f.oifSet = true
+		case rfTable:
+			if f.table, ok = parseRuleTable(v); !ok {
+				err = invarg("table id value is invalid\n", v)
+			}
+		case rfFrom:
+			f.src, err = s.rulePrefix(v)
+			f.srcSet = true
+		case rfProtocol:
+			p, ok := parseProto(v)
+			switch {
+			case ok:
+				f.proto, f.protoSet = uint8(p), true
+			case !is(v, "all"):
+				err = invarg("invalid \"protocol\"\n", v)
+			}
+		case rfIPProto:
+			f.ipproto, err = parseRuleIPProto(v)
+		case rfSport:
+			f.sport, err = parseRulePorts(w, v)
+		case rfDport:
+			f.dport, err = parseRulePorts(w, v)
 		default:
-			v, known = w, false // a bare prefix is `to PREFIX`
+			f.dst, err = s.rulePrefix(v)
+			f.dstSet = true
 		}
 		if err != nil {
-			return nil, err
-		}
-		if err := s.ruleFilterWord(f, w, v, known); err != nil {
 			return nil, err
 		}
 	}
 	return f, nil
-}
-
-func (s *session) ruleFilterWord(f *ruleFilter, w, v []byte, known bool) *cmdErr {
-	var ok bool
-	switch {
-	case !known:
-	case is(w, "tos"), is(w, "dsfield"):
-		if f.tos, ok = parseDSField(v); !ok {
-			return invarg("TOS value is invalid\n", v)
-		}
-		f.tosSet = true
-		return nil
-	case is(w, "dev"), is(w, "iif"), is(w, "oif"):
-		if !validIfname(v) {
-			if is(w, "oif") {
-				return invarg("\"oif\" not a valid ifname", v)
-			}
-			return invarg("\"iif\"/\"dev\" not a valid ifname", v)
-		}
-		if is(w, "oif") {
-			f.oif, f.oifSet = string(v), true
-		} else {
-			f.iif, f.iifSet = string(v), true
-		}
-		return nil
-	case matches(w, "lookup"), matches(w, "table"):
-		if f.table, ok = parseRuleTable(v); !ok {
-			return invarg("table id value is invalid\n", v)
-		}
-		return nil
-	case matches(w, "from"), matches(w, "src"):
-		p, err := s.rulePrefix(v)
-		if err != nil {
-			return err
-		}
-		f.src, f.srcSet = p, true
-		return nil
-	case matches(w, "protocol"):
-		p, ok := parseProto(v)
-		switch {
-		case ok:
-			f.proto, f.protoSet = uint8(p), true
-		case !is(v, "all"):
-			return invarg("invalid \"protocol\"\n", v)
-		}
-		return nil
-	case is(w, "ipproto"):
-		if f.ipproto, ok = parseIPProto(v); !ok {
-			return invarg("Invalid \"ipproto\" value\n", v)
-		}
-		return nil
-	case is(w, "sport"), is(w, "dport"):
-		pr, ok := parsePortRange(v)
-		switch {
-		case !ok && is(w, "sport"):
-			return invarg("invalid port range\n", v)
-		case !ok:
-			return invarg("invalid dport range\n", v)
-		case is(w, "sport"):
-			f.sport = pr
-		default:
-			f.dport = pr
-		}
-		return nil
-	}
-	p, err := s.rulePrefix(v)
-	if err != nil {
-		return err
-	}
-	f.dst, f.dstSet = p, true
-	return nil
 }
 
 // ruleShow lists, flushes (every selected rule but those of preference
@@ -271,7 +252,7 @@ func (s *session) appendRule(b []byte, r *rules.Rule, st rules.State, details bo
 		b = append(append(b, ' '), ruleActionString(r.Action)...)
 	}
 	if r.Protocol != 0 && r.Protocol != rules.ProtoKernel || details {
-		b = append(append(b, " proto "...), protoString(fib6Proto(r.Protocol))...)
+		b = append(append(b, " proto "...), protoString(fib6.Proto(r.Protocol))...)
 	}
 	return b
 }
@@ -368,7 +349,7 @@ func (s *session) ruleJSON(j *jsonw, r *rules.Rule, st rules.State) {
 		j.str("action", ruleActionString(r.Action))
 	}
 	if r.Protocol != 0 && r.Protocol != rules.ProtoKernel || s.opt.details {
-		j.str("protocol", protoString(fib6Proto(r.Protocol)))
+		j.str("protocol", protoString(fib6.Proto(r.Protocol)))
 	}
 	j.endObject()
 }

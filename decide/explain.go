@@ -41,7 +41,6 @@ type Step struct {
 
 // Explanation is a decision and how it was reached.
 type Explanation struct {
-	Rules  *rules.Set // the rule set the decision followed
 	Steps  []Step
 	Result Result
 }
@@ -82,7 +81,7 @@ func (d *Decider) Explain(k *Key) Explanation {
 		f := k.Flow()
 		ex.steps = append(ex.steps, Step{Kind: Selected, Index: -1, Hash: d.Hash.Hash(&f), Member: r.Member})
 	}
-	return Explanation{Rules: ex.set, Steps: ex.steps, Result: r}
+	return Explanation{Steps: ex.steps, Result: r}
 }
 
 // lookup records what a table lookup passed over and found.

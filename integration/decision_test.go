@@ -29,18 +29,54 @@ func TestSharedDecision(t *testing.T) {
 			t.Fatalf("%s: %s", c, e)
 		}
 	}
-	type flow struct {
-		src, dst     netip.Addr
-		sport, dport uint16
-	}
 	rnd := rand.New(rand.NewPCG(1, 2))
-	flows := make([]flow, 1000)
-	index := map[flow]int{}
+	flows := make([]udpFlow, 1000)
 	for i := range flows {
 		s := [16]byte{0x20, 0x01, 0x0d, 0xb8, 0, 1, 8: byte(rnd.IntN(256)), 14: byte(i >> 8), 15: byte(i)}
 		d := [16]byte{0x20, 0x01, 0x0d, 0xb8, 1, 0, 0, byte(rnd.IntN(256)), 15: byte(1 + rnd.IntN(250))}
-		flows[i] = flow{netip.AddrFrom16(s), netip.AddrFrom16(d), uint16(1024 + rnd.IntN(60000)), uint16(7000 + rnd.IntN(100))}
-		index[flows[i]] = i
+		flows[i] = udpFlow{netip.AddrFrom16(s), netip.AddrFrom16(d), uint16(1024 + rnd.IntN(60000)), uint16(7000 + rnd.IntN(100))}
+	}
+	per, lost := leaveBy(t, l, flows, func(f udpFlow) string {
+		return fmt.Sprintf("route get %s from %s ipproto udp sport %d dport %d", f.dst, f.src, f.sport, f.dport)
+	})
+	if per["tb"] < 300 || per["tc"] < 300 || lost > 20 {
+		t.Errorf("flows by link %v, %d not captured: want both members used, nearly all seen", per, lost)
+	}
+
+	send := rawSender(t, l.h1, "ta")
+	// the error's source is route get's src for the way back
+	back, _, _ := l.d.run("route", "get", "2001:db8:1::2")
+	i := strings.Index(back, " src ")
+	if i < 0 {
+		t.Fatalf("route get 2001:db8:1::2: %q", back)
+	}
+	want := strings.Fields(back[i:])[1]
+	errs := listenICMPErrors(t, l.h1, "ta")
+	send(udpPacket(netip.MustParseAddr("2001:db8:1::2"), netip.MustParseAddr("2001:db8:66::1"), 5000, 7000))
+	got := errs(1, 3*time.Second)
+	if len(got) != 1 {
+		t.Fatalf("%d errors for a flow to an unreachable route", len(got))
+	}
+	if src := net.IP(got[0][8:24]).String(); src != want {
+		t.Errorf("the error came from %s, route get says src %s", src, want)
+	}
+}
+
+// udpFlow is a UDP flow a test sends from h1 through the router.
+type udpFlow struct {
+	src, dst     netip.Addr
+	sport, dport uint16
+}
+
+// leaveBy sends one packet of each flow from h1 into ta, captures them
+// behind tb and tc, and checks that each left by the link `route get`
+// names when asked in the words routeGet gives it. It returns how many
+// flows left by each link, and how many were not captured.
+func leaveBy(t *testing.T, l *lab, flows []udpFlow, routeGet func(udpFlow) string) (per map[string]int, lost int) {
+	t.Helper()
+	index := map[udpFlow]int{}
+	for i, f := range flows {
+		index[f] = i
 	}
 	capB, capC := listenRaw(t, l.h2, "tb"), listenRaw(t, l.h3, "tc")
 	send := rawSender(t, l.h1, "ta")
@@ -51,7 +87,7 @@ func TestSharedDecision(t *testing.T) {
 	took := make([]string, len(flows))
 	for link, pkts := range map[string][][]byte{"tb": capB(len(flows), 3*time.Second), "tc": capC(len(flows), time.Second)} {
 		for _, p := range pkts {
-			f := flow{netip.AddrFrom16([16]byte(p[8:24])), netip.AddrFrom16([16]byte(p[24:40])),
+			f := udpFlow{netip.AddrFrom16([16]byte(p[8:24])), netip.AddrFrom16([16]byte(p[24:40])),
 				binary.BigEndian.Uint16(p[40:]), binary.BigEndian.Uint16(p[42:])}
 			if i, ok := index[f]; ok {
 				took[i] = link
@@ -60,17 +96,16 @@ func TestSharedDecision(t *testing.T) {
 	}
 	var batch strings.Builder
 	for _, f := range flows {
-		fmt.Fprintf(&batch, "route get %s from %s ipproto udp sport %d dport %d\n", f.dst, f.src, f.sport, f.dport)
+		batch.WriteString(routeGet(f) + "\n")
 	}
 	file := filepath.Join(t.TempDir(), "gets")
 	os.WriteFile(file, []byte(batch.String()), 0o644)
-	out, e, st := l.d.run("-batch", file)
+	out, e, st := l.d.run("-6", "-batch", file)
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	if st != 0 || len(lines) != len(flows) {
 		t.Fatalf("route get batch: %d lines, status %d %s", len(lines), st, e)
 	}
-	per := map[string]int{}
-	lost := 0
+	per = map[string]int{}
 	for i, line := range lines {
 		named := ""
 		for _, d := range []string{"tb", "tc"} {
@@ -88,26 +123,7 @@ func TestSharedDecision(t *testing.T) {
 		}
 	}
 	t.Logf("flows by link: %v, not captured: %d", per, lost)
-	if per["tb"] < 300 || per["tc"] < 300 || lost > 20 {
-		t.Errorf("flows by link %v, %d not captured: want both members used, nearly all seen", per, lost)
-	}
-
-	// the error's source is route get's src for the way back
-	back, _, _ := l.d.run("route", "get", "2001:db8:1::2")
-	i := strings.Index(back, " src ")
-	if i < 0 {
-		t.Fatalf("route get 2001:db8:1::2: %q", back)
-	}
-	want := strings.Fields(back[i:])[1]
-	errs := listenICMPErrors(t, l.h1, "ta")
-	send(udpPacket(netip.MustParseAddr("2001:db8:1::2"), netip.MustParseAddr("2001:db8:66::1"), 5000, 7000))
-	got := errs(1, 3*time.Second)
-	if len(got) != 1 {
-		t.Fatalf("%d errors for a flow to an unreachable route", len(got))
-	}
-	if src := net.IP(got[0][8:24]).String(); src != want {
-		t.Errorf("the error came from %s, route get says src %s", src, want)
-	}
+	return per, lost
 }
 
 // udpPacket is an IPv6 UDP datagram with a 4-byte payload (the layout

@@ -1,15 +1,11 @@
 package integration
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestPolicyForwarding: two hosts behind one link (2001:db8:1::a and ::b
@@ -45,71 +41,19 @@ func TestPolicyForwarding(t *testing.T) {
 		t.Errorf("a prohibit rule:\n%s", out)
 	}
 
-	type flow struct {
-		src, dst     netip.Addr
-		sport, dport uint16
-	}
 	rnd := rand.New(rand.NewPCG(5, 6))
-	flows := make([]flow, 600)
-	index := map[flow]int{}
+	flows := make([]udpFlow, 600)
 	for i := range flows {
 		src := netip.MustParseAddr([]string{"2001:db8:1::a", "2001:db8:1::b", "2001:db8:1::c"}[rnd.IntN(3)])
 		d := [16]byte{0x20, 0x01, 0x0d, 0xb8, 0, 0x50, 8: byte(i >> 8), 9: byte(i), 15: 1}
 		dport := uint16(7000 + rnd.IntN(100)) // the ports listenRaw keeps
-		flows[i] = flow{src, netip.AddrFrom16(d), uint16(1024 + rnd.IntN(60000)), dport}
-		index[flows[i]] = i
+		flows[i] = udpFlow{src, netip.AddrFrom16(d), uint16(1024 + rnd.IntN(60000)), dport}
 	}
-	capB, capC := listenRaw(t, l.h2, "tb"), listenRaw(t, l.h3, "tc")
-	send := rawSender(t, l.h1, "ta")
-	for _, f := range flows {
-		send(udpPacket(f.src, f.dst, f.sport, f.dport))
-		time.Sleep(50 * time.Microsecond)
-	}
-	took := make([]string, len(flows))
-	for link, pkts := range map[string][][]byte{"tb": capB(len(flows), 3*time.Second), "tc": capC(len(flows), time.Second)} {
-		for _, p := range pkts {
-			f := flow{netip.AddrFrom16([16]byte(p[8:24])), netip.AddrFrom16([16]byte(p[24:40])),
-				binary.BigEndian.Uint16(p[40:]), binary.BigEndian.Uint16(p[42:])}
-			if i, ok := index[f]; ok {
-				took[i] = link
-			}
-		}
-	}
-	var batch strings.Builder
-	for _, f := range flows {
-		fmt.Fprintf(&batch, "route get %s from %s iif ta ipproto udp sport %d dport %d\n", f.dst, f.src, f.sport, f.dport)
-	}
-	file := filepath.Join(t.TempDir(), "gets")
-	os.WriteFile(file, []byte(batch.String()), 0o644)
-	out, e, st := l.d.run("-6", "-batch", file)
-	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-	if st != 0 || len(lines) != len(flows) {
-		t.Fatalf("route get batch: %d lines, status %d %s", len(lines), st, e)
-	}
-	per := map[string]int{}
-	lost := 0
-	for i, line := range lines {
-		named := ""
-		for _, d := range []string{"tb", "tc"} {
-			if strings.Contains(line, " dev "+d+" ") {
-				named = d
-			}
-		}
-		if took[i] == "" {
-			lost++
-			continue
-		}
-		per[took[i]]++
-		if took[i] != named {
-			t.Errorf("flow %+v left by %s, route get says: %s", flows[i], took[i], line)
-		}
-	}
-	t.Logf("flows by link: %v, not captured: %d", per, lost)
-	if lost > 20 {
-		stats, _, _ := l.d.run("-s", "link", "show")
-		t.Logf("%s", stats)
-	}
+	per, lost := leaveBy(t, l, flows, func(f udpFlow) string {
+		return fmt.Sprintf("route get %s from %s iif ta ipproto udp sport %d dport %d", f.dst, f.src, f.sport, f.dport)
+	})
 	if per["tb"] < 100 || per["tc"] < 200 || lost > 20 {
-		t.Errorf("flows by link %v, %d not captured: want both tables used, nearly all seen", per, lost)
+		stats, _, _ := l.d.run("-s", "link", "show")
+		t.Errorf("flows by link %v, %d not captured: want both tables used, nearly all seen\n%s", per, lost, stats)
 	}
 }

@@ -30,10 +30,6 @@ const (
 	Prohibit    Action = 8 // administratively prohibited
 )
 
-// IsReject reports whether the action decides the packet's fate without a
-// table.
-func (a Action) IsReject() bool { return a == Blackhole || a == Unreachable || a == Prohibit }
-
 // PortRange is a range of transport ports, both ends included; the zero
 // value is any port.
 type PortRange struct{ Lo, Hi uint16 }
@@ -98,11 +94,15 @@ var (
 // check refuses a rule Linux's fib_nl2rule and fib6_rule_configure
 // refuse.
 func (r *Rule) check() error {
-	switch {
-	case !r.Sport.valid():
-		return invalid("Invalid sport range.")
-	case !r.Dport.valid():
-		return invalid("Invalid dport range.")
+	if r.Sport.Set() {
+		if err := CheckPorts(r.Sport, true); err != nil {
+			return err
+		}
+	}
+	if r.Dport.Set() {
+		if err := CheckPorts(r.Dport, false); err != nil {
+			return err
+		}
 	}
 	switch r.Action {
 	case ToTable:
@@ -123,16 +123,12 @@ func (r *Rule) check() error {
 	return nil
 }
 
-// valid is Linux's fib_rule_port_range_valid: a range given has no port
-// 0, ends below 65535 and does not run backwards.
-func (p PortRange) valid() bool {
-	return !p.Set() || p.Lo > 0 && p.Hi > 0 && p.Hi < 65535 && p.Lo <= p.Hi
-}
-
 // CheckPorts refuses a port range given as sport (or dport, if !src) that
-// Linux refuses, including 0-0, which as a PortRange selects nothing.
+// Linux's fib_rule_port_range_valid refuses: a port 0 (so 0-0, which as a
+// PortRange selects nothing), an end of 65535, a range that runs
+// backwards.
 func CheckPorts(p PortRange, src bool) error {
-	if p == (PortRange{}) || !p.valid() {
+	if p.Lo == 0 || p.Hi >= 65535 || p.Lo > p.Hi {
 		if src {
 			return invalid("Invalid sport range.")
 		}

@@ -85,24 +85,14 @@ func (s seq) at(i int) *entry {
 	return s.arena[s.blocks[k].ids[i-int(s.first[k])]]
 }
 
-// each calls fn with every rule from index i on, in order, until it says
-// stop.
-func (s seq) each(i int, fn func(i int, e *entry) bool) {
-	for n := s.len(); i < n; {
-		k := s.blockOf(i)
-		for _, id := range s.blocks[k].ids[i-int(s.first[k]):] {
-			if !fn(i, s.arena[id]) {
-				return
-			}
-			i++
-		}
-	}
-}
-
 // flat is every rule in order, in one new slice.
 func (s seq) flat() []*entry {
 	out := make([]*entry, 0, s.len())
-	s.each(0, func(_ int, e *entry) bool { out = append(out, e); return true })
+	for _, b := range s.blocks {
+		for _, id := range b.ids {
+			out = append(out, s.arena[id])
+		}
+	}
 	return out
 }
 

@@ -72,10 +72,8 @@ func linkIndex(name string, resolve func(string) int32) int32 {
 	return -1
 }
 
-// selects is fib_rule_match and fib6_rule_match without `not`.
-func (e *entry) selects(c *Cursor) bool { return e.miss(c) == MissNone }
-
-func (e *entry) matches(c *Cursor) bool { return e.selects(c) != e.Invert }
+// matches is Linux's fib_rule_match and fib6_rule_match.
+func (e *entry) matches(c *Cursor) bool { return (e.miss(c) == MissNone) != e.Invert }
 
 // Set is an immutable rule set, in the order packets meet it: by
 // preference, and rules of one preference in the order they came.
@@ -194,22 +192,18 @@ func (c *Cursor) Reset(s *Set, p *Packet) {
 	}
 }
 
-// Matches reports whether rule i matches the packet, as Linux's
-// fib_rule_match.
-func (c *Cursor) Matches(i int) bool { return c.s.at(i).matches(c) }
-
 // Next is the index of the first rule at or after i that the packet
 // matches, -1 if none.
 func (c *Cursor) Next(i int) int {
 	if c.n < 0 || c.Trace != nil {
-		return c.NextLinear(i)
+		return c.linear(i)
 	}
 	return c.s.cls.next(c, i)
 }
 
-// NextLinear is Next without the classifier: the plain walk the
-// classifier must agree with.
-func (c *Cursor) NextLinear(i int) int {
+// linear is Next without the classifier: the plain walk the classifier
+// must agree with.
+func (c *Cursor) linear(i int) int {
 	s := c.s
 	if s.flat != nil {
 		for ; i < len(s.flat); i++ {
