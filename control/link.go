@@ -30,6 +30,8 @@ func (s *session) linkCmd(args [][]byte) *cmdErr {
 	case matches(w, "help"):
 		return parseErr("Usage: ip link add NAME type dummy\n" +
 			"       ip link add NAME type tun [ mtu MTU ] [ queues N ] [ netns NS ] [ gso { on | off } ]\n" +
+			"       ip link add NAME type tap [ address LLADDR ] [ mtu MTU ] [ queues N ] [ netns NS ]\n" +
+			"       ip link add NAME type host dev IFACE [ address LLADDR ]\n" +
 			"       ip link set { DEVICE | dev DEVICE } [ up | down ] [ mtu MTU ]\n" +
 			"       ip link delete { DEVICE | dev DEVICE }\n" +
 			"       ip link show [ DEVICE ]")
@@ -44,6 +46,7 @@ type linkArgs struct {
 	typArgs [][]byte
 	up, set bool
 	mtu     int
+	address []byte // the link-layer address, `address LLADDR`
 }
 
 func parseLinkArgs(args [][]byte) (*linkArgs, *cmdErr) {
@@ -76,6 +79,12 @@ func parseLinkArgs(args [][]byte) (*linkArgs, *cmdErr) {
 			if a.mtu, err = parseMTU(v); err != nil {
 				return nil, err
 			}
+		case matches(w, "address"):
+			v, err := ws.next()
+			if err != nil {
+				return nil, err
+			}
+			a.address = v
 		case matches(w, "type"):
 			v, err := ws.next()
 			if err != nil {
@@ -119,6 +128,7 @@ func (s *session) linkAdd(args [][]byte) *cmdErr {
 		return invarg("\"name\" not a valid ifname\n", a.name)
 	}
 	var tun *dataplane.TUNOptions
+	var eth *etherArgs
 	switch str(a.typ) {
 	case "dummy":
 		if len(a.typArgs) > 0 {
@@ -129,8 +139,16 @@ func (s *session) linkAdd(args [][]byte) *cmdErr {
 		if tun, err = parseTUNArgs(a); err != nil {
 			return err
 		}
+	case "tap", "host":
+		var err *cmdErr
+		if eth, err = parseEtherArgs(a); err != nil {
+			return err
+		}
 	default:
 		return extack("Unknown device type.")
+	}
+	if a.address != nil && tun != nil {
+		return extack("a TUN link has no link-layer address")
 	}
 	mtu := 1500
 	if a.mtu >= 0 {
@@ -141,10 +159,13 @@ func (s *session) linkAdd(args [][]byte) *cmdErr {
 	}
 	var l *dataplane.Link
 	var lerr error
-	if tun != nil {
+	switch {
+	case tun != nil:
 		tun.MTU = mtu
 		l, lerr = s.r.AddTUN(string(a.name), *tun)
-	} else {
+	case eth != nil:
+		l, lerr = s.addEther(a, eth, mtu)
+	default:
 		l, lerr = s.r.AddDummy(string(a.name), mtu)
 	}
 	if lerr != nil {

@@ -148,7 +148,7 @@ const (
 var objects = []string{"address", "addrlabel", "maddress", "route", "rule", "neighbor", "neighbour",
 	"ntable", "ntbl", "link", "l2tp", "fou", "ila", "macsec", "tunnel", "tunl", "tuntap", "tap",
 	"token", "tcpmetrics", "tcp_metrics", "monitor", "xfrm", "mroute", "mrule", "netns", "netconf",
-	"vrf", "sr", "nexthop", "mptcp", "ioam", "help", "stats"}
+	"vrf", "sr", "nexthop", "mptcp", "ioam", "help", "stats", "ra"}
 
 var objectWords = sync.OnceValue(func() keywords {
 	return func() keywords {
@@ -194,12 +194,18 @@ func (s *session) exec(line []byte) *cmdErr {
 		return s.nexthopCmd(rest)
 	case "rule":
 		return s.ruleCmd(rest)
+	case "neighbor", "neighbour":
+		return s.neighCmd(rest)
+	case "ntable", "ntbl":
+		return s.ntableCmd(rest)
+	case "ra":
+		return s.raCmd(rest)
 	case "monitor":
 		return s.monitorCmd(rest)
 	case "help":
 		return parseErr("Usage: ip [ OPTIONS ] OBJECT { COMMAND | help }\n" +
 			"       ip [ -force ] -batch filename\n" +
-			"where  OBJECT := { address | link | monitor | nexthop | route | rule }\n" +
+			"where  OBJECT := { address | link | monitor | neighbour | nexthop | ntable | ra | route | rule }\n" +
 			"       OPTIONS := { -6 | -s[tatistics] | -d[etails] | -j[son] | -p[retty] | -force }")
 	case "":
 		return &cmdErr{msg: fmt.Sprintf("Object \"%s\" is unknown, try \"ip help\".", w), code: 1}

@@ -23,12 +23,13 @@ const (
 	DropWrite                        // the egress refused the write
 	DropOption                       // a hop-by-hop option that says drop, or a malformed one
 	DropChecksum                     // for the router, with a bad transport checksum
+	DropNeighbour                    // its neighbour did not answer resolution
 	numDropReasons
 )
 
 var dropNames = [numDropReasons]string{
 	"truncated", "version", "length", "martian", "hop_limit", "no_route", "prohibited",
-	"blackhole", "too_big", "link_down", "local", "write", "option", "checksum",
+	"blackhole", "too_big", "link_down", "local", "write", "option", "checksum", "neigh_failed",
 }
 
 func (d DropReason) String() string { return dropNames[d] }

@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"net/netip"
 	"runtime"
 	"slices"
 	"sync"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"urouter/decide"
+	"urouter/neigh"
 )
 
 // Dataplane runs the packet workers of the router's links: one goroutine
@@ -17,6 +19,10 @@ type Dataplane struct {
 	Links   *Links
 	Decider *decide.Decider
 	icmp    icmpLimits
+
+	// neighWatch hears the Ethernet links' neighbour changes (the
+	// router's gateway probing); it must not block.
+	neighWatch atomic.Pointer[func(l *Link, addr netip.Addr, from, to neigh.State)]
 
 	mu      sync.Mutex // link I/O set-up and tear-down
 	workers atomic.Pointer[[]*worker]
@@ -45,6 +51,13 @@ func (dp *Dataplane) SetICMPDestRate(interval time.Duration, burst int) {
 	dp.icmp.perDst.set(interval, burst)
 }
 
+// WatchNeighbours makes fn hear every change of state of the Ethernet
+// links' neighbours; it runs on the link's ND goroutine or in the caller
+// of a cache's administrative call, and must not block.
+func (dp *Dataplane) WatchNeighbours(fn func(l *Link, addr netip.Addr, from, to neigh.State)) {
+	dp.neighWatch.Store(&fn)
+}
+
 // AddLink registers link name, down, with the given MTU, made of dev, and
 // starts a worker for each of its port's queues.
 func (dp *Dataplane) AddLink(name string, dev Device, mtu int) (*Link, error) {
@@ -53,6 +66,9 @@ func (dp *Dataplane) AddLink(name string, dev Device, mtu int) (*Link, error) {
 	l, err := dp.Links.add(name, dev, mtu)
 	if err != nil {
 		return nil, err
+	}
+	if e, ok := dev.(*ether); ok {
+		e.attach(dp, l)
 	}
 	ws := slices.Clone(dp.snapshot())
 	for q := 0; q < dev.Queues(); q++ {

@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"encoding/binary"
+	"net/netip"
 	"urouter/rules"
 
 	"gvisor.dev/gvisor/pkg/tcpip/header"
@@ -43,7 +44,8 @@ type pkt struct {
 	l4     l4info
 	act    action
 	reason DropReason
-	egress *Link // for actForward
+	egress *Link      // for actForward
+	via    netip.Addr // the neighbour it goes to, for actForward
 	// the ICMPv6 error to send, for actError
 	icmpType, icmpCode uint8
 	icmpParam          uint32
@@ -220,7 +222,16 @@ func act(k *pkt, r *decide.Result, links *linkSnap) {
 		return
 	}
 	p.SetHopLimit(p.HopLimit() - 1)
-	k.act, k.egress = actForward, out
+	k.act, k.egress, k.via = actForward, out, neighbourOf(r, p)
+}
+
+// neighbourOf is who a forwarded packet is handed to: the path's gateway,
+// or the destination itself on the link.
+func neighbourOf(r *decide.Result, p header.IPv6) netip.Addr {
+	if gw := r.Nexthop().Gateway; gw.IsValid() {
+		return gw
+	}
+	return netip.AddrFrom16([16]byte(p.DestinationAddressSlice()))
 }
 
 // wireSize is the size of the packets the sender meant: a GSO
@@ -240,7 +251,7 @@ func (k *pkt) wireSize() int {
 // takes it as it is, else segmented (or its checksum completed).
 func (w *worker) send(k *pkt) {
 	if k.egress.offloads.takes(&k.vh) {
-		w.queue(k.egress, k.b, 1)
+		w.queue(k.egress, k.b, k.via, 1)
 		return
 	}
 	w.segment(k, k.egress)

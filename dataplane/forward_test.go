@@ -27,7 +27,7 @@ type pairPort struct {
 
 func (p *pairPort) Queues() int                                 { return 0 }
 func (p *pairPort) ReadBatch(int, [][]byte, []int) (int, error) { return 0, errors.ErrUnsupported }
-func (p *pairPort) WriteBatch(_ int, pkts [][]byte) (int, error) {
+func (p *pairPort) WriteBatch(_ int, pkts [][]byte, _ []netip.Addr) (int, error) {
 	for i, b := range pkts {
 		if !p.vnet {
 			b = b[dataplane.VnetHdrLen:]

@@ -79,5 +79,5 @@ func (w *worker) sendCoalesced(i, j int) {
 		gsoSize:   uint16(len(first.p) - ipv6Len - header.UDPMinimumSize),
 		csumStart: ipv6Len, csumOffset: udpChecksumOffset,
 	}, ipv6Len+header.UDPMinimumSize)
-	w.queue(out, b, j-i) // counted as the datagrams it carries
+	w.queue(out, b, w.pk[i].via, j-i) // counted as the datagrams it carries
 }

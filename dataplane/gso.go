@@ -44,7 +44,7 @@ func (w *worker) segment(k *pkt, out *Link) {
 			return
 		}
 		k.b[0] &^= vnetNeedsCsum // done
-		w.queue(out, k.b, 1)
+		w.queue(out, k.b, k.via, 1)
 		return
 	}
 	hdr, ok := k.gsoHeaderLen()
@@ -93,7 +93,7 @@ func (w *worker) segment(k *pkt, out *Link) {
 			}
 			u.SetChecksum(c)
 		}
-		w.queue(out, b, 1)
+		w.queue(out, b, k.via, 1)
 	}
 }
 

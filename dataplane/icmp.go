@@ -95,5 +95,5 @@ func (w *worker) originate(b []byte, src, dst [16]byte, tclass, proto uint8, spo
 	if out == nil || !out.Up() || len(p) > out.MTU() {
 		return
 	}
-	w.queue(out, b, 1)
+	w.queue(out, b, neighbourOf(&r, p), 1)
 }

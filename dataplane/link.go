@@ -199,6 +199,7 @@ func (ls *Links) remove(l *Link) {
 	l.up.Store(false)
 	l.addrs.Store(nil)
 	ls.publishAddrs()
+	l.addrsChanged()
 }
 
 // SetUp sets the link administratively up or down, and reports whether
@@ -248,6 +249,7 @@ func (ls *Links) AddAddr(l *Link, a netip.Prefix) error {
 	next := slices.Insert(slices.Clone(cur), i, a)
 	l.addrs.Store(&next)
 	ls.publishAddrs()
+	l.addrsChanged()
 	return nil
 }
 
@@ -265,7 +267,16 @@ func (ls *Links) DelAddr(l *Link, a netip.Prefix) (netip.Prefix, error) {
 	next := slices.Delete(slices.Clone(cur), i, i+1)
 	l.addrs.Store(&next)
 	ls.publishAddrs()
+	l.addrsChanged()
 	return removed, nil
+}
+
+// addrsChanged tells an Ethernet link's ND that its addresses changed
+// (DAD, solicited-node groups, advertised prefixes).
+func (l *Link) addrsChanged() {
+	if e, ok := l.hw.(*ether); ok {
+		e.nd.changed()
+	}
 }
 
 // publishAddrs republishes every link's addresses for source selection;

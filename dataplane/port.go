@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"net"
+	"net/netip"
 
 	"golang.org/x/sys/unix"
 )
@@ -23,7 +24,10 @@ type Port interface {
 	ReadBatch(q int, bufs [][]byte, sizes []int) (int, error)
 	// WriteBatch writes pkts in order on queue q (modulo Queues) and
 	// returns how many it wrote before the first that failed, and why.
-	WriteBatch(q int, pkts [][]byte) (int, error)
+	// via[i] is the neighbour packet i goes to (its gateway, or its
+	// destination when that is on the link), which a link with neighbours
+	// resolves and a point-to-point link ignores.
+	WriteBatch(q int, pkts [][]byte, via []netip.Addr) (int, error)
 	// Offloads says what the port takes as it is.
 	Offloads() Offloads
 	// SetMTU and SetUp tell the port's far side (a TUN's kernel end) the
@@ -123,19 +127,19 @@ var errLoopback = errors.New("no way out through the loopback")
 // addresses live on it, nothing leaves by it.
 type loopback struct{}
 
-func (loopback) Queues() int                                  { return 0 }
-func (loopback) ReadBatch(int, [][]byte, []int) (int, error)  { return 0, errors.ErrUnsupported }
-func (loopback) WriteBatch(_ int, pkts [][]byte) (int, error) { return 0, errLoopback }
-func (loopback) Offloads() Offloads                           { return Offloads{} }
-func (loopback) SetMTU(int) error                             { return nil }
-func (loopback) SetUp(bool) error                             { return nil }
-func (loopback) Close() error                                 { return nil }
-func (loopback) Kind() string                                 { return "loopback" }
-func (loopback) Flags() Flags                                 { return FlagLoopback }
-func (loopback) LinkType() string                             { return "loopback" }
-func (loopback) HardwareAddr() net.HardwareAddr               { return make(net.HardwareAddr, 6) }
-func (loopback) Broadcast() net.HardwareAddr                  { return make(net.HardwareAddr, 6) }
-func (loopback) TxQueueLen() int                              { return 1000 }
+func (loopback) Queues() int                                                  { return 0 }
+func (loopback) ReadBatch(int, [][]byte, []int) (int, error)                  { return 0, errors.ErrUnsupported }
+func (loopback) WriteBatch(_ int, pkts [][]byte, _ []netip.Addr) (int, error) { return 0, errLoopback }
+func (loopback) Offloads() Offloads                                           { return Offloads{} }
+func (loopback) SetMTU(int) error                                             { return nil }
+func (loopback) SetUp(bool) error                                             { return nil }
+func (loopback) Close() error                                                 { return nil }
+func (loopback) Kind() string                                                 { return "loopback" }
+func (loopback) Flags() Flags                                                 { return FlagLoopback }
+func (loopback) LinkType() string                                             { return "loopback" }
+func (loopback) HardwareAddr() net.HardwareAddr                               { return make(net.HardwareAddr, 6) }
+func (loopback) Broadcast() net.HardwareAddr                                  { return make(net.HardwareAddr, 6) }
+func (loopback) TxQueueLen() int                                              { return 1000 }
 
 // dummy is Linux's dummy link: it takes everything and drops it (counted
 // as sent, as Linux's dummy counts it).
@@ -150,17 +154,17 @@ func NewDummy() Device {
 	return &dummy{mac: mac}
 }
 
-func (*dummy) Queues() int                                  { return 0 }
-func (*dummy) ReadBatch(int, [][]byte, []int) (int, error)  { return 0, errors.ErrUnsupported }
-func (*dummy) WriteBatch(_ int, pkts [][]byte) (int, error) { return len(pkts), nil }
-func (*dummy) Offloads() Offloads                           { return Offloads{TCP: true, UDP: true, PartialCsum: true} }
-func (*dummy) SetMTU(int) error                             { return nil }
-func (*dummy) SetUp(bool) error                             { return nil }
-func (*dummy) Close() error                                 { return nil }
-func (*dummy) Kind() string                                 { return "dummy" }
-func (*dummy) Flags() Flags                                 { return FlagBroadcast | FlagNoARP }
-func (*dummy) LinkType() string                             { return "ether" }
-func (d *dummy) HardwareAddr() net.HardwareAddr             { return d.mac }
+func (*dummy) Queues() int                                                  { return 0 }
+func (*dummy) ReadBatch(int, [][]byte, []int) (int, error)                  { return 0, errors.ErrUnsupported }
+func (*dummy) WriteBatch(_ int, pkts [][]byte, _ []netip.Addr) (int, error) { return len(pkts), nil }
+func (*dummy) Offloads() Offloads                                           { return Offloads{TCP: true, UDP: true, PartialCsum: true} }
+func (*dummy) SetMTU(int) error                                             { return nil }
+func (*dummy) SetUp(bool) error                                             { return nil }
+func (*dummy) Close() error                                                 { return nil }
+func (*dummy) Kind() string                                                 { return "dummy" }
+func (*dummy) Flags() Flags                                                 { return FlagBroadcast | FlagNoARP }
+func (*dummy) LinkType() string                                             { return "ether" }
+func (d *dummy) HardwareAddr() net.HardwareAddr                             { return d.mac }
 func (*dummy) Broadcast() net.HardwareAddr {
 	return net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"syscall"
 
@@ -176,7 +177,7 @@ func (q *tunQueue) read(fd uintptr) bool {
 
 // WriteBatch writes each packet with one write(2), without its
 // virtio_net_hdr when the device has none.
-func (t *tunPort) WriteBatch(q int, pkts [][]byte) (int, error) {
+func (t *tunPort) WriteBatch(q int, pkts [][]byte, _ []netip.Addr) (int, error) {
 	fd := t.queues[q%len(t.queues)].fd
 	for i, b := range pkts {
 		if !t.vnet {

@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"errors"
+	"net/netip"
 	"os"
 	"sync/atomic"
 
@@ -46,7 +47,8 @@ type worker struct {
 	area []byte
 	used int
 	wb   [maxOut][]byte // one egress's run, for its WriteBatch
-	wi   [maxOut]int    // the index in out of each of them
+	wv   [maxOut]netip.Addr
+	wi   [maxOut]int // the index in out of each of them
 }
 
 // outPkt is one queued write: a buffer (virtio_net_hdr and packet) for an
@@ -55,6 +57,7 @@ type outPkt struct {
 	link    *Link
 	port    Port
 	b       []byte
+	via     netip.Addr // the neighbour it goes to
 	packets int
 }
 
@@ -65,6 +68,13 @@ func newWorker(dp *Dataplane, l *Link, port Port, q, id int) *worker {
 	}
 	w.area = make([]byte, areaSize)
 	return w
+}
+
+// newSender is a worker that reads nothing: it routes the packets a link
+// makes off the packet path (an Ethernet link's Address Unreachable
+// errors), as if they came in by l. One goroutine uses it at a time.
+func newSender(dp *Dataplane, l *Link) *worker {
+	return &worker{dp: dp, in: l, id: -1, area: make([]byte, areaSize)}
 }
 
 // RoutineRead reads and routes batches until the link's port closes.
@@ -115,8 +125,8 @@ func (w *worker) scratch(n int) []byte {
 }
 
 // queue adds b (virtio_net_hdr and packet, carrying packets wire packets)
-// to what goes out of link out.
-func (w *worker) queue(out *Link, b []byte, packets int) {
+// to what goes out of link out to neighbour via.
+func (w *worker) queue(out *Link, b []byte, via netip.Addr, packets int) {
 	port := out.portOf()
 	if port == nil {
 		w.drop(w.in, DropLinkDown)
@@ -125,7 +135,7 @@ func (w *worker) queue(out *Link, b []byte, packets int) {
 	if w.nout == maxOut {
 		w.flush()
 	}
-	w.out[w.nout] = outPkt{link: out, port: port, b: b, packets: packets}
+	w.out[w.nout] = outPkt{link: out, port: port, b: b, via: via, packets: packets}
 	w.nout++
 }
 
@@ -140,7 +150,7 @@ func (w *worker) flush() {
 		n := 0
 		for j := i; j < w.nout; j++ {
 			if w.out[j].link == l {
-				w.wb[n], w.wi[n] = w.out[j].b, j
+				w.wb[n], w.wv[n], w.wi[n] = w.out[j].b, w.out[j].via, j
 				n++
 				w.out[j].link = nil
 			}
@@ -156,7 +166,7 @@ func (w *worker) flush() {
 func (w *worker) write(l *Link, port Port, n int) {
 	c := w.ctr(l)
 	for done := 0; done < n; {
-		m, err := port.WriteBatch(w.id, w.wb[done:n])
+		m, err := port.WriteBatch(w.id, w.wb[done:n], w.wv[done:n])
 		for _, j := range w.wi[done : done+m] {
 			o := &w.out[j]
 			c.TxPackets.add(uint64(o.packets))

@@ -107,7 +107,10 @@ func (x *Txn) LinkChanged(link int32, ev LinkEvent) int {
 				case LinkDown:
 					ms[j].Flags |= nexthop.Dead | nexthop.LinkDown
 				case LinkUp:
-					ms[j].Flags &^= nexthop.Dead | nexthop.LinkDown
+					ms[j].Flags &^= nexthop.LinkDown
+					if ms[j].Flags&nexthop.Unresolved == 0 {
+						ms[j].Flags &^= nexthop.Dead
+					}
 				}
 			}
 			if ms[j].Usable() {
@@ -125,6 +128,35 @@ func (x *Txn) LinkChanged(link int32, ev LinkEvent) int {
 		n++
 	}
 	return n
+}
+
+// GatewayChanged marks the paths of inline multipath routes through
+// gateway gw on link dead while its neighbour is FAILED (unresolved), or
+// alive again (unless their link is down). Single-path routes keep their
+// path: their packets earn Address Unreachable. It returns the number of
+// routes changed.
+func (x *Txn) GatewayChanged(link int32, gw netip.Addr, unresolved bool) int {
+	var hits []Route
+	x.t.Dump(Filter{}, func(r Route) bool {
+		if r.Object == nil && r.Group != nil && r.Group.HasGateway(link, gw) {
+			hits = append(hits, r)
+		}
+		return true
+	})
+	for _, h := range hits {
+		k, cur, i := x.find(h)
+		if i < 0 {
+			continue
+		}
+		ms := slices.Clone(h.Group.Members())
+		for j := range ms {
+			if ms[j].Link == link && ms[j].Gateway == gw {
+				ms[j].Flags = nexthop.MarkUnresolved(ms[j].Flags, unresolved)
+			}
+		}
+		x.setPaths(h.Dst, k, cur, i, ms)
+	}
+	return len(hits)
 }
 
 // DeleteUsing deletes every route through an object gone selects, and

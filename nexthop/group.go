@@ -2,6 +2,7 @@ package nexthop
 
 import (
 	"encoding/binary"
+	"net/netip"
 	"sync/atomic"
 )
 
@@ -138,6 +139,29 @@ func (g *Group) Equal(o *Group) bool {
 // clock is the coarse time, in milliseconds, that selections stamp on the
 // resilient buckets they use; the registry's upkeep advances it.
 var clock atomic.Int64
+
+// HasGateway reports whether a member goes through gateway gw on link.
+func (g *Group) HasGateway(link int32, gw netip.Addr) bool {
+	for _, m := range g.members {
+		if m.Link == link && m.Gateway == gw {
+			return true
+		}
+	}
+	return false
+}
+
+// MarkUnresolved sets or clears Unresolved in f, and Dead with it (Dead
+// stays while the link is down).
+func MarkUnresolved(f Flags, on bool) Flags {
+	if on {
+		return f | Unresolved | Dead
+	}
+	f &^= Unresolved
+	if f&LinkDown == 0 {
+		f &^= Dead
+	}
+	return f
+}
 
 // AnyLink reports whether a member, usable or not, leaves by link.
 func (g *Group) AnyLink(link int32) bool {

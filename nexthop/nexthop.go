@@ -27,6 +27,9 @@ const (
 	LinkDown
 	// Blackhole: a nexthop object that drops what it is given.
 	Blackhole
+	// Unresolved: the gateway's neighbour entry is FAILED, so the path
+	// is dead for selection until it answers again.
+	Unresolved
 )
 
 // Nexthop is one path: the link a packet leaves by and, for a gateway

@@ -48,6 +48,7 @@ type Router struct {
 
 	mu    sync.Mutex // link and address changes
 	watch atomic.Pointer[func(Event)]
+	gws   gateways
 	stop  chan struct{}
 	done  sync.WaitGroup
 }
@@ -73,6 +74,8 @@ func New() *Router {
 		return l != nil && l.Up()
 	}
 	r.DP = dataplane.New(r.Links, r.Decider)
+	r.gws = gateways{failed: map[nexthop.Gateway]time.Time{}, events: make(chan neighEvent, 1024), probe: DefaultRouterProbeInterval}
+	r.DP.WatchNeighbours(r.neighChanged)
 	r.Lo = r.DP.AddLoopback()
 	if r.Lo.Index != 1 {
 		panic("router: the loopback is not link 1")
@@ -140,12 +143,20 @@ func (r *Router) AddLink(name string, dev dataplane.Device, mtu int) (*dataplane
 // free (opening a TUN by the name of one that exists would join it), and
 // registers the link.
 func (r *Router) addLink(name string, mtu int, open func() (dataplane.Device, error)) (*dataplane.Link, error) {
+	return r.addLinkMTU(name, func() (dataplane.Device, int, error) {
+		d, err := open()
+		return d, mtu, err
+	})
+}
+
+// addLinkMTU is addLink for a device that knows its MTU once open.
+func (r *Router) addLinkMTU(name string, open func() (dataplane.Device, int, error)) (*dataplane.Link, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.Links.ByName(name) != nil {
 		return nil, dataplane.ErrLinkExists
 	}
-	dev, err := open()
+	dev, mtu, err := open()
 	if err != nil {
 		return nil, err
 	}
@@ -183,6 +194,7 @@ func (r *Router) setUp(l *dataplane.Link, up bool) error {
 		for _, a := range l.Addrs() {
 			errs = append(errs, r.install(l, a))
 		}
+		errs = append(errs, r.addLinkLocal(l))
 		return errors.Join(errs...)
 	}
 	// Route and nexthop adds check that their link is up inside their
@@ -389,7 +401,11 @@ const nexthopUpkeep = 100 * time.Millisecond
 // until Close.
 func (r *Router) Start() {
 	r.stop = make(chan struct{})
-	r.done.Add(2)
+	r.done.Add(3)
+	go func() {
+		defer r.done.Done()
+		r.routineGateways(r.stop)
+	}()
 	go func() {
 		defer r.done.Done()
 		r.routineExpire(r.stop)

@@ -32,6 +32,7 @@ func daemon(args []string) int {
 	destRate := fs.Int("icmp-dest-ratelimit", 100, "ms between ICMPv6 errors to one destination (0: no limit), as Linux's net.ipv6.icmp.ratelimit")
 	destBurst := fs.Int("icmp-dest-burst", 6, "ICMPv6 errors to one destination in a burst at most (Linux's is 6)")
 	hashPolicy := fs.Uint("multipath-hash-policy", 0, "multipath flow hash: 0 addresses, flow label and next header; 1 addresses, ports and next header (Linux's net.ipv6.fib_multipath_hash_policy)")
+	probe := fs.Duration("router-probe-interval", router.DefaultRouterProbeInterval, "how often a gateway whose neighbour failed is solicited again, as Linux's router_probe_interval")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -48,6 +49,7 @@ func daemon(args []string) int {
 	}
 	r := router.New()
 	r.Decider.Hash.Policy = uint8(*hashPolicy)
+	r.SetRouterProbeInterval(*probe)
 	r.DP.SetICMPRate(*icmpRate, *icmpBurst)
 	r.DP.SetICMPDestRate(time.Duration(*destRate)*time.Millisecond, *destBurst)
 	srv, err := control.Listen(control.SocketPath(*socket), r)

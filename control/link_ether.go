@@ -1,0 +1,80 @@
+package control
+
+import (
+	"net"
+	"strconv"
+
+	"urouter/dataplane"
+)
+
+// Ethernet links: `link add NAME type tap [address LLADDR] [mtu N]
+// [queues N] [netns NS]` (a TAP of the router's) and `link add NAME type
+// host dev IFACE [address LLADDR]` (AF_PACKET on an existing interface).
+
+type etherArgs struct {
+	host   bool
+	dev    string
+	tap    dataplane.TAPOptions
+	mtuSet bool
+}
+
+func parseEtherArgs(a *linkArgs) (*etherArgs, *cmdErr) {
+	e := &etherArgs{host: str(a.typ) == "host", tap: dataplane.TAPOptions{Queues: 1}}
+	args := a.typArgs
+	ws := argv{args: args}
+	for ; ws.i < len(args); ws.i++ {
+		w := args[ws.i]
+		v, err := ws.next()
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case is(w, "address"):
+			a.address = v
+		case is(w, "dev") && e.host:
+			e.dev = string(v)
+		case is(w, "mtu"):
+			if a.mtu, err = parseMTU(v); err != nil {
+				return nil, err
+			}
+		case is(w, "queues") && !e.host:
+			n, err := strconv.Atoi(str(v))
+			if err != nil || n < 1 || n > 64 {
+				return nil, invarg("\"queues\" must be 1 to 64\n", v)
+			}
+			e.tap.Queues = n
+		case is(w, "netns") && !e.host:
+			e.tap.Netns = string(v)
+		default:
+			return nil, garbageArgs(w)
+		}
+	}
+	if e.host && e.dev == "" {
+		return nil, &cmdErr{msg: "Not enough information: \"dev\" of the host interface is required.", code: 255}
+	}
+	if a.address != nil {
+		mac, err := net.ParseMAC(str(a.address))
+		if err != nil || len(mac) != 6 {
+			return nil, &cmdErr{msg: "\"" + str(a.address) + "\" is invalid lladdr.", code: 1}
+		}
+		if mac[0]&1 != 0 {
+			return nil, extack("a multicast address is no link's own")
+		}
+		e.tap.MAC = mac
+	}
+	e.mtuSet = a.mtu >= 0
+	return e, nil
+}
+
+func (s *session) addEther(a *linkArgs, e *etherArgs, mtu int) (*dataplane.Link, error) {
+	eo := dataplane.EtherOptions{MAC: e.tap.MAC}
+	if !e.host {
+		e.tap.MTU = mtu
+		return s.r.AddTAP(string(a.name), e.tap, eo)
+	}
+	l, err := s.r.AddHost(string(a.name), e.dev, eo)
+	if err == nil && e.mtuSet {
+		err = s.r.SetMTU(l, mtu)
+	}
+	return l, err
+}

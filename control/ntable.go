@@ -1,0 +1,173 @@
+package control
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"urouter/dataplane"
+	"urouter/neigh"
+)
+
+// The neighbour tables' knobs: ip ntable change name ndisc_cache dev DEV
+// PARMS, and ip ntable show [dev DEV] [name ndisc_cache] (ipntable.c).
+// Each Ethernet link has its own cache, so its thresholds are its own too.
+
+func (s *session) ntableCmd(args [][]byte) *cmdErr {
+	if len(args) == 0 {
+		return s.ntableShow(nil)
+	}
+	w, rest := args[0], args[1:]
+	switch {
+	case matches(w, "change"):
+		return s.ntableChange(rest)
+	case matches(w, "show") || matches(w, "list") || matches(w, "lst"):
+		return s.ntableShow(rest)
+	case matches(w, "help"):
+		return parseErr("Usage: ip ntable change name NAME [ dev DEV ]\n" +
+			"          [ thresh1 VAL ] [ thresh2 VAL ] [ thresh3 VAL ] [ gc_int MSEC ]\n" +
+			"          [ PARMS ]\n" +
+			"Usage: ip ntable show [ dev DEV ] [ name NAME ]\n" +
+			"PARMS := [ base_reachable MSEC ] [ retrans MSEC ] [ gc_stale MSEC ]\n" +
+			"         [ delay_probe MSEC ] [ queue LEN ]\n" +
+			"         [ app_probes VAL ] [ ucast_probes VAL ] [ mcast_probes VAL ]")
+	}
+	return parseErr("Command \"%s\" is unknown, try \"ip ntable help\".", w)
+}
+
+// ntableKnobs are the PARMS and thresholds, each a field of neigh.Params:
+// a time in milliseconds or a count.
+var ntableKnobs = []struct {
+	name string
+	ms   func(p *neigh.Params) *time.Duration
+	n    func(p *neigh.Params) *int
+}{
+	{name: "base_reachable", ms: func(p *neigh.Params) *time.Duration { return &p.BaseReachable }},
+	{name: "retrans", ms: func(p *neigh.Params) *time.Duration { return &p.Retrans }},
+	{name: "gc_stale", ms: func(p *neigh.Params) *time.Duration { return &p.GCStale }},
+	{name: "delay_probe", ms: func(p *neigh.Params) *time.Duration { return &p.DelayProbe }},
+	{name: "gc_int", ms: func(p *neigh.Params) *time.Duration { return &p.GCInterval }},
+	{name: "queue", n: func(p *neigh.Params) *int { return &p.QueueLen }},
+	{name: "ucast_probes", n: func(p *neigh.Params) *int { return &p.UcastProbes }},
+	{name: "mcast_probes", n: func(p *neigh.Params) *int { return &p.McastProbes }},
+	{name: "thresh1", n: func(p *neigh.Params) *int { return &p.Thresh1 }},
+	{name: "thresh2", n: func(p *neigh.Params) *int { return &p.Thresh2 }},
+	{name: "thresh3", n: func(p *neigh.Params) *int { return &p.Thresh3 }},
+}
+
+func (s *session) ntableChange(args [][]byte) *cmdErr {
+	var l *dataplane.Link
+	named := false
+	type set struct {
+		i int
+		v uint64
+	}
+	var sets []set
+	ws := argv{args: args}
+Args:
+	for ; ws.i < len(args); ws.i++ {
+		w := args[ws.i]
+		v, err := ws.next()
+		if err != nil {
+			return err
+		}
+		switch {
+		case is(w, "name"):
+			if !is(v, "ndisc_cache") {
+				return extack("the router has one neighbour table, ndisc_cache")
+			}
+			named = true
+			continue
+		case is(w, "dev"):
+			if l, err = s.link(v); err != nil {
+				return err
+			}
+			continue
+		case is(w, "app_probes") || is(w, "anycast_delay") || is(w, "proxy_delay") || is(w, "proxy_queue") || is(w, "locktime"):
+			return unsupported(w)
+		}
+		for i, k := range ntableKnobs {
+			if is(w, k.name) {
+				n, perr := strconv.ParseUint(str(v), 0, 32)
+				if perr != nil {
+					return invarg(fmt.Sprintf("\"%s\" value is invalid", k.name), v)
+				}
+				sets = append(sets, set{i, n})
+				continue Args
+			}
+		}
+		return garbageArgs(w)
+	}
+	if !named {
+		return &cmdErr{msg: "Not enough information: \"name\" argument is required.", code: 255}
+	}
+	links := s.r.Links.All()
+	if l != nil {
+		links = []*dataplane.Link{l}
+	}
+	for _, l := range links {
+		t := l.Neigh()
+		if t == nil {
+			if len(links) == 1 {
+				return answers(95)
+			}
+			continue
+		}
+		p := t.Params()
+		for _, x := range sets {
+			k := ntableKnobs[x.i]
+			if k.ms != nil {
+				*k.ms(&p) = time.Duration(x.v) * time.Millisecond
+			} else {
+				*k.n(&p) = int(x.v)
+			}
+		}
+		if err := p.Check(); err != nil {
+			return extack(err.Error())
+		}
+		t.SetParams(p)
+	}
+	return nil
+}
+
+func (s *session) ntableShow(args [][]byte) *cmdErr {
+	var only *dataplane.Link
+	ws := argv{args: args}
+	for ; ws.i < len(args); ws.i++ {
+		w := args[ws.i]
+		v, err := ws.next()
+		if err != nil {
+			return err
+		}
+		switch {
+		case is(w, "dev"):
+			if only, err = s.link(v); err != nil {
+				return err
+			}
+		case is(w, "name"):
+			if !is(v, "ndisc_cache") {
+				return nil // no such table: nothing to show
+			}
+		default:
+			return garbageArgs(w)
+		}
+	}
+	links := s.r.Links.All()
+	if only != nil {
+		links = []*dataplane.Link{only}
+	}
+	for _, l := range links {
+		t := l.Neigh()
+		if t == nil {
+			continue
+		}
+		p := t.Params()
+		ms := func(d time.Duration) int64 { return d.Milliseconds() }
+		fmt.Fprintf(s.out, "inet6 ndisc_cache \n    dev %s \n", l.Name)
+		fmt.Fprintf(s.out, "    thresh1 %d thresh2 %d thresh3 %d gc_int %d \n", p.Thresh1, p.Thresh2, p.Thresh3, ms(p.GCInterval))
+		fmt.Fprintf(s.out, "    entries %d reachable %d base_reachable %d retrans %d \n", t.Len(), ms(t.ReachableTime()), ms(p.BaseReachable), ms(p.Retrans))
+		fmt.Fprintf(s.out, "    gc_stale %d delay_probe %d queue %d \n", ms(p.GCStale), ms(p.DelayProbe), p.QueueLen)
+		fmt.Fprintf(s.out, "    app_probes 0 ucast_probes %d mcast_probes %d \n\n", p.UcastProbes, p.McastProbes)
+	}
+	return nil
+}

@@ -1,0 +1,350 @@
+package dataplane
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+
+	"urouter/neigh"
+)
+
+// ether is an Ethernet link's device: frames through a frameIO (a TAP or
+// an interface's AF_PACKET socket), the router's MAC, the multicast groups
+// it listens to, its neighbour cache and its Neighbour Discovery (ndisc.go,
+// run by the link's own goroutine).
+//
+// The packet path sees only the Port: ReadBatch hands it the IPv6 packets
+// addressed to the router's MAC (Neighbour Discovery messages go to the
+// ND goroutine instead), WriteBatch frames each packet for the neighbour
+// it goes to, resolved through the cache's lock-free fast path.
+type ether struct {
+	kind  string
+	io    frameIO
+	mac   neigh.MAC
+	neigh *neigh.Table
+	nd    *ndisc
+	rxh   [][batchSize]ethHdr // per queue: the headers of the frames read
+	wpool sync.Pool           // *etherScratch for writers
+	link  atomic.Pointer[Link]
+	// groups are the multicast MACs the link listens to (all-nodes,
+	// all-routers, its addresses' solicited-node groups)
+	groups atomic.Pointer[[]neigh.MAC]
+	ra     atomic.Pointer[RAConfig]
+	dp     *Dataplane
+	stats  EtherStats
+}
+
+// EtherStats count what an Ethernet link's port does below IPv6.
+type EtherStats struct {
+	NotForUs   atomic.Uint64 // frames to another MAC or group, or not IPv6
+	Multicast  atomic.Uint64 // IPv6 to a multicast group, not Neighbour Discovery (MLD, say)
+	NDReceived atomic.Uint64 // Neighbour Discovery messages taken by the link
+	NDDropped  atomic.Uint64 // ... dropped: invalid, or its queue full
+	NDSent     atomic.Uint64
+	Held       atomic.Uint64 // packets that waited for a resolution
+}
+
+type etherScratch struct {
+	hdrs [maxOut]ethHdr
+	pkts [maxOut][]byte
+	idx  [maxOut]int
+}
+
+// EtherOptions are what every Ethernet link takes.
+type EtherOptions struct {
+	MAC   []byte // the router's MAC; nil: the kind's default
+	Neigh neigh.Params
+}
+
+// randomMAC is a locally administered unicast MAC, as Linux gives a TAP.
+func randomMAC() neigh.MAC {
+	var m neigh.MAC
+	rand.Read(m[:])
+	m[0] = m[0]&^1 | 2
+	return m
+}
+
+func newEther(kind string, io frameIO, mac neigh.MAC, p neigh.Params) *ether {
+	e := &ether{kind: kind, io: io, mac: mac, rxh: make([][batchSize]ethHdr, io.Queues())}
+	e.wpool.New = func() any { return new(etherScratch) }
+	e.nd = newNDisc(e)
+	e.neigh = neigh.NewTable(e.nd, p)
+	e.setGroups(nil)
+	ra := DefaultRA()
+	e.ra.Store(&ra)
+	return e
+}
+
+// OpenTAP makes a TAP link's device.
+func OpenTAP(name string, o TAPOptions, eo EtherOptions) (Device, error) {
+	t, err := openTAP(name, o)
+	if err != nil {
+		return nil, err
+	}
+	mac := randomMAC()
+	if len(eo.MAC) == 6 {
+		mac = neigh.MAC(eo.MAC)
+	}
+	return newEther("tap", t, mac, eo.Neigh), nil
+}
+
+// OpenHost attaches a link to interface dev with an AF_PACKET socket. The
+// router's MAC is the interface's own unless one is given (then the socket
+// is promiscuous, as a NIC filters other MACs).
+func OpenHost(dev string, eo EtherOptions) (Device, int, error) {
+	a, ifi, err := openAFPacket(dev, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	mac := neigh.MAC(ifi.HardwareAddr)
+	if len(eo.MAC) == 6 && neigh.MAC(eo.MAC) != mac {
+		mac = neigh.MAC(eo.MAC)
+		if err := a.promisc(); err != nil {
+			a.close()
+			return nil, 0, err
+		}
+	}
+	return newEther("host", a, mac, eo.Neigh), ifi.MTU, nil
+}
+
+// Neigh returns an Ethernet link's neighbour cache, nil for other links.
+func (l *Link) Neigh() *neigh.Table {
+	if e, ok := l.hw.(*ether); ok {
+		return e.neigh
+	}
+	return nil
+}
+
+// EtherStats returns an Ethernet link's counters below IPv6, nil for
+// other links.
+func (l *Link) EtherStats() *EtherStats {
+	if e, ok := l.hw.(*ether); ok {
+		return &e.stats
+	}
+	return nil
+}
+
+// attach tells the device its dataplane and link, once registered, and
+// starts its ND.
+func (e *ether) attach(dp *Dataplane, l *Link) {
+	e.dp = dp
+	e.link.Store(l)
+	e.nd.start()
+}
+
+// setGroups makes the groups the link listens to: all-nodes, all-routers
+// and the solicited-node group of each address.
+func (e *ether) setGroups(addrs []netip.Prefix) {
+	gs := []neigh.MAC{{0x33, 0x33, 0, 0, 0, 1}, {0x33, 0x33, 0, 0, 0, 2}}
+	for _, a := range addrs {
+		m := multicastMAC(solicitedNode(a.Addr()))
+		if !containsMAC(gs, m) {
+			gs = append(gs, m)
+		}
+	}
+	if a, ok := e.io.(*afPacket); ok {
+		old := e.groups.Load()
+		for _, g := range gs {
+			if old == nil || !containsMAC(*old, g) {
+				a.join(g[:], true)
+			}
+		}
+		if old != nil {
+			for _, g := range *old {
+				if !containsMAC(gs, g) {
+					a.join(g[:], false)
+				}
+			}
+		}
+	}
+	e.groups.Store(&gs)
+}
+
+func containsMAC(ms []neigh.MAC, m neigh.MAC) bool {
+	for _, x := range ms {
+		if x == m {
+			return true
+		}
+	}
+	return false
+}
+
+// solicitedNode is ff02::1:ffXX:XXXX for address a.
+func solicitedNode(a netip.Addr) netip.Addr {
+	b := a.As16()
+	return netip.AddrFrom16([16]byte{0xff, 0x02, 10: 0, 11: 1, 12: 0xff, 13: b[13], 14: b[14], 15: b[15]})
+}
+
+// multicastMAC is the Ethernet group of an IPv6 multicast address
+// (RFC 2464: 33:33 and its last 32 bits).
+func multicastMAC(a netip.Addr) neigh.MAC {
+	b := a.As16()
+	return neigh.MAC{0x33, 0x33, b[12], b[13], b[14], b[15]}
+}
+
+// accepts reports whether a frame to dst is the link's: its MAC, a group
+// it listens to, or broadcast.
+func (e *ether) accepts(dst []byte) bool {
+	m := neigh.MAC(dst)
+	if m == e.mac {
+		return true
+	}
+	if dst[0]&1 == 0 {
+		return false
+	}
+	if m == (neigh.MAC{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}) {
+		return true
+	}
+	return containsMAC(*e.groups.Load(), m)
+}
+
+func (e *ether) Queues() int { return e.io.Queues() }
+
+// ReadBatch reads frames and keeps the IPv6 packets for the router's MAC;
+// Neighbour Discovery goes to the ND goroutine, other multicast and other
+// MACs' frames are counted and dropped. It returns once it has a packet.
+func (e *ether) ReadBatch(q int, bufs [][]byte, sizes []int) (int, error) {
+	hdrs := e.rxh[q][:]
+	for {
+		n, err := e.io.readFrames(q, bufs, hdrs[:len(bufs)], sizes)
+		keep := 0
+		for i := 0; i < n; i++ {
+			h := &hdrs[i]
+			if sizes[i] != 0 {
+				if binary.BigEndian.Uint16(h[12:]) != etherTypeIPv6 || !e.accepts(h[:6]) {
+					e.stats.NotForUs.Add(1)
+					continue
+				}
+				p := bufs[i][vnetHdrLen:sizes[i]]
+				if isND(p) {
+					e.nd.receive(neigh.MAC(h[6:12]), p)
+					continue
+				}
+				if h[0]&1 != 0 {
+					e.stats.Multicast.Add(1)
+					continue
+				}
+			}
+			if sizes[i] != 0 {
+				shiftVnet(bufs[i], -ethHdrLen)
+			}
+			if keep != i {
+				bufs[keep], bufs[i] = bufs[i], bufs[keep]
+				sizes[keep] = sizes[i]
+			}
+			keep++
+		}
+		if keep > 0 || err != nil {
+			return keep, err
+		}
+	}
+}
+
+// shiftVnet moves a virtio_net_hdr's offsets (csum_start, hdr_len) by d:
+// on an Ethernet link they count from the frame's start, in the packet
+// path from the IPv6 header's.
+func shiftVnet(b []byte, d int) {
+	if b[0]&vnetNeedsCsum != 0 {
+		binary.LittleEndian.PutUint16(b[6:], uint16(int(binary.LittleEndian.Uint16(b[6:]))+d))
+	}
+	if h := binary.LittleEndian.Uint16(b[2:]); h != 0 {
+		binary.LittleEndian.PutUint16(b[2:], uint16(max(int(h)+d, 0)))
+	}
+}
+
+// isND reports whether p is a Neighbour Discovery message (ICMPv6 types
+// 133 to 137 right after the IPv6 header, as they are sent).
+func isND(p []byte) bool {
+	return len(p) >= ipv6Len+4 && p[0]>>4 == 6 && p[6] == protoICMPv6 && p[ipv6Len] >= 133 && p[ipv6Len] <= 137
+}
+
+// WriteBatch frames each packet for the neighbour it goes to: the MAC the
+// cache has for via[i], read without a lock while the neighbour is valid.
+// A packet to a neighbour being resolved waits in its entry (a copy) and
+// counts as written.
+func (e *ether) WriteBatch(_ int, pkts [][]byte, via []netip.Addr) (int, error) {
+	s := e.wpool.Get().(*etherScratch)
+	defer e.wpool.Put(s)
+	n := 0
+	var last netip.Addr
+	var lastMAC neigh.MAC
+	lastOK := false
+	for i, p := range pkts {
+		mac, ok := lastMAC, lastOK && via[i] == last
+		if !ok {
+			mac, ok = e.neigh.Output(via[i], p)
+			if !ok {
+				e.stats.Held.Add(1)
+				continue
+			}
+			last, lastMAC, lastOK = via[i], mac, true
+		}
+		shiftVnet(p, ethHdrLen)
+		h := &s.hdrs[n]
+		copy(h[0:6], mac[:])
+		copy(h[6:12], e.mac[:])
+		binary.BigEndian.PutUint16(h[12:], etherTypeIPv6)
+		s.pkts[n], s.idx[n] = p, i
+		n++
+	}
+	if n == 0 {
+		return len(pkts), nil
+	}
+	m, err := e.io.writeFrames(s.hdrs[:n], s.pkts[:n])
+	if err != nil {
+		return s.idx[m], err
+	}
+	return len(pkts), nil
+}
+
+// writeTo sends packets the link makes itself (ND, packets that waited)
+// to mac, from the router's MAC.
+func (e *ether) writeTo(mac neigh.MAC, pkts [][]byte) {
+	s := e.wpool.Get().(*etherScratch)
+	defer e.wpool.Put(s)
+	for len(pkts) > 0 {
+		n := min(len(pkts), maxOut)
+		for i := 0; i < n; i++ {
+			shiftVnet(pkts[i], ethHdrLen)
+			h := &s.hdrs[i]
+			copy(h[0:6], mac[:])
+			copy(h[6:12], e.mac[:])
+			binary.BigEndian.PutUint16(h[12:], etherTypeIPv6)
+		}
+		e.io.writeFrames(s.hdrs[:n], pkts[:n])
+		pkts = pkts[n:]
+	}
+}
+
+func (e *ether) Offloads() Offloads   { return e.io.offloads() }
+func (e *ether) SetMTU(mtu int) error { return e.io.setMTU(mtu) }
+func (e *ether) SetUp(up bool) error  { return e.io.setUp(up) }
+
+func (e *ether) Close() error {
+	e.nd.stop()
+	return e.io.close()
+}
+
+func (e *ether) Kind() string                   { return e.kind }
+func (*ether) Flags() Flags                     { return FlagBroadcast | FlagMulticast }
+func (*ether) LinkType() string                 { return "ether" }
+func (e *ether) HardwareAddr() net.HardwareAddr { return net.HardwareAddr(e.mac[:]) }
+func (*ether) Broadcast() net.HardwareAddr {
+	return net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+}
+func (*ether) TxQueueLen() int { return 1000 }
+
+// LinkLocal is the link-local address the link's MAC makes (modified
+// EUI-64, RFC 4291), for links that have one.
+func (l *Link) LinkLocal() (netip.Prefix, bool) {
+	e, ok := l.hw.(*ether)
+	if !ok {
+		return netip.Prefix{}, false
+	}
+	m := e.mac
+	a := [16]byte{0xfe, 0x80, 8: m[0] ^ 2, 9: m[1], 10: m[2], 11: 0xff, 12: 0xfe, 13: m[3], 14: m[4], 15: m[5]}
+	return netip.PrefixFrom(netip.AddrFrom16(a), 64), true
+}

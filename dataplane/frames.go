@@ -1,0 +1,80 @@
+package dataplane
+
+import (
+	"errors"
+	"os"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Ethernet framing: a frame is read and written as three pieces, so the
+// packet path's buffer stays what it is on every link (a virtio_net_hdr,
+// then the IPv6 packet) and no byte is moved: the header goes to buf[0:10],
+// the 14-byte Ethernet header to a slot of its own, the packet to buf[10:].
+const ethHdrLen = 14
+
+// ethHdr is an Ethernet header: destination, source, EtherType.
+type ethHdr [ethHdrLen]byte
+
+const etherTypeIPv6 = 0x86dd
+
+// frameIO is an Ethernet link's device: batches of frames split as above.
+// Readers are one goroutine per queue; writers may be many at once.
+type frameIO interface {
+	Queues() int
+	// readFrames reads at least one frame, waiting while there is none.
+	readFrames(q int, bufs [][]byte, hdrs []ethHdr, sizes []int) (int, error)
+	// writeFrames writes frames in order and says how many went.
+	writeFrames(hdrs []ethHdr, pkts [][]byte) (int, error)
+	offloads() Offloads
+	setMTU(mtu int) error
+	setUp(up bool) error
+	close() error
+}
+
+// iovBatch is the scatter-gather state of one batch of frames.
+type iovBatch struct {
+	msgs [batchSize]unix.Mmsghdr
+	iovs [batchSize][3]unix.Iovec
+}
+
+// set points message i at its three pieces: vnet, eth and the packet
+// (with room for n bytes of it).
+func (b *iovBatch) set(i int, vnet []byte, eth *ethHdr, pkt []byte) {
+	iov := &b.iovs[i]
+	iov[0].Base = &vnet[0]
+	iov[0].SetLen(len(vnet))
+	iov[1].Base = &eth[0]
+	iov[1].SetLen(ethHdrLen)
+	if len(pkt) > 0 {
+		iov[2].Base = &pkt[0]
+		iov[2].SetLen(len(pkt))
+	} else {
+		iov[2].Base = nil
+		iov[2].SetLen(0)
+	}
+	b.msgs[i] = unix.Mmsghdr{Hdr: unix.Msghdr{Iov: &iov[0]}}
+	b.msgs[i].Hdr.SetIovlen(3)
+}
+
+func mmsg(trap uintptr, fd int, msgs []unix.Mmsghdr, flags int) (int, error) {
+	for {
+		n, _, e := syscall.Syscall6(trap, uintptr(fd), uintptr(unsafe.Pointer(&msgs[0])), uintptr(len(msgs)), uintptr(flags), 0, 0)
+		if e == unix.EINTR {
+			continue
+		}
+		if e != 0 {
+			return 0, e
+		}
+		return int(n), nil
+	}
+}
+
+func closedErr(err error) error {
+	if errors.Is(err, unix.EBADFD) || errors.Is(err, unix.EBADF) || errors.Is(err, os.ErrClosed) {
+		return os.ErrClosed
+	}
+	return err
+}

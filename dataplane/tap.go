@@ -1,0 +1,186 @@
+package dataplane
+
+import (
+	"fmt"
+	"os"
+	"syscall"
+	"unsafe"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// TAPOptions are what `link add NAME type tap` takes.
+type TAPOptions struct {
+	MTU    int
+	Queues int
+	Netns  string // move the kernel side into this namespace
+	MAC    []byte // the router's MAC on the link; random if nil
+}
+
+// tap is a TAP device the router owns: its kernel side is an Ethernet
+// interface (moved into a host's namespace, say), its frames come and go
+// through one file per queue, with the same virtio_net_hdr offloads as a
+// TUN, one readv or writev per frame.
+type tap struct {
+	name   string
+	files  []*os.File
+	queues []*tapQueue
+	uso    bool
+}
+
+type tapQueue struct {
+	rc syscall.RawConn
+	fd int
+	rx iovBatch // one message's iovecs per frame, for readv
+	// the batch in progress, for the netpoller callback
+	bufs  [][]byte
+	hdrs  []ethHdr
+	sizes []int
+	n     int
+	err   error
+	fn    func(uintptr) bool
+}
+
+// openTAP creates TAP device name with its queues.
+func openTAP(name string, o TAPOptions) (*tap, error) {
+	flags := netlink.TUNTAP_NO_PI | netlink.TUNTAP_VNET_HDR
+	if o.Queues > 1 {
+		flags |= netlink.TUNTAP_MULTI_QUEUE
+	}
+	tt := &netlink.Tuntap{LinkAttrs: netlink.LinkAttrs{Name: name}, Mode: netlink.TUNTAP_MODE_TAP,
+		Flags: flags, Queues: max(o.Queues, 1), NonPersist: true}
+	if err := netlink.LinkAdd(tt); err != nil {
+		return nil, fmt.Errorf("TAP %s: %w", name, err)
+	}
+	t := &tap{name: name, files: tt.Fds}
+	for _, f := range t.files {
+		rc, err := f.SyscallConn()
+		if err != nil {
+			t.close()
+			return nil, err
+		}
+		q := &tapQueue{rc: rc}
+		rc.Control(func(fd uintptr) { q.fd = int(fd) })
+		q.fn = q.read
+		t.queues = append(t.queues, q)
+	}
+	if err := unix.IoctlSetInt(t.queues[0].fd, unix.TUNSETOFFLOAD, tunTCPOffloads); err != nil {
+		t.close()
+		return nil, fmt.Errorf("TUNSETOFFLOAD %s: %w", name, err)
+	}
+	t.uso = unix.IoctlSetInt(t.queues[0].fd, unix.TUNSETOFFLOAD, tunTCPOffloads|tunUDPOffloads) == nil
+	if l, err := netlink.LinkByName(name); err == nil && o.MTU != 0 {
+		netlink.LinkSetMTU(l, o.MTU)
+	}
+	if o.Netns != "" {
+		if err := moveToNetns(name, o.Netns); err != nil {
+			t.close()
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+func (t *tap) Queues() int { return len(t.queues) }
+
+func (t *tap) readFrames(qi int, bufs [][]byte, hdrs []ethHdr, sizes []int) (int, error) {
+	q := t.queues[qi]
+	q.bufs, q.hdrs, q.sizes, q.n, q.err = bufs, hdrs, sizes, 0, nil
+	err := q.rc.Read(q.fn)
+	q.bufs, q.hdrs, q.sizes = nil, nil, nil
+	if err == nil {
+		err = q.err
+	}
+	if err != nil && q.n == 0 {
+		return 0, closedErr(err)
+	}
+	return q.n, nil
+}
+
+// read reads frames until the queue is empty or the batch full.
+func (q *tapQueue) read(fd uintptr) bool {
+	for q.n < len(q.bufs) {
+		b := q.bufs[q.n]
+		q.rx.set(0, b[:vnetHdrLen], &q.hdrs[q.n], b[vnetHdrLen:])
+		n, _, e := syscall.Syscall(unix.SYS_READV, fd, uintptr(unsafe.Pointer(&q.rx.iovs[0][0])), 3)
+		switch e {
+		case 0:
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return q.n > 0
+		default:
+			q.err = e
+			return true
+		}
+		q.sizes[q.n] = int(n) - ethHdrLen
+		if q.sizes[q.n] < vnetHdrLen {
+			q.sizes[q.n] = 0
+		}
+		q.n++
+	}
+	return true
+}
+
+func (t *tap) writeFrames(hdrs []ethHdr, pkts [][]byte) (int, error) {
+	fd := t.queues[0].fd
+	var iov [3]unix.Iovec
+	for i, p := range pkts {
+		iov[0].Base, iov[1].Base, iov[2].Base = &p[0], &hdrs[i][0], &p[vnetHdrLen]
+		iov[0].SetLen(vnetHdrLen)
+		iov[1].SetLen(ethHdrLen)
+		iov[2].SetLen(len(p) - vnetHdrLen)
+		for {
+			_, _, e := syscall.Syscall(unix.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(&iov[0])), 3)
+			if e == unix.EINTR {
+				continue
+			}
+			if e != 0 {
+				return i, e
+			}
+			break
+		}
+	}
+	return len(pkts), nil
+}
+
+func (t *tap) offloads() Offloads { return Offloads{TCP: true, UDP: t.uso, PartialCsum: true} }
+
+// kernelSide is the TAP as the router's namespace has it, nil once moved.
+func (t *tap) kernelSide() netlink.Link {
+	l, err := netlink.LinkByName(t.name)
+	if err != nil || l.Type() != "tuntap" {
+		return nil
+	}
+	return l
+}
+
+func (t *tap) setMTU(mtu int) error {
+	if l := t.kernelSide(); l != nil && l.Attrs().MTU != mtu {
+		return netlink.LinkSetMTU(l, mtu)
+	}
+	return nil
+}
+
+func (t *tap) setUp(up bool) error {
+	l := t.kernelSide()
+	switch {
+	case l == nil:
+		return nil
+	case up:
+		return netlink.LinkSetUp(l)
+	}
+	return netlink.LinkSetDown(l)
+}
+
+func (t *tap) close() error {
+	var first error
+	for _, f := range t.files {
+		if err := f.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	t.files = nil
+	return first
+}

@@ -1,0 +1,278 @@
+package neigh
+
+import (
+	"net/netip"
+	"time"
+)
+
+// action is what a state change asks of the link, done once the entry's
+// lock is released.
+type action struct {
+	addr      netip.Addr
+	from, to  State
+	solicit   bool
+	unicast   bool
+	mac       MAC
+	release   [][]byte // sent to mac
+	unreached [][]byte // answered with Address Unreachable
+}
+
+func (t *Table) do(as []action) {
+	for i := range as {
+		a := &as[i]
+		if a.from != a.to {
+			t.link.Changed(a.addr, a.from, a.to)
+		}
+		if a.solicit {
+			t.link.Solicit(a.addr, a.mac, a.unicast)
+		}
+		if len(a.release) > 0 {
+			t.link.Release(a.addr, a.mac, a.release)
+		}
+		if len(a.unreached) > 0 {
+			t.link.Unreachable(a.addr, a.unreached)
+		}
+	}
+}
+
+// maxProbes is how many solicitations an entry in this state sends before
+// it fails, as Linux's neigh_max_probes.
+func maxProbes(p *Params, s State) int {
+	n := p.UcastProbes
+	if s&Probe != 0 {
+		return n + p.McastReprobes
+	}
+	return n + p.McastProbes
+}
+
+// Run does what the entries' timers ask at time now (the table's clock)
+// and the periodic collection, then reports when it wants to run next
+// (its owner also wakes on Kick). It is Linux's neigh_timer_handler and
+// neigh_periodic_work; call it from one goroutine.
+func (t *Table) Run(now int64) (next int64) {
+	p := t.params.Load()
+	next = now + int64(p.GCInterval)
+	var as []action
+	for _, e := range *t.index.Load() {
+		e.mu.Lock()
+		if e.deadline != 0 && e.deadline <= now && !e.dead {
+			if a, ok := t.expire(e, p, now); ok {
+				as = append(as, a)
+			}
+		}
+		if e.deadline != 0 && e.deadline < next {
+			next = e.deadline
+		}
+		e.mu.Unlock()
+	}
+	t.do(as)
+	if now >= t.nextGC {
+		t.periodicGC(p, now)
+	}
+	return min(next, max(t.nextGC, now+int64(time.Millisecond)))
+}
+
+// expire is one entry's timer; e.mu is held.
+func (t *Table) expire(e *Entry, p *Params, now int64) (action, bool) {
+	a := action{addr: e.addr, from: e.state, to: e.state}
+	reach := t.reachable.Load()
+	switch {
+	case e.state&Reachable != 0:
+		switch {
+		case now <= e.confirmed+reach:
+			e.deadline = e.confirmed + reach
+			return a, false
+		case now <= e.used.Load()+int64(p.DelayProbe):
+			e.set(Delay, now, now+int64(p.DelayProbe))
+		default:
+			e.set(Stale, now, 0)
+		}
+		a.to = e.state
+		return a, true
+	case e.state&Delay != 0:
+		if now <= e.confirmed+int64(p.DelayProbe) {
+			e.set(Reachable, now, e.confirmed+reach)
+			a.to = e.state
+			return a, true
+		}
+		e.set(Probe, now, now)
+		a.to = Probe
+	}
+	// INCOMPLETE or PROBE: fail after the last probe, else probe again
+	if e.probes >= maxProbes(p, e.state) {
+		e.set(Failed, now, 0)
+		a.to = Failed
+		a.unreached, e.queue = e.queue, nil
+		return a, true
+	}
+	e.deadline = now + int64(max(p.Retrans, 10*time.Millisecond))
+	a.solicit, a.mac = true, e.mac
+	a.unicast = e.probes < p.UcastProbes && e.hasMAC // ndisc_solicit: unicast first, then multicast
+	e.probes++
+	return a, true
+}
+
+// periodicGC is Linux's neigh_periodic_work: above thresh1, entries that
+// are not static, hold no packets and are FAILED or unused for gc_stale go.
+func (t *Table) periodicGC(p *Params, now int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.nextGC = now + int64(p.BaseReachable/2)
+	cur := *t.index.Load()
+	if len(cur) <= p.Thresh1 {
+		return
+	}
+	var gone []*Entry
+	for _, e := range cur {
+		e.mu.Lock()
+		if e.state&static == 0 && len(e.queue) == 0 && !e.pinned &&
+			(e.state&(Failed|None) != 0 || now-e.used.Load() > int64(p.GCStale)) && e.state&timed == 0 {
+			e.dead = true
+			gone = append(gone, e)
+		}
+		e.mu.Unlock()
+	}
+	t.unlink(gone)
+}
+
+// Advert is what a Neighbour Advertisement says of its target.
+type Advert struct {
+	MAC       MAC
+	HasMAC    bool // a target link-layer address option came
+	Solicited bool
+	Override  bool
+	Router    bool
+}
+
+// Advertised applies a Neighbour Advertisement to the target's entry, if
+// there is one (an advertisement creates none), as Linux's ndisc_recv_na
+// and neigh_update; RFC 4861 7.2.5.
+func (t *Table) Advertised(target netip.Addr, na Advert) {
+	e := t.Lookup(target)
+	if e == nil {
+		return
+	}
+	to := Stale
+	if na.Solicited {
+		to = Reachable
+	}
+	u := update{mac: na.MAC, hasMAC: na.HasMAC, to: to, weakOverride: true, override: na.Override,
+		setRouter: true, router: na.Router}
+	t.apply(e, u)
+}
+
+// Solicited records the source of a Neighbour or Router Solicitation that
+// carried its link-layer address: the entry is created or updated STALE
+// (Linux's neigh_event_ns).
+func (t *Table) Solicited(src netip.Addr, mac MAC) {
+	e := t.Lookup(src)
+	if e == nil {
+		var err error
+		if e, err = t.create(src); err != nil {
+			return
+		}
+	}
+	t.apply(e, update{mac: mac, hasMAC: true, to: Stale, weakOverride: true, override: true})
+}
+
+// update is one neigh_update: the new state and MAC, and its
+// NEIGH_UPDATE_F_* flags.
+type update struct {
+	mac          MAC
+	hasMAC       bool
+	to           State
+	admin        bool
+	override     bool
+	weakOverride bool
+	setRouter    bool
+	router       bool
+}
+
+// apply is Linux's neigh_update.
+func (t *Table) apply(e *Entry, u update) error {
+	p := t.params.Load()
+	now := t.Clock.Load()
+	e.mu.Lock()
+	a, err := t.change(e, u, p, now)
+	e.mu.Unlock()
+	t.do([]action{a})
+	return err
+}
+
+func (t *Table) change(e *Entry, u update, p *Params, now int64) (action, error) {
+	old := e.state
+	a := action{addr: e.addr, from: old, to: old}
+	if e.dead || !u.admin && old&static != 0 {
+		return a, nil
+	}
+	if u.to&Valid == 0 {
+		// to NONE, INCOMPLETE or FAILED: stop the timer, fail the queue
+		e.set(u.to, now, now)
+		if u.to == Incomplete {
+			e.probes = p.UcastProbes
+			t.wake()
+		}
+		a.to = u.to
+		if old&(Incomplete|Probe) != 0 && u.to == Failed {
+			a.unreached, e.queue = e.queue, nil
+		}
+		if u.setRouter && u.admin {
+			e.setRouterFlag(u.router)
+		}
+		return a, nil
+	}
+	mac, changed := u.mac, u.hasMAC && (!e.hasMAC || u.mac != e.mac)
+	if !u.hasMAC {
+		if old&Valid == 0 {
+			return a, errInvalid
+		}
+		mac = e.mac
+	}
+	if u.to&Connected != 0 {
+		e.confirmed = now
+	}
+	to := u.to
+	setRouter := u.setRouter
+	if old&Valid != 0 {
+		if changed && !u.override {
+			setRouter = false
+			if !u.weakOverride || old&Connected == 0 {
+				return a, nil
+			}
+			mac, changed, to = e.mac, false, Stale
+		} else if !changed && to == Stale && !u.admin {
+			to = old
+		}
+	}
+	if to != old {
+		deadline := now
+		if to&Reachable != 0 {
+			deadline = now + t.reachable.Load()
+		}
+		e.set(to, now, deadline)
+	}
+	if changed {
+		e.mac, e.hasMAC = mac, true
+		e.updated = now
+		if to&Connected == 0 {
+			e.confirmed = now - 2*int64(p.BaseReachable)
+		}
+		e.publish()
+	}
+	if setRouter {
+		e.setRouterFlag(u.router)
+	}
+	a.to = e.state
+	if old&Valid == 0 && e.state&Valid != 0 && len(e.queue) > 0 {
+		a.release, a.mac, e.queue = e.queue, e.mac, nil
+	}
+	return a, nil
+}
+
+func (e *Entry) setRouterFlag(on bool) {
+	if on {
+		e.flags |= Router
+	} else {
+		e.flags &^= Router
+	}
+}

@@ -1,0 +1,292 @@
+package neigh
+
+import (
+	"math/rand/v2"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Link is what a cache asks of its link. The table calls it only from Run
+// (and from Update and the administrative calls, for packets that waited),
+// never with a lock held, never from Output.
+type Link interface {
+	// Solicit sends a Neighbour Solicitation for target: to its
+	// solicited-node multicast group, or, when unicast, to mac.
+	Solicit(target netip.Addr, mac MAC, unicast bool)
+	// Release sends packets that waited for target's resolution to mac.
+	Release(target netip.Addr, mac MAC, pkts [][]byte)
+	// Unreachable answers packets whose resolution failed (ICMPv6
+	// Address Unreachable).
+	Unreachable(target netip.Addr, pkts [][]byte)
+	// Changed says that target's entry went from one state to another.
+	Changed(target netip.Addr, from, to State)
+}
+
+// Entry is one neighbour. word is the fast path's view: the state in its
+// top byte and the MAC in its low six bytes, stored together.
+type Entry struct {
+	addr netip.Addr
+	word atomic.Uint64
+	used atomic.Int64 // clock of the last packet sent to it
+
+	mu        sync.Mutex
+	state     State
+	mac       MAC
+	hasMAC    bool
+	flags     Flags
+	confirmed int64
+	updated   int64
+	deadline  int64 // the timer, for timed states; 0: none
+	probes    int
+	queue     [][]byte
+	dead      bool // unlinked from the table
+	pinned    bool // kept through collection: a gateway its owner watches
+}
+
+func pack(s State, m MAC) uint64 {
+	return uint64(s)<<56 | uint64(m[0])<<40 | uint64(m[1])<<32 | uint64(m[2])<<24 |
+		uint64(m[3])<<16 | uint64(m[4])<<8 | uint64(m[5])
+}
+
+func unpack(v uint64) (State, MAC) {
+	return State(v >> 56), MAC{byte(v >> 40), byte(v >> 32), byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}
+}
+
+// Fast returns the neighbour's MAC if a packet may go to it at once
+// (REACHABLE, PERMANENT, NOARP, DELAY, PROBE), with one atomic load and,
+// when the clock moved, one store.
+func (e *Entry) Fast(clock *atomic.Int64) (MAC, bool) {
+	s, m := unpack(e.word.Load())
+	if s&fast == 0 {
+		return MAC{}, false
+	}
+	if now := clock.Load(); e.used.Load() != now {
+		e.used.Store(now)
+	}
+	return m, true
+}
+
+// publish makes the entry's state and MAC what the fast path sees; e.mu
+// is held.
+func (e *Entry) publish() { e.word.Store(pack(e.state, e.mac)) }
+
+// Table is one link's neighbour cache.
+type Table struct {
+	link   Link
+	params atomic.Pointer[Params]
+	// Clock is what entries are stamped with and timers run by, in
+	// nanoseconds: the package's coarse clock unless a test sets its own.
+	Clock *atomic.Int64
+	// reachable is the randomized reachable time (Linux's reachable_time,
+	// base_reachable_time * [0.5, 1.5)), redrawn when the knob changes.
+	reachable atomic.Int64
+
+	mu        sync.Mutex // entries coming and going
+	index     atomic.Pointer[map[netip.Addr]*Entry]
+	kick      chan struct{}
+	nextGC    int64
+	Overflows atomic.Uint64 // entries refused at thresh3
+}
+
+// ErrFull is Linux's "neighbour table overflow": the cache is at thresh3
+// and nothing can be collected.
+var ErrFull = syscall.ENOBUFS
+
+// NewTable returns an empty cache for link with knobs p.
+func NewTable(link Link, p Params) *Table {
+	startClock()
+	t := &Table{link: link, Clock: &coarse, kick: make(chan struct{}, 1)}
+	t.SetParams(p)
+	m := map[netip.Addr]*Entry{}
+	t.index.Store(&m)
+	return t
+}
+
+// Params are the cache's knobs.
+func (t *Table) Params() Params { return *t.params.Load() }
+
+// SetParams changes the knobs; the reachable time is drawn again.
+func (t *Table) SetParams(p Params) {
+	t.params.Store(&p)
+	b := int64(p.BaseReachable)
+	t.reachable.Store(b/2 + rand.Int64N(b))
+}
+
+// ReachableTime is the cache's current randomized reachable time.
+func (t *Table) ReachableTime() time.Duration { return time.Duration(t.reachable.Load()) }
+
+// Kick is signalled when Run has work before its deadline: a resolution
+// started. Its owner's goroutine waits on it and on Run's deadline.
+func (t *Table) Kick() <-chan struct{} { return t.kick }
+
+func (t *Table) wake() {
+	select {
+	case t.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Lookup returns the entry of addr, or nil, without a lock.
+func (t *Table) Lookup(addr netip.Addr) *Entry { return (*t.index.Load())[addr] }
+
+// Len is the number of entries.
+func (t *Table) Len() int { return len(*t.index.Load()) }
+
+// Output is the way out for a packet to addr: the MAC to send it to now,
+// or false when the packet was queued for the resolution (a copy is kept)
+// or dropped. The fast path is Lookup and Entry.Fast; only a neighbour
+// that is not valid takes the entry's lock, as Linux's
+// __neigh_event_send.
+func (t *Table) Output(addr netip.Addr, pkt []byte) (MAC, bool) {
+	e := t.Lookup(addr)
+	if e != nil {
+		if m, ok := e.Fast(t.Clock); ok {
+			return m, true
+		}
+	} else {
+		var err error
+		if e, err = t.create(addr); err != nil {
+			return MAC{}, false
+		}
+	}
+	return t.slowOutput(e, pkt)
+}
+
+func (t *Table) slowOutput(e *Entry, pkt []byte) (MAC, bool) {
+	p := t.params.Load()
+	now := t.Clock.Load()
+	e.mu.Lock()
+	if e.dead { // collected between lookup and lock: drop, as a race with GC does in Linux
+		e.mu.Unlock()
+		return MAC{}, false
+	}
+	e.used.Store(now)
+	var from State
+	switch {
+	case e.state&fast != 0:
+		m := e.mac
+		e.mu.Unlock()
+		return m, true
+	case e.state == Stale:
+		from = e.set(Delay, now, now+int64(p.DelayProbe))
+		m := e.mac
+		e.mu.Unlock()
+		t.link.Changed(e.addr, from, Delay)
+		return m, true
+	case e.state == None || e.state == Failed:
+		if p.McastProbes == 0 {
+			e.mu.Unlock()
+			return MAC{}, false
+		}
+		e.probes = p.UcastProbes // an unknown neighbour gets multicast probes only
+		from = e.set(Incomplete, now, now)
+		e.hold(pkt, p.QueueLen)
+		e.mu.Unlock()
+		t.link.Changed(e.addr, from, Incomplete)
+		t.wake()
+		return MAC{}, false
+	default: // INCOMPLETE
+		e.hold(pkt, p.QueueLen)
+		e.mu.Unlock()
+		return MAC{}, false
+	}
+}
+
+// hold queues a copy of pkt, dropping the oldest when the queue is full
+// (Linux drops the head of arp_queue).
+func (e *Entry) hold(pkt []byte, max int) {
+	if max <= 0 {
+		return
+	}
+	if len(e.queue) >= max {
+		e.queue = append(e.queue[:0], e.queue[1:]...)
+	}
+	e.queue = append(e.queue, append([]byte(nil), pkt...))
+}
+
+// set moves the entry to state s with its timer at deadline (for timed
+// states) and publishes it; it returns the old state. e.mu is held.
+func (e *Entry) set(s State, now, deadline int64) State {
+	from := e.state
+	e.state = s
+	e.updated = now
+	e.deadline = 0
+	if s&timed != 0 {
+		e.deadline = deadline
+	}
+	if s&Probe != 0 && from&Probe == 0 {
+		e.probes = 0
+	}
+	e.publish()
+	return from
+}
+
+// create adds an entry for addr in state None, collecting first when the
+// cache is at its limit.
+func (t *Table) create(addr netip.Addr) (*Entry, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	cur := *t.index.Load()
+	if e := cur[addr]; e != nil {
+		return e, nil
+	}
+	p := t.params.Load()
+	if len(cur) >= p.Thresh3 || len(cur) >= p.Thresh2 && t.Clock.Load() >= t.nextGC {
+		t.forcedGC(p)
+		cur = *t.index.Load()
+		if len(cur) >= p.Thresh3 {
+			t.Overflows.Add(1)
+			return nil, ErrFull
+		}
+	}
+	now := t.Clock.Load()
+	e := &Entry{addr: addr, updated: now, confirmed: now - 2*int64(p.BaseReachable)}
+	next := make(map[netip.Addr]*Entry, len(cur)+1)
+	for k, v := range cur {
+		next[k] = v
+	}
+	next[addr] = e
+	t.index.Store(&next)
+	return e, nil
+}
+
+// unlink takes entries out of the index; t.mu is held.
+func (t *Table) unlink(gone []*Entry) {
+	if len(gone) == 0 {
+		return
+	}
+	cur := *t.index.Load()
+	next := make(map[netip.Addr]*Entry, len(cur))
+	for k, v := range cur {
+		next[k] = v
+	}
+	for _, e := range gone {
+		delete(next, e.addr)
+	}
+	t.index.Store(&next)
+}
+
+// forcedGC is Linux's neigh_forced_gc: it drops every entry that is not
+// static and is FAILED, or not used within gc_stale (or any non-static one
+// when over thresh3), down to thresh2; t.mu is held.
+func (t *Table) forcedGC(p *Params) {
+	now := t.Clock.Load()
+	cur := *t.index.Load()
+	var gone []*Entry
+	for _, e := range cur {
+		if len(cur)-len(gone) <= p.Thresh2 {
+			break
+		}
+		e.mu.Lock()
+		if e.state&static == 0 && (e.state&(Failed|None|Stale) != 0 || now-e.used.Load() > int64(p.GCStale)) && len(e.queue) == 0 {
+			e.dead = true
+			gone = append(gone, e)
+		}
+		e.mu.Unlock()
+	}
+	t.unlink(gone)
+	t.nextGC = now + int64(5*time.Second)
+}

@@ -1,0 +1,174 @@
+package router
+
+import (
+	"net/netip"
+	"sync"
+	"time"
+
+	"urouter/dataplane"
+	"urouter/neigh"
+	"urouter/nexthop"
+)
+
+// Ethernet links: a TAP of the router's or an existing interface
+// (AF_PACKET), each with a link-local address while up, a neighbour cache
+// and Neighbour Discovery (package dataplane), and the gateway probing
+// below.
+
+// AddTAP creates link name as a TAP device of the router's, down.
+func (r *Router) AddTAP(name string, o dataplane.TAPOptions, eo dataplane.EtherOptions) (*dataplane.Link, error) {
+	if o.MTU == 0 {
+		o.MTU = 1500
+	}
+	eo.Neigh = r.neighParams(eo.Neigh)
+	return r.addLink(name, o.MTU, func() (dataplane.Device, error) { return dataplane.OpenTAP(name, o, eo) })
+}
+
+// AddHost attaches link name to the existing interface dev, down; the
+// link's MTU is the interface's.
+func (r *Router) AddHost(name, dev string, eo dataplane.EtherOptions) (*dataplane.Link, error) {
+	eo.Neigh = r.neighParams(eo.Neigh)
+	var mtu int
+	return r.addLinkMTU(name, func() (dataplane.Device, int, error) {
+		d, m, err := dataplane.OpenHost(dev, eo)
+		mtu = m
+		return d, mtu, err
+	})
+}
+
+func (r *Router) neighParams(p neigh.Params) neigh.Params {
+	if p == (neigh.Params{}) {
+		return neigh.DefaultParams()
+	}
+	return p
+}
+
+// DefaultRouterProbeInterval is Linux's router_probe_interval: how often a
+// gateway that does not answer is solicited again.
+const DefaultRouterProbeInterval = 60 * time.Second
+
+// gateways is the router's view of the gateways whose neighbour entry
+// FAILED: their multipath members are dead (no flows hash to them) and
+// they are solicited again every probe interval (Linux's rt6_probe), until
+// one answers and its members come back.
+type gateways struct {
+	mu     sync.Mutex
+	failed map[nexthop.Gateway]time.Time // the last probe
+	events chan neighEvent
+	// ProbeInterval is how often a FAILED gateway is probed.
+	probe time.Duration
+}
+
+type neighEvent struct {
+	l        *dataplane.Link
+	addr     netip.Addr
+	from, to neigh.State
+}
+
+// SetRouterProbeInterval sets how often a gateway that failed is probed.
+func (r *Router) SetRouterProbeInterval(d time.Duration) {
+	r.gws.mu.Lock()
+	r.gws.probe = d
+	r.gws.mu.Unlock()
+}
+
+// neighChanged hears the links' neighbour news; it runs on a link's ND
+// goroutine and never blocks: a full queue loses the news (the next
+// failure or answer brings it again).
+func (r *Router) neighChanged(l *dataplane.Link, a netip.Addr, from, to neigh.State) {
+	if to != neigh.Failed && (to&neigh.Valid == 0 || from&neigh.Valid != 0) {
+		return // only failures and recoveries matter
+	}
+	select {
+	case r.gws.events <- neighEvent{l, a, from, to}:
+	default:
+	}
+}
+
+// routineGateways applies neighbour failures and recoveries to the paths
+// through them, and probes the failed gateways.
+func (r *Router) routineGateways(stop <-chan struct{}) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case ev := <-r.gws.events:
+			r.gatewayEvent(ev)
+		case now := <-tick.C:
+			r.probeGateways(now)
+		}
+	}
+}
+
+func (r *Router) gatewayEvent(ev neighEvent) {
+	g := nexthop.Gateway{Link: ev.l.Index, Addr: ev.addr}
+	failed := ev.to == neigh.Failed
+	r.gws.mu.Lock()
+	_, was := r.gws.failed[g]
+	r.gws.mu.Unlock()
+	if failed == was {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.Links.ByIndex(g.Link) != ev.l {
+		return // the link went
+	}
+	n := 0
+	if r.Nexthops.SetUnresolved(g, failed) {
+		n++
+	}
+	for _, t := range r.Tables.All() {
+		x := t.Begin()
+		n += x.GatewayChanged(g.Link, g.Addr, failed)
+		x.Commit()
+	}
+	if failed && n == 0 {
+		return // not a gateway of any multipath route or group
+	}
+	tbl := ev.l.Neigh()
+	r.gws.mu.Lock()
+	if failed {
+		r.gws.failed[g] = time.Now()
+	} else {
+		delete(r.gws.failed, g)
+	}
+	r.gws.mu.Unlock()
+	if tbl != nil {
+		tbl.Pin(g.Addr, failed)
+	}
+}
+
+// probeGateways solicits each failed gateway once per probe interval.
+func (r *Router) probeGateways(now time.Time) {
+	r.gws.mu.Lock()
+	var due []nexthop.Gateway
+	for g, last := range r.gws.failed {
+		if now.Sub(last) >= r.gws.probe {
+			r.gws.failed[g] = now
+			due = append(due, g)
+		}
+	}
+	r.gws.mu.Unlock()
+	for _, g := range due {
+		if l := r.Links.ByIndex(g.Link); l != nil && l.Neigh() != nil {
+			l.Neigh().Probe(g.Addr)
+		}
+	}
+}
+
+// addLinkLocal gives an Ethernet link coming up its link-local address
+// (from its MAC), as Linux's addrconf does; r.mu is held.
+func (r *Router) addLinkLocal(l *dataplane.Link) error {
+	ll, ok := l.LinkLocal()
+	if !ok {
+		return nil
+	}
+	if err := r.Links.AddAddr(l, ll); err != nil {
+		return nil // the user gave it already
+	}
+	r.tell(AddrAdded, l, ll)
+	return r.install(l, ll)
+}
