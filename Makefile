@@ -2,7 +2,7 @@
 
 GO ?= go
 
-.PHONY: test build bench lab
+.PHONY: test build bench lab lab-eth
 
 # A pure-Go static binary: without cgo a client starts in half the time
 # (it is started once per command).
@@ -17,7 +17,11 @@ test:
 
 # The demo lab: urouter between two netns hosts, real traffic (as root).
 lab:
-	bash bench/lab.sh
+	bash bench/lab.sh tun
+
+# The Ethernet demo lab: urouter on the veths of two hosts it autoconfigures.
+lab-eth:
+	bash bench/lab.sh eth
 
 # Micro-benchmarks with their peers, one at a time on the shared machine.
 bench:

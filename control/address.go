@@ -134,6 +134,17 @@ func (s *session) addrFlush(args [][]byte) *cmdErr {
 	return nil
 }
 
+// dadWords are the flags `ip address` prints of an address in DAD.
+func dadWords(s dataplane.DADState) string {
+	switch s {
+	case dataplane.Tentative:
+		return "tentative "
+	case dataplane.DADFailed:
+		return "dadfailed tentative "
+	}
+	return ""
+}
+
 func scopeOf(a netip.Addr) string {
 	switch {
 	case a.IsLoopback():
@@ -172,8 +183,9 @@ func (s *session) addrShow(args [][]byte) *cmdErr {
 			continue
 		}
 		s.out.WriteString(s.linkLine(l, false))
+		s.out.WriteString(linkL2(l))
 		for _, a := range addrs {
-			fmt.Fprintf(s.out, "    inet6 %s scope %s \n       valid_lft forever preferred_lft forever\n", a, scopeOf(a.Addr()))
+			fmt.Fprintf(s.out, "    inet6 %s scope %s %s\n       valid_lft forever preferred_lft forever\n", a, scopeOf(a.Addr()), dadWords(l.DAD(a.Addr())))
 		}
 	}
 	if j != nil {

@@ -68,6 +68,7 @@ func Listen(path string, r *router.Router) (*Server, error) {
 	}
 	srv := &Server{R: r, hub: &hub{r: r}, ln: ln, stop: make(chan struct{})}
 	r.Watch(srv.hub.routerEvent)
+	r.WatchNeighbours(srv.hub.neighEvent)
 	return srv, nil
 }
 

@@ -306,7 +306,8 @@ func TestLinkAndAddress(t *testing.T) {
 		t.Errorf("mtu not set: %s", ls)
 	}
 	as, _, _ := run(r, options{}, "address show dev d0")
-	if as != "2: d0: <BROADCAST,NOARP,UP,LOWER_UP> mtu 9000 qdisc noqueue state UNKNOWN group default qlen 1000\n    inet6 2001:db8:91::1/64 scope global \n       valid_lft forever preferred_lft forever\n" {
+	l2 := strings.SplitAfter(ls, "\n")[1] // ip address shows the link-layer line too
+	if as != "2: d0: <BROADCAST,NOARP,UP,LOWER_UP> mtu 9000 qdisc noqueue state UNKNOWN group default qlen 1000\n"+l2+"    inet6 2001:db8:91::1/64 scope global \n       valid_lft forever preferred_lft forever\n" {
 		t.Errorf("address show: %q", as)
 	}
 	if _, e, st := run(r, options{}, "address add 2001:db8:91::1/64 dev d0"); st != 2 || e != "Error: ipv6: address already assigned.\n" {

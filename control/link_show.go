@@ -63,11 +63,16 @@ func (s *session) linkShow(args [][]byte) *cmdErr {
 	return nil
 }
 
+// operstate: an Ethernet link up has its carrier (UP); a TUN's or the
+// loopback's is UNKNOWN, as Linux says of them.
 func operstate(l *dataplane.Link) string {
-	if l.Up() {
-		return "UNKNOWN"
+	switch {
+	case !l.Up():
+		return "DOWN"
+	case l.Neigh() != nil:
+		return "UP"
 	}
-	return "DOWN"
+	return "UNKNOWN"
 }
 
 // linkLine is the first line of `ip link show` (mode is left out by
@@ -127,14 +132,14 @@ func (s *session) linkJSON(j *jsonw, l *dataplane.Link, full bool) {
 	}
 	j.str("group", "default")
 	j.uint("txqlen", uint64(l.Hardware().TxQueueLen()))
-	if !full {
-		return
-	}
 	hw := l.Hardware()
 	j.str("link_type", hw.LinkType())
 	if hw.HardwareAddr() != nil {
 		j.str("address", hw.HardwareAddr().String())
 		j.str("broadcast", hw.Broadcast().String())
+	}
+	if !full {
+		return
 	}
 	if s.opt.stats > 0 {
 		c := l.Stats()

@@ -10,6 +10,7 @@ import (
 
 	"urouter/dataplane"
 	"urouter/fib6"
+	"urouter/neigh"
 	"urouter/router"
 )
 
@@ -17,7 +18,7 @@ import (
 // are published, as `ip monitor` does.
 
 type monitorReq struct {
-	route, link, addr, label bool
+	route, link, addr, neigh, label bool
 }
 
 func (s *session) monitorCmd(args [][]byte) *cmdErr {
@@ -32,16 +33,18 @@ func (s *session) monitorCmd(args [][]byte) *cmdErr {
 			req.addr = true
 		case matches(w, "route"):
 			req.route = true
+		case matches(w, "neighbour") || matches(w, "neighbor"):
+			req.neigh = true
 		case is(w, "all"):
-			req.route, req.link, req.addr, req.label = true, true, true, true
+			req.route, req.link, req.addr, req.neigh, req.label = true, true, true, true, true
 		case matches(w, "help"):
-			return parseErr("Usage: ip monitor [ all | OBJECTS ] [ label ]\nOBJECTS :=  link | address | route")
+			return parseErr("Usage: ip monitor [ all | OBJECTS ] [ label ]\nOBJECTS :=  link | address | route | neigh")
 		default:
 			return parseErr("Argument \"%s\" is unknown, try \"ip monitor help\".", w)
 		}
 	}
-	if !req.route && !req.link && !req.addr {
-		req.route, req.link, req.addr = true, true, true
+	if !req.route && !req.link && !req.addr && !req.neigh {
+		req.route, req.link, req.addr, req.neigh = true, true, true, true
 	}
 	if s.opt.batch {
 		return &cmdErr{msg: "Error: monitor cannot run inside a batch.", code: 1}
@@ -55,6 +58,7 @@ type event struct {
 	route   *fib6.Change
 	link    *dataplane.Link
 	addr    netip.Prefix
+	neigh   *neigh.Info
 	deleted bool
 }
 
@@ -109,8 +113,8 @@ func (h *hub) publish(ev event) {
 // publishLocked is publish with h.mu held.
 func (h *hub) publishLocked(ev event) {
 	for s := range h.subs {
-		if ev.route != nil && !s.req.route || ev.link != nil && !ev.addr.IsValid() && !s.req.link ||
-			ev.addr.IsValid() && !s.req.addr {
+		if ev.route != nil && !s.req.route || ev.neigh != nil && !s.req.neigh ||
+			ev.link != nil && ev.neigh == nil && !ev.addr.IsValid() && !s.req.link || ev.addr.IsValid() && !s.req.addr {
 			continue
 		}
 		select {
@@ -132,6 +136,17 @@ func (h *hub) routeChanges(_ *fib6.Table, cs []fib6.Change) {
 // routerEvent hears the router's link and address changes.
 func (h *hub) routerEvent(e router.Event) {
 	h.publish(event{link: e.Link, addr: e.Addr, deleted: e.Kind == router.LinkDeleted || e.Kind == router.AddrDeleted})
+}
+
+// neighEvent hears a neighbour's change of state, as the link's cache has
+// it now, in its new state.
+func (h *hub) neighEvent(l *dataplane.Link, a netip.Addr, _, to neigh.State) {
+	i := neigh.Info{Addr: a, State: to}
+	if t := l.Neigh(); t != nil {
+		_, i.MAC = t.State(a)
+		i.HasMAC = to&neigh.Valid != 0
+	}
+	h.publish(event{link: l, neigh: &i, deleted: to == neigh.None})
 }
 
 // stream sends events to the session's client until it goes away.
@@ -172,6 +187,10 @@ func (h *hub) format(s *session, p *routePrinter, ev event) {
 		del = "Deleted "
 	}
 	switch {
+	case ev.neigh != nil:
+		label("[NEIGH]")
+		s.out.WriteString(del)
+		s.neighLine(nil, ev.link, *ev.neigh, true)
 	case ev.route != nil:
 		label("[ROUTE]")
 		p.table = ev.route.Table

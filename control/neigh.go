@@ -2,9 +2,9 @@ package control
 
 import (
 	"fmt"
-	"net"
 	"net/netip"
 	"strconv"
+	"strings"
 
 	"urouter/dataplane"
 	"urouter/neigh"
@@ -140,14 +140,14 @@ func (s *session) neighModify(args [][]byte, mode neigh.Mode) *cmdErr {
 	var mac neigh.MAC
 	hasMAC := lla != nil && str(lla) != "null"
 	if hasMAC {
-		hw, err := net.ParseMAC(str(lla))
+		hw, err := parseLLAddr(lla)
 		if err != nil {
-			return &cmdErr{msg: fmt.Sprintf("\"%s\" is invalid lladdr.", lla), code: 1}
+			return err
 		}
 		if len(hw) < 6 {
 			return extack("Invalid link address.")
 		}
-		mac = neigh.MAC(hw[:6])
+		mac = neigh.MAC(hw[:6]) // longer ones are cut, as the kernel cuts them
 	}
 	l, err := s.link(dev)
 	if err != nil {
@@ -173,6 +173,20 @@ func (s *session) neighModify(args [][]byte, mode neigh.Mode) *cmdErr {
 		return rejected(serr)
 	}
 	return nil
+}
+
+// parseLLAddr reads a link-layer address as iproute2's ll_addr_a2n: bytes
+// in hex between colons, the first bad one named.
+func parseLLAddr(b []byte) ([]byte, *cmdErr) {
+	var out []byte
+	for _, part := range strings.Split(str(b), ":") {
+		v, err := strconv.ParseUint(strings.TrimPrefix(strings.TrimPrefix(part, "0x"), "0X"), 16, 16)
+		if err != nil || v > 255 || len(out) == 20 {
+			return nil, &cmdErr{msg: fmt.Sprintf("\"%s\" is invalid lladdr.", part), code: 1}
+		}
+		out = append(out, byte(v))
+	}
+	return out, nil
 }
 
 // neighFilter is what `show` and `flush` select.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/vishvananda/netlink"
@@ -27,11 +28,27 @@ type afPacket struct {
 	file    *os.File
 	rc      syscall.RawConn
 	fd      int
-	rx      iovBatch
-	pool    sync.Pool // *iovBatch for writers
+	// txfd sends: a blocking socket of its own, bound to no protocol (it
+	// reads nothing) and kept out of the netpoller, so that each sent
+	// frame's release does not wake the poller (sock_def_write_space on
+	// a socket epoll waits on), which cost a context switch per batch.
+	txfd   int
+	bfd    int
+	closed atomic.Bool
+	rx     iovBatch
+	// busy: the last read found frames waiting, so the next one tries a
+	// few times before it parks in the netpoller (waking from it costs a
+	// context switch per batch, which is what bounds a busy link)
+	busy bool
+	pool sync.Pool // *iovBatch for writers
 	// the interface's IPv6 switch before the router took it, restored on close
 	ipv6Was string
 }
+
+// spinReads is how many empty reads a busy link tries before it parks.
+const spinReads = 8
+
+var blockingRx = os.Getenv("UROUTER_AFP_BLOCKING") == "1"
 
 func sysctlPath(dev string) string { return "/proc/sys/net/ipv6/conf/" + dev + "/disable_ipv6" }
 
@@ -50,6 +67,9 @@ func openAFPacket(dev string, groups []net.HardwareAddr) (*afPacket, *net.Interf
 	a.pool.New = func() any { return new(iovBatch) }
 	fail := func(what string, err error) (*afPacket, *net.Interface, error) {
 		unix.Close(fd)
+		if a.txfd > 0 {
+			unix.Close(a.txfd)
+		}
 		return nil, nil, fmt.Errorf("%s %s: %w", what, dev, err)
 	}
 	for _, o := range []struct {
@@ -69,6 +89,14 @@ func openAFPacket(dev string, groups []net.HardwareAddr) (*afPacket, *net.Interf
 	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(etherTypeIPv6), Ifindex: ifi.Index}); err != nil {
 		return fail("bind", err)
 	}
+	if a.txfd, err = openTxSocket(ifi.Index); err != nil {
+		return fail("AF_PACKET send socket", err)
+	}
+	if blockingRx {
+		a.bfd, _ = unix.Dup(fd)
+		unix.SetNonblock(a.bfd, false)
+		unix.SetsockoptTimeval(a.bfd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Usec: 200000})
+	}
 	for _, g := range groups {
 		if err := a.join(g, true); err != nil {
 			return fail("PACKET_ADD_MEMBERSHIP", err)
@@ -86,6 +114,30 @@ func openAFPacket(dev string, groups []net.HardwareAddr) (*afPacket, *net.Interf
 		return nil, nil, err
 	}
 	return a, ifi, nil
+}
+
+// openTxSocket is the sending socket: vnet headers, no qdisc (a veth has
+// none), bound to the interface for protocol 0, so it receives nothing.
+func openTxSocket(ifindex int) (int, error) {
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	for _, o := range [][3]int{
+		{unix.SOL_PACKET, unix.PACKET_VNET_HDR, 1},
+		{unix.SOL_PACKET, unix.PACKET_QDISC_BYPASS, 1},
+		{unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, 4 << 20},
+	} {
+		if err := unix.SetsockoptInt(fd, o[0], o[1], o[2]); err != nil {
+			unix.Close(fd)
+			return -1, err
+		}
+	}
+	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: 0, Ifindex: ifindex}); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
@@ -117,16 +169,45 @@ func (a *afPacket) readFrames(_ int, bufs [][]byte, hdrs []ethHdr, sizes []int) 
 	}
 	var got int
 	var rerr error
+	if blockingRx {
+		for {
+			if a.closed.Load() {
+				return 0, os.ErrClosed
+			}
+			got, rerr = mmsg(unix.SYS_RECVMMSG, a.bfd, a.rx.msgs[:n], unix.MSG_WAITFORONE)
+			if rerr != unix.EAGAIN {
+				break
+			}
+		}
+		if rerr != nil {
+			return 0, closedErr(rerr)
+		}
+		return a.sizes(got, sizes), nil
+	}
+	spins := 0
+	if a.busy && !noSpin {
+		spins = spinReads
+	}
 	err := a.rc.Read(func(fd uintptr) bool {
-		got, rerr = mmsg(unix.SYS_RECVMMSG, int(fd), a.rx.msgs[:n], unix.MSG_DONTWAIT)
-		return rerr != unix.EAGAIN
+		for {
+			got, rerr = mmsg(unix.SYS_RECVMMSG, int(fd), a.rx.msgs[:n], unix.MSG_DONTWAIT)
+			if rerr != unix.EAGAIN || spins == 0 {
+				return rerr != unix.EAGAIN
+			}
+			spins--
+		}
 	})
+	a.busy = got > 0 && spins > 0 || got > 1
 	if err == nil {
 		err = rerr
 	}
 	if err != nil {
 		return 0, closedErr(err)
 	}
+	return a.sizes(got, sizes), nil
+}
+
+func (a *afPacket) sizes(got int, sizes []int) int {
 	for i := 0; i < got; i++ {
 		m := &a.rx.msgs[i]
 		sizes[i] = int(m.Len) - ethHdrLen
@@ -134,7 +215,7 @@ func (a *afPacket) readFrames(_ int, bufs [][]byte, hdrs []ethHdr, sizes []int) 
 			sizes[i] = 0 // the packet path counts it as truncated
 		}
 	}
-	return got, nil
+	return got
 }
 
 func (a *afPacket) writeFrames(hdrs []ethHdr, pkts [][]byte) (int, error) {
@@ -147,15 +228,7 @@ func (a *afPacket) writeFrames(hdrs []ethHdr, pkts [][]byte) (int, error) {
 			p := pkts[done+i]
 			b.set(i, p[:vnetHdrLen], &hdrs[done+i], p[vnetHdrLen:])
 		}
-		var sent int
-		var werr error
-		err := a.rc.Write(func(fd uintptr) bool {
-			sent, werr = mmsg(unix.SYS_SENDMMSG, int(fd), b.msgs[:n], unix.MSG_DONTWAIT)
-			return werr != unix.EAGAIN && werr != unix.ENOBUFS
-		})
-		if err == nil {
-			err = werr
-		}
+		sent, err := mmsg(unix.SYS_SENDMMSG, a.txfd, b.msgs[:n], 0)
 		done += sent
 		if err != nil {
 			return done, err
@@ -170,7 +243,10 @@ func (a *afPacket) writeFrames(hdrs []ethHdr, pkts [][]byte) (int, error) {
 // offloads: with the vnet header the kernel takes TCP super-packets and
 // packets whose checksum is left to be done; UDP segmentation is left to
 // the router, as not every device takes USO frames.
-func (*afPacket) offloads() Offloads { return Offloads{TCP: true, PartialCsum: true} }
+func (*afPacket) offloads() Offloads { return Offloads{TCP: true, UDP: !noUSO, PartialCsum: true} }
+
+var noUSO = os.Getenv("UROUTER_NO_USO") == "1"
+var noSpin = os.Getenv("UROUTER_NO_SPIN") == "1"
 
 // setMTU sets the interface's MTU if it differs (the lab's "set it to what
 // it is" is harmless).
@@ -193,6 +269,8 @@ func (a *afPacket) setUp(up bool) error {
 }
 
 func (a *afPacket) close() error {
+	a.closed.Store(true)
+	unix.Close(a.txfd)
 	if a.ipv6Was != "" {
 		os.WriteFile(sysctlPath(a.dev), []byte(a.ipv6Was), 0)
 	}

@@ -19,6 +19,8 @@ type Dataplane struct {
 	Links   *Links
 	Decider *decide.Decider
 	icmp    icmpLimits
+	// redirects are limited per destination and per source
+	redirects redirectLimits
 
 	// neighWatch hears the Ethernet links' neighbour changes (the
 	// router's gateway probing); it must not block.
@@ -36,6 +38,7 @@ func New(links *Links, d *decide.Decider) *Dataplane {
 	dp := &Dataplane{Links: links, Decider: d}
 	dp.icmp.global.set(1000, 50)
 	dp.icmp.perDst.set(100*time.Millisecond, 6)
+	dp.redirects.init()
 	return dp
 }
 

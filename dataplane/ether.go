@@ -3,6 +3,7 @@ package dataplane
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"fmt"
 	"net"
 	"net/netip"
 	"sync"
@@ -33,6 +34,7 @@ type ether struct {
 	// all-routers, its addresses' solicited-node groups)
 	groups atomic.Pointer[[]neigh.MAC]
 	ra     atomic.Pointer[RAConfig]
+	dad    atomic.Pointer[map[netip.Addr]DADState] // published by the ND goroutine
 	dp     *Dataplane
 	stats  EtherStats
 }
@@ -45,6 +47,19 @@ type EtherStats struct {
 	NDDropped  atomic.Uint64 // ... dropped: invalid, or its queue full
 	NDSent     atomic.Uint64
 	Held       atomic.Uint64 // packets that waited for a resolution
+	Reads      atomic.Uint64 // batches read
+	Frames     atomic.Uint64 // frames read
+	Writes     atomic.Uint64 // batches written
+	Sent       atomic.Uint64 // frames written
+}
+
+func (s *EtherStats) String() string {
+	per := func(a, b uint64) float64 { return float64(a) / float64(max(b, 1)) }
+	return fmt.Sprintf("read %d frames in %d batches (%.1f per read), wrote %d in %d (%.1f per write); "+
+		"not for us %d, multicast %d, ND in %d (dropped %d), ND out %d, held for resolution %d",
+		s.Frames.Load(), s.Reads.Load(), per(s.Frames.Load(), s.Reads.Load()),
+		s.Sent.Load(), s.Writes.Load(), per(s.Sent.Load(), s.Writes.Load()),
+		s.NotForUs.Load(), s.Multicast.Load(), s.NDReceived.Load(), s.NDDropped.Load(), s.NDSent.Load(), s.Held.Load())
 }
 
 type etherScratch struct {
@@ -210,6 +225,8 @@ func (e *ether) ReadBatch(q int, bufs [][]byte, sizes []int) (int, error) {
 	hdrs := e.rxh[q][:]
 	for {
 		n, err := e.io.readFrames(q, bufs, hdrs[:len(bufs)], sizes)
+		e.stats.Reads.Add(1)
+		e.stats.Frames.Add(uint64(n))
 		keep := 0
 		for i := 0; i < n; i++ {
 			h := &hdrs[i]
@@ -294,6 +311,8 @@ func (e *ether) WriteBatch(_ int, pkts [][]byte, via []netip.Addr) (int, error) 
 		return len(pkts), nil
 	}
 	m, err := e.io.writeFrames(s.hdrs[:n], s.pkts[:n])
+	e.stats.Writes.Add(1)
+	e.stats.Sent.Add(uint64(m))
 	if err != nil {
 		return s.idx[m], err
 	}
@@ -336,6 +355,18 @@ func (*ether) Broadcast() net.HardwareAddr {
 	return net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 }
 func (*ether) TxQueueLen() int { return 1000 }
+
+const neighValid = neigh.Valid
+
+// linkLocalAddr is the link's link-local address, if it has one.
+func (l *Link) linkLocalAddr() (netip.Addr, bool) {
+	for _, p := range l.Addrs() {
+		if p.Addr().IsLinkLocalUnicast() {
+			return p.Addr(), true
+		}
+	}
+	return netip.Addr{}, false
+}
 
 // LinkLocal is the link-local address the link's MAC makes (modified
 // EUI-64, RFC 4291), for links that have one.

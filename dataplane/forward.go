@@ -46,6 +46,9 @@ type pkt struct {
 	reason DropReason
 	egress *Link      // for actForward
 	via    netip.Addr // the neighbour it goes to, for actForward
+	// redirect: forwarded back out of the link it came in by, so its
+	// sender earns a Redirect (redirect.go)
+	redirect bool
 	// the ICMPv6 error to send, for actError
 	icmpType, icmpCode uint8
 	icmpParam          uint32
@@ -77,7 +80,7 @@ func (w *worker) forward(n int) {
 	w.dp.Decider.DecideBatch(&w.batch, w.keys[:nk], w.res[:nk])
 	links := w.dp.Links.snap.Load() // the links as of this batch
 	for j := 0; j < nk; j++ {
-		act(&w.pk[w.pending[j]], &w.res[j], links)
+		act(&w.pk[w.pending[j]], &w.res[j], links, in.Index)
 	}
 	for i := 0; i < n; i++ {
 		k := &w.pk[i]
@@ -85,6 +88,9 @@ func (w *worker) forward(n int) {
 		case actDrop:
 			w.drop(in, k.reason)
 		case actForward:
+			if k.redirect {
+				w.redirect(k)
+			}
 			if j := w.coalescable(i, n); j > i+1 {
 				w.sendCoalesced(i, j)
 				i = j - 1
@@ -183,7 +189,7 @@ func (k *pkt) keyInto(key *decide.Key, iif int32) {
 
 // act does what the decision says, for a packet coming in: Linux's
 // ip6_forward checks, in its order, for what is forwarded.
-func act(k *pkt, r *decide.Result, links *linkSnap) {
+func act(k *pkt, r *decide.Result, links *linkSnap, in int32) {
 	switch r.Verdict {
 	case decide.Local:
 		k.act = actLocal
@@ -223,6 +229,7 @@ func act(k *pkt, r *decide.Result, links *linkSnap) {
 	}
 	p.SetHopLimit(p.HopLimit() - 1)
 	k.act, k.egress, k.via = actForward, out, neighbourOf(r, p)
+	k.redirect = out.Index == in // back out of the link it came by
 }
 
 // neighbourOf is who a forwarded packet is handed to: the path's gateway,

@@ -46,10 +46,14 @@ func (w *worker) coalescable(i, n int) int {
 	return j
 }
 
-// udpCoalescable: a plain UDP datagram, no extension headers, no offload.
+// udpCoalescable: a plain UDP datagram, no extension headers, not a
+// super-packet; its checksum done, or left to do at the UDP header (as a
+// local sender's datagrams come: the super-packet's segmentation computes
+// every datagram's checksum anyway).
 func (k *pkt) udpCoalescable() bool {
 	return k.l4.proto == protoUDP && k.l4.off == ipv6Len && !k.vh.gso() &&
-		len(k.p) > ipv6Len+header.UDPMinimumSize && k.vh.flags&vnetNeedsCsum == 0
+		len(k.p) > ipv6Len+header.UDPMinimumSize &&
+		(k.vh.flags&vnetNeedsCsum == 0 || k.vh.csumStart == ipv6Len && k.vh.csumOffset == udpChecksumOffset)
 }
 
 // sendCoalesced queues packets i..j-1 as one UDP super-packet.

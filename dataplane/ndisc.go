@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"encoding/binary"
+	"maps"
 	"math/rand/v2"
 	"net/netip"
 	"sync"
@@ -102,6 +103,7 @@ func (n *ndisc) run() {
 		now := time.Now()
 		next := time.Duration(n.e.neigh.Run(neigh.Now()) - neigh.Now())
 		next = min(next, n.dadTimers(now), n.raTimer(now))
+		n.publishDAD()
 		t.Reset(max(next, time.Millisecond))
 	}
 }
@@ -149,6 +151,49 @@ func (n *ndisc) dadTimers(now time.Time) time.Duration {
 	return next
 }
 
+// publishDAD makes the addresses' DAD states what `address show` reads.
+func (n *ndisc) publishDAD() {
+	m := map[netip.Addr]DADState{}
+	for a, o := range n.addrs {
+		switch {
+		case o.failed:
+			m[a] = DADFailed
+		case o.tentative:
+			m[a] = Tentative
+		default:
+			m[a] = DADDone
+		}
+	}
+	if old := n.e.dad.Load(); old != nil && maps.Equal(*old, m) {
+		return
+	}
+	n.e.dad.Store(&m)
+}
+
+// DADState is where an address of the router's stands in Duplicate
+// Address Detection (Linux's IFA_F_TENTATIVE and IFA_F_DADFAILED).
+type DADState uint8
+
+const (
+	DADDone DADState = iota
+	Tentative
+	DADFailed
+)
+
+// DAD returns the DAD state of address a on the link (done on links
+// without ND).
+func (l *Link) DAD(a netip.Addr) DADState {
+	if e, ok := l.hw.(*ether); ok {
+		if m := e.dad.Load(); m != nil {
+			if s, ok := (*m)[a]; ok {
+				return s
+			}
+		}
+		return Tentative // ND has not seen it yet
+	}
+	return DADDone
+}
+
 // usable reports whether a is the router's on the link and past DAD.
 func (n *ndisc) usable(a netip.Addr) bool {
 	o := n.addrs[a]
@@ -168,7 +213,8 @@ func (n *ndisc) linkLocal() (netip.Addr, bool) {
 // handle checks a message as RFC 4861 section 7.1 and 6.1 ask (hop limit
 // 255, checksum, code 0, length, options) and acts on it.
 func (n *ndisc) handle(srcMAC neigh.MAC, p header.IPv6) {
-	if !p.IsValid(len(p)) || p.HopLimit() != 255 || int(p.PayloadLength())+ipv6Len != len(p) {
+	if !p.IsValid(len(p)) || p.HopLimit() != 255 || int(p.PayloadLength())+ipv6Len != len(p) ||
+		len(p) < ipv6Len+header.ICMPv6MinimumSize {
 		n.e.stats.NDDropped.Add(1)
 		return
 	}
@@ -225,7 +271,7 @@ func (n *ndisc) handle(srcMAC neigh.MAC, p header.IPv6) {
 		if sll != nil {
 			n.e.neigh.Solicited(src, neigh.MAC(sll))
 		}
-		n.raSolicited()
+		n.raSolicited(src, srcMAC)
 		return
 	default:
 		return // RAs of other routers and redirects: a router takes none

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"net/netip"
 	"time"
+	"urouter/neigh"
 
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 )
@@ -63,10 +64,11 @@ const (
 
 type raState struct {
 	cfg     RAConfig
-	sent    int       // unsolicited advertisements so far
-	next    time.Time // the next one; zero: none planned
-	last    time.Time // the last multicast one
-	stopped bool      // a final one (lifetime 0) is owed
+	unicast []soliciter // solicitations to answer, each by its own due time
+	sent    int         // unsolicited advertisements so far
+	next    time.Time   // the next one; zero: none planned
+	last    time.Time   // the last multicast one
+	stopped bool        // a final one (lifetime 0) is owed
 }
 
 // SetRA sets a link's advertisements; it fails for links without ND.
@@ -103,10 +105,28 @@ func (n *ndisc) raSync(l *Link) {
 	}
 }
 
-// raSolicited answers a Router Solicitation: an advertisement to all-nodes
-// within 500 ms, but not within 3 s of the last.
-func (n *ndisc) raSolicited() {
+// soliciter is a host whose Router Solicitation is answered unicast.
+type soliciter struct {
+	addr netip.Addr
+	mac  neigh.MAC
+	at   time.Time
+}
+
+// maxSoliciters bounds the answers owed: a flood of solicitations costs
+// no memory beyond it (the periodic advertisement serves the rest).
+const maxSoliciters = 64
+
+// raSolicited answers a Router Solicitation within 500 ms (RFC 4861
+// 6.2.6): unicast to a host that gave its address (as radvd does), else to
+// all-nodes, but not within 3 s of the last multicast one.
+func (n *ndisc) raSolicited(src netip.Addr, mac neigh.MAC) {
 	if !n.ra.cfg.Enabled {
+		return
+	}
+	if !src.IsUnspecified() {
+		if len(n.ra.unicast) < maxSoliciters {
+			n.ra.unicast = append(n.ra.unicast, soliciter{src, mac, time.Now().Add(jitter(maxRADelay))})
+		}
 		return
 	}
 	at := time.Now().Add(jitter(maxRADelay))
@@ -123,18 +143,36 @@ func (n *ndisc) raSolicited() {
 // intervals. It returns when it wants to run next.
 func (n *ndisc) raTimer(now time.Time) time.Duration {
 	r := &n.ra
-	if r.next.IsZero() || (!r.cfg.Enabled && !r.stopped) {
+	if len(r.unicast) == 0 && (r.next.IsZero() || (!r.cfg.Enabled && !r.stopped)) {
 		return time.Hour
 	}
-	if now.Before(r.next) {
+	if len(r.unicast) == 0 && now.Before(r.next) {
 		return r.next.Sub(now)
 	}
 	src, ok := n.linkLocal()
 	if !ok {
-		r.next = now.Add(100 * time.Millisecond) // DAD of the link-local still runs
-		return 100 * time.Millisecond
+		return 100 * time.Millisecond // DAD of the link-local still runs
 	}
-	n.send(n.raMsg(src.As16(), r.stopped), multicastMAC(allNodes))
+	wait := time.Hour
+	kept := r.unicast[:0]
+	for _, s := range r.unicast {
+		if now.Before(s.at) {
+			kept = append(kept, s)
+			wait = min(wait, s.at.Sub(now))
+			continue
+		}
+		if r.cfg.Enabled {
+			n.send(n.raMsg(src.As16(), s.addr.As16(), false), s.mac)
+		}
+	}
+	r.unicast = kept
+	if r.next.IsZero() || now.Before(r.next) {
+		if !r.next.IsZero() {
+			wait = min(wait, r.next.Sub(now))
+		}
+		return wait
+	}
+	n.send(n.raMsg(src.As16(), header.IPv6AllNodesMulticastAddress.As16(), r.stopped), multicastMAC(allNodes))
 	r.last = now
 	if r.stopped {
 		r.stopped, r.next = false, time.Time{}
@@ -149,10 +187,10 @@ func (n *ndisc) raTimer(now time.Time) time.Duration {
 	return iv
 }
 
-// raMsg builds an advertisement from src to all-nodes: the settings, the
+// raMsg builds an advertisement from src to dst: the settings, the
 // link's MAC, and the prefixes (the link's own /64s unless some are
 // given); final: a router lifetime of 0.
-func (n *ndisc) raMsg(src [16]byte, final bool) []byte {
+func (n *ndisc) raMsg(src, dst [16]byte, final bool) []byte {
 	c := &n.ra.cfg
 	life := c.Lifetime
 	if final {
@@ -205,7 +243,7 @@ func (n *ndisc) raMsg(src [16]byte, final bool) []byte {
 			body = append(body, b[:]...)
 		}
 	}
-	return n.icmp(header.ICMPv6RouterAdvert, src, header.IPv6AllNodesMulticastAddress.As16(), body)
+	return n.icmp(header.ICMPv6RouterAdvert, src, dst, body)
 }
 
 // seconds is a lifetime in seconds, "infinity" (all ones) past 32 bits.

@@ -59,9 +59,15 @@ type daemon struct {
 // ns if not empty, and waits until it answers.
 func startDaemon(t *testing.T, ns string, config ...string) *daemon {
 	t.Helper()
+	return startDaemonFlags(t, ns, nil, config...)
+}
+
+// startDaemonFlags is startDaemon with more daemon flags.
+func startDaemonFlags(t *testing.T, ns string, flags []string, config ...string) *daemon {
+	t.Helper()
 	dir := t.TempDir()
 	d := &daemon{t: t, sock: filepath.Join(dir, "urouter.sock"), log: new(bytes.Buffer)}
-	args := []string{"daemon", "--socket", d.sock}
+	args := append([]string{"daemon", "--socket", d.sock}, flags...)
 	if len(config) > 0 {
 		conf := filepath.Join(dir, "urouter.conf")
 		if err := os.WriteFile(conf, []byte(strings.Join(config, "\n")+"\n"), 0o644); err != nil {

@@ -244,19 +244,20 @@ func (t *Table) change(e *Entry, u update, p *Params, now int64) (action, error)
 			to = old
 		}
 	}
+	if changed { // the MAC first: the state and MAC are published together
+		e.mac, e.hasMAC = mac, true
+		e.updated = now
+		if to&Connected == 0 {
+			e.confirmed = now - 2*int64(p.BaseReachable)
+		}
+	}
 	if to != old {
 		deadline := now
 		if to&Reachable != 0 {
 			deadline = now + t.reachable.Load()
 		}
 		e.set(to, now, deadline)
-	}
-	if changed {
-		e.mac, e.hasMAC = mac, true
-		e.updated = now
-		if to&Connected == 0 {
-			e.confirmed = now - 2*int64(p.BaseReachable)
-		}
+	} else if changed {
 		e.publish()
 	}
 	if setRouter {

@@ -175,6 +175,7 @@ func (t *Table) slowOutput(e *Entry, pkt []byte) (MAC, bool) {
 		m := e.mac
 		e.mu.Unlock()
 		t.link.Changed(e.addr, from, Delay)
+		t.wake() // its timer is the soonest now
 		return m, true
 	case e.state == None || e.state == Failed:
 		if p.McastProbes == 0 {

@@ -3,6 +3,7 @@ package router
 import (
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"urouter/dataplane"
@@ -54,9 +55,11 @@ const DefaultRouterProbeInterval = 60 * time.Second
 type gateways struct {
 	mu     sync.Mutex
 	failed map[nexthop.Gateway]time.Time // the last probe
-	events chan neighEvent
+	events chan neighEvent               // failures and recoveries
+	all    chan neighEvent               // every change, while someone watches
 	// ProbeInterval is how often a FAILED gateway is probed.
 	probe time.Duration
+	watch atomic.Pointer[func(l *dataplane.Link, a netip.Addr, from, to neigh.State)]
 }
 
 type neighEvent struct {
@@ -72,16 +75,34 @@ func (r *Router) SetRouterProbeInterval(d time.Duration) {
 	r.gws.mu.Unlock()
 }
 
-// neighChanged hears the links' neighbour news; it runs on a link's ND
-// goroutine and never blocks: a full queue loses the news (the next
-// failure or answer brings it again).
-func (r *Router) neighChanged(l *dataplane.Link, a netip.Addr, from, to neigh.State) {
-	if to != neigh.Failed && (to&neigh.Valid == 0 || from&neigh.Valid != 0) {
-		return // only failures and recoveries matter
+// WatchNeighbours makes fn hear every change of a neighbour's state from
+// now on (nil: none), as `ip monitor neigh` reports them. fn runs on the
+// router's own goroutine and must not block.
+func (r *Router) WatchNeighbours(fn func(l *dataplane.Link, a netip.Addr, from, to neigh.State)) {
+	if fn == nil {
+		r.gws.watch.Store(nil)
+	} else {
+		r.gws.watch.Store(&fn)
 	}
-	select {
-	case r.gws.events <- neighEvent{l, a, from, to}:
-	default:
+}
+
+// neighChanged hears the links' neighbour news; it runs on a link's ND
+// goroutine (or in a packet worker starting a resolution) and never
+// blocks: a full queue loses the news (the next failure or answer brings
+// it again).
+func (r *Router) neighChanged(l *dataplane.Link, a netip.Addr, from, to neigh.State) {
+	ev := neighEvent{l, a, from, to}
+	if to == neigh.Failed || to&neigh.Valid != 0 && from&neigh.Valid == 0 {
+		select { // failures and recoveries: a queue of their own, so a flood of others cannot crowd them out
+		case r.gws.events <- ev:
+		default:
+		}
+	}
+	if r.gws.watch.Load() != nil {
+		select {
+		case r.gws.all <- ev:
+		default:
+		}
 	}
 }
 
@@ -96,6 +117,10 @@ func (r *Router) routineGateways(stop <-chan struct{}) {
 			return
 		case ev := <-r.gws.events:
 			r.gatewayEvent(ev)
+		case ev := <-r.gws.all:
+			if fn := r.gws.watch.Load(); fn != nil {
+				(*fn)(ev.l, ev.addr, ev.from, ev.to)
+			}
 		case now := <-tick.C:
 			r.probeGateways(now)
 		}

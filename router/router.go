@@ -74,7 +74,8 @@ func New() *Router {
 		return l != nil && l.Up()
 	}
 	r.DP = dataplane.New(r.Links, r.Decider)
-	r.gws = gateways{failed: map[nexthop.Gateway]time.Time{}, events: make(chan neighEvent, 1024), probe: DefaultRouterProbeInterval}
+	r.gws = gateways{failed: map[nexthop.Gateway]time.Time{}, events: make(chan neighEvent, 1024),
+		all: make(chan neighEvent, 1024), probe: DefaultRouterProbeInterval}
 	r.DP.WatchNeighbours(r.neighChanged)
 	r.Lo = r.DP.AddLoopback()
 	if r.Lo.Index != 1 {

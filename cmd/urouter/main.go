@@ -76,5 +76,10 @@ func daemon(args []string) int {
 		fmt.Fprintln(os.Stderr, "urouter daemon:", err)
 		return 1
 	}
+	for _, l := range r.Links.All() {
+		if s := l.EtherStats(); s != nil {
+			fmt.Fprintf(os.Stderr, "urouter daemon: %s: %s\n", l.Name, s)
+		}
+	}
 	return 0
 }

@@ -1,0 +1,386 @@
+package integration
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/netip"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// etherLab is urouter as a container's router on Ethernet links, with
+// Linux hosts as its neighbours:
+//
+//	e1 2001:db8:a1::2 (static)  ==veth eth0/r1== lan1 (AF_PACKET on r1) [urouter in uro-er]
+//	e2 SLAAC from urouter's RAs ==veth eth0/r2== lan2 (AF_PACKET on r2)
+//	e3 2001:db8:a3::2 (static)  ~~TAP lan3~~     lan3 (the daemon's TAP, moved into e3)
+type etherLab struct {
+	d              *daemon
+	r, e1, e2, e3  string
+	e2addr         string // e2's autoconfigured address
+	mac            map[string]string
+	lanMAC, lanLLA map[string]string // the router's MAC and link-local address per link
+}
+
+func newEtherLab(t *testing.T, flags []string, extra ...string) *etherLab {
+	t.Helper()
+	needRoot(t)
+	l := &etherLab{r: newNetns(t, "uro-er"), e1: newNetns(t, "uro-e1"), e2: newNetns(t, "uro-e2"), e3: newNetns(t, "uro-e3"),
+		mac: map[string]string{}, lanMAC: map[string]string{}, lanLLA: map[string]string{}}
+	for i, h := range []string{l.e1, l.e2} {
+		r := "r" + strconv.Itoa(i+1)
+		mustRun(t, "ip", "-n", l.r, "link", "add", r, "type", "veth", "peer", "name", "eth0", "netns", h)
+		mustRun(t, "ip", "netns", "exec", h, "sysctl", "-qw", "net.ipv6.conf.eth0.accept_dad=0")
+	}
+	l.d = startDaemonFlags(t, l.r, flags, append([]string{
+		"link add lan1 type host dev r1",
+		"link add lan2 type host dev r2",
+		"link add lan3 type tap netns " + l.e3,
+		"link set lan1 up", "link set lan2 up", "link set lan3 up",
+		"address add 2001:db8:a1::1/64 dev lan1",
+		"address add 2001:db8:a2::1/64 dev lan2",
+		"address add 2001:db8:a3::1/64 dev lan3",
+		"ra set dev lan2 on max-interval 4",
+	}, extra...)...)
+	mustRun(t, "ip", "netns", "exec", l.e3, "sysctl", "-qw", "net.ipv6.conf.lan3.accept_dad=0")
+	for _, h := range []struct{ ns, dev, addr, gw string }{
+		{l.e1, "eth0", "2001:db8:a1::2/64", "2001:db8:a1::1"},
+		{l.e3, "lan3", "2001:db8:a3::2/64", "2001:db8:a3::1"},
+	} {
+		mustRun(t, "ip", "-n", h.ns, "addr", "add", h.addr, "dev", h.dev, "nodad")
+		mustRun(t, "ip", "-n", h.ns, "link", "set", h.dev, "up")
+		mustRun(t, "ip", "-n", h.ns, "-6", "route", "add", "default", "via", h.gw)
+	}
+	mustRun(t, "ip", "-n", l.e2, "link", "set", "eth0", "up") // solicits urouter's RA
+	for _, c := range []struct{ ns, dev string }{{l.e1, "eth0"}, {l.e2, "eth0"}, {l.e3, "lan3"}} {
+		l.mac[c.ns] = ifaceMAC(t, c.ns, c.dev)
+	}
+	out, _, _ := l.d.run("-j", "address", "show")
+	var links []struct {
+		Ifname  string `json:"ifname"`
+		Address string `json:"address"`
+		Addrs   []struct {
+			Local string `json:"local"`
+		} `json:"addr_info"`
+	}
+	if err := json.Unmarshal([]byte(out), &links); err != nil {
+		t.Fatalf("address show -j: %v\n%s", err, out)
+	}
+	for _, k := range links {
+		l.lanMAC[k.Ifname] = k.Address
+		for _, a := range k.Addrs {
+			if strings.HasPrefix(a.Local, "fe80:") {
+				l.lanLLA[k.Ifname] = a.Local
+			}
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for l.e2addr == "" {
+		out := mustRun(t, "ip", "-n", l.e2, "-6", "addr", "show", "dev", "eth0", "scope", "global")
+		if m := regexp.MustCompile(`inet6 (2001:db8:a2:[0-9a-f:]+)/64 scope global dynamic`).FindStringSubmatch(out); m != nil {
+			l.e2addr = m[1]
+		} else if time.Now().After(deadline) {
+			t.Fatalf("e2 did not autoconfigure from urouter's RA:\n%s", out)
+		} else {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	return l
+}
+
+func ifaceMAC(t *testing.T, ns, dev string) string {
+	out := mustRun(t, "ip", "-n", ns, "-j", "link", "show", dev)
+	var ls []struct {
+		Address string `json:"address"`
+	}
+	if err := json.Unmarshal([]byte(out), &ls); err != nil || len(ls) != 1 {
+		t.Fatalf("ip link show %s: %v %s", dev, err, out)
+	}
+	return ls[0].Address
+}
+
+func (l *etherLab) in(ns string, args ...string) (string, string, int) {
+	return runCmd("ip", append([]string{"netns", "exec", ns}, args...)...)
+}
+
+// TestEthernetNeighbours: urouter is an IPv6 neighbour and router to
+// Linux hosts on veth and TAP links: it answers their solicitations (the
+// hosts see it REACHABLE with the router flag), resolves them (its neigh
+// show lists them), autoconfigures one by its RAs, forwards ping6 and
+// iperf3 between them, answers ndisc6 and rdisc6, holds packets while it
+// resolves, answers Address Unreachable when resolution fails, and
+// redirects a host to a better first hop.
+func TestEthernetNeighbours(t *testing.T) {
+	l := newEtherLab(t, nil, "ntable change name ndisc_cache dev lan3 retrans 300")
+	for _, dst := range []string{l.e2addr, "2001:db8:a3::2"} {
+		out, _, st := l.in(l.e1, "ping", "-6", "-c", "3", "-i", "0.2", "-W", "2", dst)
+		if st != 0 || !strings.Contains(out, "ttl=63") {
+			t.Fatalf("ping6 e1 -> %s through urouter:\n%s", dst, out)
+		}
+	}
+
+	out := mustRun(t, "ip", "-n", l.e1, "-6", "neigh", "show", "2001:db8:a1::1", "dev", "eth0")
+	if want := "2001:db8:a1::1 lladdr " + l.lanMAC["lan1"] + " router REACHABLE"; !strings.Contains(out, want) {
+		t.Errorf("e1's neighbour entry for urouter: %q, want %q", out, want)
+	}
+	out = mustRun(t, "ip", "-n", l.e2, "-6", "route", "show", "default")
+	if !strings.Contains(out, "via "+l.lanLLA["lan2"]+" dev eth0 proto ra") {
+		t.Errorf("e2's default route is not through urouter's link-local %s: %q", l.lanLLA["lan2"], out)
+	}
+	for _, c := range []struct{ dev, addr, mac string }{{"lan1", "2001:db8:a1::2", l.mac[l.e1]}, {"lan3", "2001:db8:a3::2", l.mac[l.e3]}} {
+		out, _, _ := l.d.run("neigh", "show", "dev", c.dev)
+		if !regexp.MustCompile(regexp.QuoteMeta(c.addr+" lladdr "+c.mac+" ") + `(REACHABLE|STALE|DELAY|PROBE) \n`).MatchString(out) {
+			t.Errorf("urouter's neigh show dev %s lacks %s at %s:\n%s", c.dev, c.addr, c.mac, out)
+		}
+	}
+	out, _, _ = l.d.run("-j", "neigh", "show")
+	var entries []struct {
+		Dst, Dev, Lladdr string
+		State            []string
+	}
+	if err := json.Unmarshal([]byte(out), &entries); err != nil || len(entries) < 3 {
+		t.Errorf("neigh show -j: %v %s", err, out)
+	}
+
+	out, _, st := l.in(l.e1, "ndisc6", "-1", "-r", "3", "-w", "1000", "2001:db8:a1::1", "eth0")
+	if st != 0 || !strings.Contains(strings.ToLower(out), "target link-layer address: "+l.lanMAC["lan1"]) {
+		t.Errorf("ndisc6 2001:db8:a1::1 (urouter's MAC %s):\n%s", l.lanMAC["lan1"], out)
+	}
+	out, _, st = l.in(l.e2, "rdisc6", "-1", "-r", "3", "-w", "2000", "eth0")
+	for _, want := range []string{" Prefix                   : 2001:db8:a2::/64", "Router lifetime           :           12 (0x0000000c) seconds",
+		"Hop limit                 :           64 ", "Router preference         :       medium", " from " + l.lanLLA["lan2"]} {
+		if st != 0 || !strings.Contains(out, want) {
+			t.Errorf("rdisc6 eth0 lacks %q:\n%s", want, out)
+		}
+	}
+
+	for _, dst := range []struct{ ns, addr string }{{l.e3, "2001:db8:a3::2"}, {l.e2, l.e2addr}} {
+		l.in(dst.ns, "iperf3", "-s", "-1", "-D", "-p", "5299")
+		time.Sleep(300 * time.Millisecond)
+		out, errs, st := l.in(l.e1, "iperf3", "-6", "-c", dst.addr, "-p", "5299", "-t", "2", "-J")
+		m := regexp.MustCompile(`"sum_received":\s*\{[^}]*"bits_per_second":\s*([0-9.e+]+)`).FindStringSubmatch(out)
+		if st != 0 || m == nil {
+			t.Fatalf("iperf3 to %s: %s %s", dst.addr, out, errs)
+		}
+		bps, _ := strconv.ParseFloat(m[1], 64)
+		t.Logf("TCP e1 -> %s over Ethernet: %.2f Gbit/s", dst.addr, bps/1e9)
+		if bps < 1e8 {
+			t.Errorf("TCP to %s: %.0f bit/s", dst.addr, bps)
+		}
+	}
+
+	// a neighbour that answers only its second solicitation: what waited
+	// for it arrives
+	l.in(l.e3, "sh", "-c", "sleep 0.4; ip addr add 2001:db8:a3::7/64 dev lan3 nodad")
+	out, _, _ = l.in(l.e1, "ping", "-6", "-c", "5", "-i", "0.02", "-W", "3", "2001:db8:a3::7")
+	if !strings.Contains(out, " 5 received") {
+		t.Errorf("packets queued while urouter resolved 2001:db8:a3::7 were lost:\n%s", out)
+	}
+	// one that never answers: Address Unreachable, after 3 solicitations
+	start := time.Now()
+	out, _, _ = l.in(l.e1, "ping", "-6", "-c", "1", "-W", "4", "2001:db8:a3::99")
+	if !strings.Contains(out, "From 2001:db8:a3::1 icmp_seq=1 Destination unreachable: Address unreachable") {
+		t.Errorf("ping to a neighbour that does not answer:\n%s", out)
+	}
+	if took := time.Since(start); took < 800*time.Millisecond || took > 3*time.Second {
+		t.Errorf("Address Unreachable after %v; mcast_solicit 3 with retrans 300 ms fail at 900 ms", took)
+	}
+	out, _, _ = l.d.run("neigh", "show", "2001:db8:a3::99")
+	if out != "2001:db8:a3::99 dev lan3 FAILED \n" {
+		t.Errorf("neigh show of the neighbour that did not answer: %q", out)
+	}
+}
+
+// TestRedirect: a packet e1 sends urouter that goes back out of lan1
+// (through a link-local gateway there) is forwarded and earns e1 a
+// Redirect naming that gateway, within Linux's limit of a burst of 6 and
+// one a second.
+func TestRedirect(t *testing.T) {
+	l := newEtherLab(t, nil)
+	e1LL := ""
+	if m := regexp.MustCompile(`inet6 (fe80::[0-9a-f:]+)/64`).FindStringSubmatch(mustRun(t, "ip", "-n", l.e1, "-6", "addr", "show", "dev", "eth0")); m != nil {
+		e1LL = m[1]
+	}
+	if _, e, st := l.d.run("route", "add", "2001:db8:c0::/64", "via", e1LL, "dev", "lan1"); st != 0 {
+		t.Fatalf("route add: %s", e)
+	}
+	redirects := capture(t, l.e1, "eth0", func(p []byte) bool { return len(p) > 48 && p[6] == 58 && p[40] == 137 })
+	l.in(l.e1, "ping", "-6", "-c", "20", "-i", "0.01", "-W", "1", "2001:db8:c0::1")
+	got := redirects(20, 2*time.Second)
+	if len(got) < 1 || len(got) > 7 {
+		t.Fatalf("%d redirects for 20 packets in 0.2 s; Linux sends a burst of 6 and one a second", len(got))
+	}
+	p := got[0]
+	src, dst := netip.AddrFrom16([16]byte(p[8:24])), netip.AddrFrom16([16]byte(p[24:40]))
+	target, dest := netip.AddrFrom16([16]byte(p[48:64])), netip.AddrFrom16([16]byte(p[64:80]))
+	if p[7] != 255 || src.String() != l.lanLLA["lan1"] || dst.String() != "2001:db8:a1::2" ||
+		target.String() != e1LL || dest.String() != "2001:db8:c0::1" {
+		t.Errorf("redirect hop limit %d from %s to %s, target %s, destination %s; want 255, %s, 2001:db8:a1::2, %s, 2001:db8:c0::1",
+			p[7], src, dst, target, dest, l.lanLLA["lan1"], e1LL)
+	}
+	opts := p[80:]
+	var kinds []byte
+	for len(opts) >= 8 && opts[1] != 0 {
+		kinds = append(kinds, opts[0])
+		if opts[0] == 2 && net.HardwareAddr(opts[2:8]).String() != l.mac[l.e1] {
+			t.Errorf("target link-layer address %s, want e1's %s", net.HardwareAddr(opts[2:8]), l.mac[l.e1])
+		}
+		opts = opts[int(opts[1])*8:]
+	}
+	if fmt.Sprint(kinds) != "[2 4]" {
+		t.Errorf("redirect options %v, want the target's link-layer address and the redirected header [2 4]", kinds)
+	}
+}
+
+// TestGatewayFailure: a multipath route through two gateways; one stops
+// answering, its entry goes DELAY -> PROBE -> FAILED on Linux's schedule
+// (here delay_probe 500 ms, 3 probes 250 ms apart), its member stops
+// carrying flows, and it carries them again once it answers.
+func TestGatewayFailure(t *testing.T) {
+	l := newEtherLab(t, []string{"--router-probe-interval", "1s", "--multipath-hash-policy", "1"},
+		"ntable change name ndisc_cache dev lan3 base_reachable 2000 delay_probe 500 retrans 250")
+	if _, e, st := l.d.run("route", "add", "2001:db8:f0::/48", "nexthop", "via", l.e2addr, "dev", "lan2",
+		"nexthop", "via", "2001:db8:a3::2", "dev", "lan3"); st != 0 {
+		t.Fatalf("route add: %s", e)
+	}
+	onE2 := capture(t, l.e2, "eth0", isFlowPacket)
+	onE3 := capture(t, l.e3, "lan3", isFlowPacket)
+	var sock *net.UDPConn
+	inNetns(t, l.e1, func() {
+		var err error
+		if sock, err = net.ListenUDP("udp6", &net.UDPAddr{IP: net.ParseIP("2001:db8:a1::2")}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	defer sock.Close()
+	// send sends one packet of each of 64 flows (ports 7000-7063) and
+	// returns how many each gateway took.
+	send := func() (e2, e3 int) {
+		for i := 0; i < 64; i++ {
+			sock.WriteToUDP([]byte("flow"), &net.UDPAddr{IP: net.ParseIP("2001:db8:f0::1"), Port: 7000 + i})
+		}
+		return len(onE2(64, 500*time.Millisecond)), len(onE3(64, 300*time.Millisecond))
+	}
+	send() // resolves both gateways
+	if e2, e3 := send(); e2 == 0 || e3 == 0 || e2+e3 != 64 {
+		t.Fatalf("both gateways up: e2 took %d flows, e3 %d; want all 64 spread over both", e2, e3)
+	}
+
+	waitNeigh := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			out, _, _ := l.d.run("neigh", "show", "2001:db8:a3::2", "dev", "lan3")
+			if strings.HasSuffix(out, want+" \n") {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the gateway's entry is %q, want %s", out, want)
+			}
+			for i := 0; i < 64; i++ {
+				sock.WriteToUDP([]byte("flow"), &net.UDPAddr{IP: net.ParseIP("2001:db8:f0::1"), Port: 7000 + i})
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitNeigh("REACHABLE")
+	// ip monitor neigh times the gateway's states as they change
+	mon := exec.Command(urouter, "--socket", l.d.sock, "monitor", "neigh")
+	events, err := mon.StdoutPipe()
+	if err != nil || mon.Start() != nil {
+		t.Fatalf("monitor neigh: %v", err)
+	}
+	defer mon.Process.Kill()
+	type change struct {
+		state string
+		at    time.Time
+	}
+	changes := make(chan change, 64)
+	go func() {
+		sc := bufio.NewScanner(events)
+		for sc.Scan() {
+			if f := strings.Fields(sc.Text()); len(f) > 2 && f[0] == "2001:db8:a3::2" {
+				changes <- change{f[len(f)-1], time.Now()}
+			}
+		}
+		close(changes)
+	}()
+	time.Sleep(200 * time.Millisecond) // the monitor listens
+	mustRun(t, "ip", "-n", l.e3, "addr", "del", "2001:db8:a3::2/64", "dev", "lan3")
+	seen := []string{"REACHABLE"} // where it was when the gateway went quiet
+	times := map[string]time.Time{}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	timeout := time.After(15 * time.Second)
+Watch:
+	for {
+		select {
+		case c, ok := <-changes:
+			if !ok {
+				break Watch
+			}
+			if seen[len(seen)-1] != c.state {
+				seen = append(seen, c.state)
+			}
+			times[c.state] = c.at // the last time it entered each
+			if c.state == "FAILED" {
+				break Watch
+			}
+		case <-tick.C:
+			for i := 0; i < 64; i++ { // traffic goes on, so the entry is in use
+				sock.WriteToUDP([]byte("flow"), &net.UDPAddr{IP: net.ParseIP("2001:db8:f0::1"), Port: 7000 + i})
+			}
+		case <-timeout:
+			break Watch
+		}
+	}
+	onE2(1<<20, 300*time.Millisecond) // drain what went before the failure
+	onE3(1<<20, 100*time.Millisecond)
+	if got := strings.Join(seen, " "); !strings.HasSuffix(got, "REACHABLE DELAY PROBE FAILED") {
+		t.Fatalf("the gateway's entry went %s; want REACHABLE DELAY PROBE FAILED", got)
+	}
+	delay, probe := times["PROBE"].Sub(times["DELAY"]), times["FAILED"].Sub(times["PROBE"])
+	if delay < 450*time.Millisecond || delay > 700*time.Millisecond || probe < 700*time.Millisecond || probe > 950*time.Millisecond {
+		t.Errorf("DELAY lasted %v (delay_probe 500 ms), PROBE %v (3 probes 250 ms apart)", delay, probe)
+	}
+	t.Logf("DELAY lasted %v, PROBE %v", delay, probe)
+	out, _, _ := l.d.run("route", "show", "2001:db8:f0::/48")
+	if !strings.Contains(out, "via 2001:db8:a3::2 dev lan3 weight 1 dead") {
+		t.Errorf("the failed gateway's path is not dead:\n%s", out)
+	}
+	if e2, e3 := send(); e2 != 64 || e3 != 0 {
+		t.Errorf("gateway e3 failed: e2 took %d flows, e3 %d; want all 64 on e2", e2, e3)
+	}
+
+	mustRun(t, "ip", "-n", l.e3, "addr", "add", "2001:db8:a3::2/64", "dev", "lan3", "nodad")
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		out, _, _ := l.d.run("route", "show", "2001:db8:f0::/48")
+		if !strings.Contains(out, "dead") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the gateway answers again but its path stays dead:\n%s", out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if e2, e3 := send(); e2 == 0 || e3 == 0 || e2+e3 != 64 {
+		t.Errorf("gateway e3 back: e2 took %d flows, e3 %d; want all 64 spread over both", e2, e3)
+	}
+}
+
+// isFlowPacket: a UDP datagram of TestGatewayFailure's flows.
+func isFlowPacket(p []byte) bool {
+	if len(p) < 48 || p[6] != 17 {
+		return false
+	}
+	port := binary.BigEndian.Uint16(p[42:])
+	return port >= 7000 && port < 7064
+}
