@@ -122,6 +122,11 @@ Args:
 				*k.n(&p) = int(x.v)
 			}
 		}
+		for _, x := range sets {
+			if ntableKnobs[x.i].name == "queue" {
+				p.QueueBytes = int(x.v) * 2090 // the kernel's NDTPA_QUEUE_LEN: N frames' truesize
+			}
+		}
 		if err := p.Check(); err != nil {
 			return extack(err.Error())
 		}

@@ -6,7 +6,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 
 	"github.com/vishvananda/netlink"
@@ -18,10 +17,12 @@ import (
 // PACKET_VNET_HDR so GSO super-packets pass whole both ways, batched with
 // recvmmsg and sendmmsg through Go's netpoller.
 //
-// Measured on the forwarding lab's veths (see bench/README.md): batching
-// the syscalls is what moves small packets faster than a read and a write
-// per frame; the mmap rings (TPACKET_V2/V3) were not built, as the kernel
-// copies a frame into a socket buffer either way.
+// Measured on the forwarding lab's veths (bench/README.md): this is as fast
+// as afpfwd's read and write per frame for TCP and leaves more CPU to the
+// rest of the machine per packet; a TPACKET_V2 receive ring (a 64 KiB slot
+// per frame, copied out) was no faster and dropped small packets once its
+// slots were full, and reads that spin before parking, or block outside
+// the netpoller, gained nothing.
 type afPacket struct {
 	dev     string
 	ifindex int
@@ -32,23 +33,14 @@ type afPacket struct {
 	// reads nothing) and kept out of the netpoller, so that each sent
 	// frame's release does not wake the poller (sock_def_write_space on
 	// a socket epoll waits on), which cost a context switch per batch.
-	txfd   int
-	bfd    int
-	closed atomic.Bool
-	rx     iovBatch
-	// busy: the last read found frames waiting, so the next one tries a
-	// few times before it parks in the netpoller (waking from it costs a
-	// context switch per batch, which is what bounds a busy link)
-	busy bool
+	txfd int
+
+	rx iovBatch
+
 	pool sync.Pool // *iovBatch for writers
 	// the interface's IPv6 switch before the router took it, restored on close
 	ipv6Was string
 }
-
-// spinReads is how many empty reads a busy link tries before it parks.
-const spinReads = 8
-
-var blockingRx = os.Getenv("UROUTER_AFP_BLOCKING") == "1"
 
 func sysctlPath(dev string) string { return "/proc/sys/net/ipv6/conf/" + dev + "/disable_ipv6" }
 
@@ -92,11 +84,7 @@ func openAFPacket(dev string, groups []net.HardwareAddr) (*afPacket, *net.Interf
 	if a.txfd, err = openTxSocket(ifi.Index); err != nil {
 		return fail("AF_PACKET send socket", err)
 	}
-	if blockingRx {
-		a.bfd, _ = unix.Dup(fd)
-		unix.SetNonblock(a.bfd, false)
-		unix.SetsockoptTimeval(a.bfd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Usec: 200000})
-	}
+
 	for _, g := range groups {
 		if err := a.join(g, true); err != nil {
 			return fail("PACKET_ADD_MEMBERSHIP", err)
@@ -169,35 +157,10 @@ func (a *afPacket) readFrames(_ int, bufs [][]byte, hdrs []ethHdr, sizes []int) 
 	}
 	var got int
 	var rerr error
-	if blockingRx {
-		for {
-			if a.closed.Load() {
-				return 0, os.ErrClosed
-			}
-			got, rerr = mmsg(unix.SYS_RECVMMSG, a.bfd, a.rx.msgs[:n], unix.MSG_WAITFORONE)
-			if rerr != unix.EAGAIN {
-				break
-			}
-		}
-		if rerr != nil {
-			return 0, closedErr(rerr)
-		}
-		return a.sizes(got, sizes), nil
-	}
-	spins := 0
-	if a.busy && !noSpin {
-		spins = spinReads
-	}
 	err := a.rc.Read(func(fd uintptr) bool {
-		for {
-			got, rerr = mmsg(unix.SYS_RECVMMSG, int(fd), a.rx.msgs[:n], unix.MSG_DONTWAIT)
-			if rerr != unix.EAGAIN || spins == 0 {
-				return rerr != unix.EAGAIN
-			}
-			spins--
-		}
+		got, rerr = mmsg(unix.SYS_RECVMMSG, int(fd), a.rx.msgs[:n], unix.MSG_DONTWAIT)
+		return rerr != unix.EAGAIN
 	})
-	a.busy = got > 0 && spins > 0 || got > 1
 	if err == nil {
 		err = rerr
 	}
@@ -240,13 +203,10 @@ func (a *afPacket) writeFrames(hdrs []ethHdr, pkts [][]byte) (int, error) {
 	return done, nil
 }
 
-// offloads: with the vnet header the kernel takes TCP super-packets and
-// packets whose checksum is left to be done; UDP segmentation is left to
-// the router, as not every device takes USO frames.
-func (*afPacket) offloads() Offloads { return Offloads{TCP: true, UDP: !noUSO, PartialCsum: true} }
-
-var noUSO = os.Getenv("UROUTER_NO_USO") == "1"
-var noSpin = os.Getenv("UROUTER_NO_SPIN") == "1"
+// offloads: with the vnet header the kernel takes TCP and UDP (USO)
+// super-packets and packets whose checksum is left to be done; a device
+// without the offload segments them in software (validate_xmit_skb).
+func (*afPacket) offloads() Offloads { return Offloads{TCP: true, UDP: true, PartialCsum: true} }
 
 // setMTU sets the interface's MTU if it differs (the lab's "set it to what
 // it is" is harmless).
@@ -268,8 +228,17 @@ func (a *afPacket) setUp(up bool) error {
 	return netlink.LinkSetUp(l)
 }
 
+// drops are the frames the socket's queue had no room for
+// (PACKET_STATISTICS; reading them resets them).
+func (a *afPacket) drops() uint64 {
+	st, err := unix.GetsockoptTpacketStats(a.fd, unix.SOL_PACKET, unix.PACKET_STATISTICS)
+	if err != nil {
+		return 0
+	}
+	return uint64(st.Drops)
+}
+
 func (a *afPacket) close() error {
-	a.closed.Store(true)
 	unix.Close(a.txfd)
 	if a.ipv6Was != "" {
 		os.WriteFile(sysctlPath(a.dev), []byte(a.ipv6Was), 0)

@@ -51,15 +51,17 @@ type EtherStats struct {
 	Frames     atomic.Uint64 // frames read
 	Writes     atomic.Uint64 // batches written
 	Sent       atomic.Uint64 // frames written
+	QueueDrops atomic.Uint64 // frames the device's queue dropped before the router read them
 }
 
 func (s *EtherStats) String() string {
 	per := func(a, b uint64) float64 { return float64(a) / float64(max(b, 1)) }
 	return fmt.Sprintf("read %d frames in %d batches (%.1f per read), wrote %d in %d (%.1f per write); "+
-		"not for us %d, multicast %d, ND in %d (dropped %d), ND out %d, held for resolution %d",
+		"not for us %d, multicast %d, ND in %d (dropped %d), ND out %d, held for resolution %d, queue drops %d",
 		s.Frames.Load(), s.Reads.Load(), per(s.Frames.Load(), s.Reads.Load()),
 		s.Sent.Load(), s.Writes.Load(), per(s.Sent.Load(), s.Writes.Load()),
-		s.NotForUs.Load(), s.Multicast.Load(), s.NDReceived.Load(), s.NDDropped.Load(), s.NDSent.Load(), s.Held.Load())
+		s.NotForUs.Load(), s.Multicast.Load(), s.NDReceived.Load(), s.NDDropped.Load(), s.NDSent.Load(), s.Held.Load(),
+		s.QueueDrops.Load())
 }
 
 type etherScratch struct {
@@ -137,6 +139,9 @@ func (l *Link) Neigh() *neigh.Table {
 // other links.
 func (l *Link) EtherStats() *EtherStats {
 	if e, ok := l.hw.(*ether); ok {
+		if a, ok := e.io.(*afPacket); ok {
+			e.stats.QueueDrops.Add(a.drops()) // the kernel's count resets as it is read
+		}
 		return &e.stats
 	}
 	return nil

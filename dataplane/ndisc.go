@@ -122,7 +122,7 @@ func (n *ndisc) syncAddrs() {
 			o := &ownAddr{tentative: true, until: time.Now().Add(n.e.neigh.Params().Retrans)}
 			n.addrs[a] = o
 			n.e.setGroups(cur)
-			n.send(n.ns(netip.IPv6Unspecified(), solicitedNode(a), a, false), multicastMAC(solicitedNode(a)))
+			n.send(n.ns(netip.IPv6Unspecified(), solicitedNode(a), a), multicastMAC(solicitedNode(a)))
 		}
 	}
 	for a := range n.addrs {
@@ -359,7 +359,7 @@ func (n *ndisc) duplicate(a netip.Addr, o *ownAddr) {
 
 // ns builds a Neighbour Solicitation for target, from src to dst, with the
 // link's MAC as source link-layer option unless src is ::.
-func (n *ndisc) ns(src, dst, target netip.Addr, withLL bool) []byte {
+func (n *ndisc) ns(src, dst, target netip.Addr) []byte {
 	opts := header.NDPOptionsSerializer{}
 	if !src.IsUnspecified() {
 		opts = append(opts, header.NDPSourceLinkLayerAddressOption(tcpip.LinkAddress(n.e.mac[:])))
@@ -411,37 +411,20 @@ func (n *ndisc) send(b []byte, to neigh.MAC) {
 // Solicit sends the cache's solicitations, from the link-local address as
 // Linux's ndisc_send_ns does when the packet's own source is not given.
 func (n *ndisc) Solicit(target netip.Addr, mac neigh.MAC, unicast bool) {
-	src, ok := n.linkLocalShared()
+	l := n.e.link.Load()
+	if l == nil {
+		return
+	}
+	src, ok := l.linkLocalAddr()
 	if !ok {
 		return
 	}
 	if unicast {
-		n.send(n.ns(src, target, target, true), mac)
+		n.send(n.ns(src, target, target), mac)
 		return
 	}
 	g := solicitedNode(target)
-	n.send(n.ns(src, g, target, true), multicastMAC(g))
-}
-
-// linkLocalShared is linkLocal for callers off the goroutine (the cache's
-// administrative calls): the link's link-local address by its MAC.
-func (n *ndisc) linkLocalShared() (netip.Addr, bool) {
-	l := n.e.link.Load()
-	if l == nil {
-		return netip.Addr{}, false
-	}
-	ll, _ := l.LinkLocal()
-	for _, p := range l.Addrs() {
-		if p.Addr() == ll.Addr() {
-			return ll.Addr(), true
-		}
-	}
-	for _, p := range l.Addrs() {
-		if p.Addr().IsLinkLocalUnicast() {
-			return p.Addr(), true
-		}
-	}
-	return netip.Addr{}, false
+	n.send(n.ns(src, g, target), multicastMAC(g))
 }
 
 // Release sends the packets that waited for target.

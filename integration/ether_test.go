@@ -196,6 +196,41 @@ func TestEthernetNeighbours(t *testing.T) {
 	if out != "2001:db8:a3::99 dev lan3 FAILED \n" {
 		t.Errorf("neigh show of the neighbour that did not answer: %q", out)
 	}
+
+	// an address e1 already has fails urouter's DAD
+	if _, e, st := l.d.run("address", "add", "2001:db8:a1::2/64", "dev", "lan1"); st != 0 {
+		t.Fatalf("address add: %s", e)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		out, _, _ = l.d.run("address", "show", "dev", "lan1")
+		if strings.Contains(out, "inet6 2001:db8:a1::2/64 scope global dadfailed tentative") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("an address e1 has passed DAD:\n%s", out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	l.d.run("address", "del", "2001:db8:a1::2/64", "dev", "lan1")
+
+	// on the interface: the kernel's IPv6 off, the groups joined; back on
+	// once the link goes
+	if v := strings.TrimSpace(mustRun(t, "ip", "netns", "exec", l.r, "sysctl", "-n", "net.ipv6.conf.r1.disable_ipv6")); v != "1" {
+		t.Errorf("disable_ipv6 on r1 is %s while urouter has it", v)
+	}
+	out = mustRun(t, "ip", "-n", l.r, "maddress", "show", "dev", "r1")
+	for _, g := range []string{"33:33:00:00:00:01", "33:33:00:00:00:02", "33:33:ff:00:00:01"} {
+		if !strings.Contains(out, "link  "+g) {
+			t.Errorf("r1 has not joined %s:\n%s", g, out)
+		}
+	}
+	if _, e, st := l.d.run("link", "del", "lan1"); st != 0 {
+		t.Fatalf("link del: %s", e)
+	}
+	if v := strings.TrimSpace(mustRun(t, "ip", "netns", "exec", l.r, "sysctl", "-n", "net.ipv6.conf.r1.disable_ipv6")); v != "0" {
+		t.Errorf("disable_ipv6 on r1 is %s after the link went; it was 0", v)
+	}
 }
 
 // TestRedirect: a packet e1 sends urouter that goes back out of lan1

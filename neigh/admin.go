@@ -65,7 +65,7 @@ func (t *Table) remove(es []*Entry) {
 	for _, e := range es {
 		e.mu.Lock()
 		a := action{addr: e.addr, from: e.state, to: None}
-		a.unreached, e.queue = e.queue, nil
+		a.unreached = e.drain()
 		e.set(None, now, 0)
 		e.dead = true
 		e.mu.Unlock()

@@ -104,6 +104,7 @@ type Params struct {
 	McastProbes   int           // mcast_solicit
 	McastReprobes int           // mcast_resolicit
 	QueueLen      int           // unres_qlen: packets waiting per neighbour
+	QueueBytes    int           // unres_qlen_bytes: their bytes at most
 	// Thresh1..3 bound the entries (gc_thresh1..3): below 1 nothing is
 	// collected, above 2 collection is forced, 3 is the hard limit.
 	Thresh1, Thresh2, Thresh3 int
@@ -114,7 +115,7 @@ type Params struct {
 func DefaultParams() Params {
 	return Params{
 		BaseReachable: 30 * time.Second, Retrans: time.Second, DelayProbe: 5 * time.Second,
-		GCStale: 60 * time.Second, UcastProbes: 3, McastProbes: 3, QueueLen: 101,
+		GCStale: 60 * time.Second, UcastProbes: 3, McastProbes: 3, QueueLen: 101, QueueBytes: 212992,
 		Thresh1: 128, Thresh2: 512, Thresh3: 1024, GCInterval: 30 * time.Second,
 	}
 }

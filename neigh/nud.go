@@ -102,7 +102,7 @@ func (t *Table) expire(e *Entry, p *Params, now int64) (action, bool) {
 	if e.probes >= maxProbes(p, e.state) {
 		e.set(Failed, now, 0)
 		a.to = Failed
-		a.unreached, e.queue = e.queue, nil
+		a.unreached = e.drain()
 		return a, true
 	}
 	e.deadline = now + int64(max(p.Retrans, 10*time.Millisecond))
@@ -214,7 +214,7 @@ func (t *Table) change(e *Entry, u update, p *Params, now int64) (action, error)
 		}
 		a.to = u.to
 		if old&(Incomplete|Probe) != 0 && u.to == Failed {
-			a.unreached, e.queue = e.queue, nil
+			a.unreached = e.drain()
 		}
 		if u.setRouter && u.admin {
 			e.setRouterFlag(u.router)
@@ -265,7 +265,7 @@ func (t *Table) change(e *Entry, u update, p *Params, now int64) (action, error)
 	}
 	a.to = e.state
 	if old&Valid == 0 && e.state&Valid != 0 && len(e.queue) > 0 {
-		a.release, a.mac, e.queue = e.queue, e.mac, nil
+		a.release, a.mac = e.drain(), e.mac
 	}
 	return a, nil
 }

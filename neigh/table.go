@@ -42,6 +42,7 @@ type Entry struct {
 	deadline  int64 // the timer, for timed states; 0: none
 	probes    int
 	queue     [][]byte
+	queued    int  // bytes in queue
 	dead      bool // unlinked from the table
 	pinned    bool // kept through collection: a gateway its owner watches
 }
@@ -184,28 +185,39 @@ func (t *Table) slowOutput(e *Entry, pkt []byte) (MAC, bool) {
 		}
 		e.probes = p.UcastProbes // an unknown neighbour gets multicast probes only
 		from = e.set(Incomplete, now, now)
-		e.hold(pkt, p.QueueLen)
+		e.hold(pkt, p)
 		e.mu.Unlock()
 		t.link.Changed(e.addr, from, Incomplete)
 		t.wake()
 		return MAC{}, false
 	default: // INCOMPLETE
-		e.hold(pkt, p.QueueLen)
+		e.hold(pkt, p)
 		e.mu.Unlock()
 		return MAC{}, false
 	}
 }
 
-// hold queues a copy of pkt, dropping the oldest when the queue is full
-// (Linux drops the head of arp_queue).
-func (e *Entry) hold(pkt []byte, max int) {
-	if max <= 0 {
+// hold queues a copy of pkt, dropping the oldest while the queue is over
+// unres_qlen packets or unres_qlen_bytes (Linux drops the head of
+// arp_queue): a scan through the router costs at most thresh3 entries'
+// queues.
+func (e *Entry) hold(pkt []byte, p *Params) {
+	if p.QueueLen <= 0 || len(pkt) > p.QueueBytes {
 		return
 	}
-	if len(e.queue) >= max {
-		e.queue = append(e.queue[:0], e.queue[1:]...)
+	for len(e.queue) > 0 && (len(e.queue) >= p.QueueLen || e.queued+len(pkt) > p.QueueBytes) {
+		e.queued -= len(e.queue[0])
+		e.queue = e.queue[1:]
 	}
 	e.queue = append(e.queue, append([]byte(nil), pkt...))
+	e.queued += len(pkt)
+}
+
+// drain takes the queue; e.mu is held.
+func (e *Entry) drain() [][]byte {
+	q := e.queue
+	e.queue, e.queued = nil, 0
+	return q
 }
 
 // set moves the entry to state s with its timer at deadline (for timed
@@ -245,6 +257,7 @@ func (t *Table) create(addr netip.Addr) (*Entry, error) {
 	}
 	now := t.Clock.Load()
 	e := &Entry{addr: addr, updated: now, confirmed: now - 2*int64(p.BaseReachable)}
+	e.used.Store(now)
 	next := make(map[netip.Addr]*Entry, len(cur)+1)
 	for k, v := range cur {
 		next[k] = v

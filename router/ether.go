@@ -184,6 +184,19 @@ func (r *Router) probeGateways(now time.Time) {
 	}
 }
 
+// forgetGateways drops the failed gateways of a link that goes; r.mu is
+// held.
+func (r *Router) forgetGateways(l *dataplane.Link) {
+	r.gws.mu.Lock()
+	defer r.gws.mu.Unlock()
+	for g := range r.gws.failed {
+		if g.Link == l.Index {
+			delete(r.gws.failed, g)
+			r.Nexthops.SetUnresolved(g, false)
+		}
+	}
+}
+
 // addLinkLocal gives an Ethernet link coming up its link-local address
 // (from its MAC), as Linux's addrconf does; r.mu is held.
 func (r *Router) addLinkLocal(l *dataplane.Link) error {

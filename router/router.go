@@ -241,6 +241,7 @@ func (r *Router) DeleteLink(l *dataplane.Link) error {
 		return err
 	}
 	r.linkChanged(l, fib6.LinkGone)
+	r.forgetGateways(l)
 	err := r.DP.Remove(l)
 	r.Rules.Relink() // rules naming it are detached
 	r.tell(LinkDeleted, l, netip.Prefix{})
