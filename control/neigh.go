@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"urouter/dataplane"
 	"urouter/neigh"
@@ -155,10 +156,10 @@ func (s *session) neighModify(args [][]byte, mode neigh.Mode) *cmdErr {
 	}
 	t := l.Neigh()
 	if t == nil {
-		return answers(95) // EOPNOTSUPP: the link has no neighbours (TUN, loopback)
+		return answers(syscall.EOPNOTSUPP) // the link has no neighbours (TUN, loopback)
 	}
 	if dst.IsMulticast() || dst.IsUnspecified() || dst.IsLoopback() {
-		return answers(22)
+		return answers(syscall.EINVAL)
 	}
 	if mode == neighDel {
 		if derr := t.Delete(dst); derr != nil {

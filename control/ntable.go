@@ -3,6 +3,7 @@ package control
 import (
 	"fmt"
 	"strconv"
+	"syscall"
 	"time"
 
 	"urouter/dataplane"
@@ -109,7 +110,7 @@ Args:
 		t := l.Neigh()
 		if t == nil {
 			if len(links) == 1 {
-				return answers(95)
+				return answers(syscall.EOPNOTSUPP)
 			}
 			continue
 		}

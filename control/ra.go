@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"urouter/dataplane"
@@ -261,7 +262,7 @@ func (s *session) raPrefix(args [][]byte) *cmdErr {
 	i := slices.IndexFunc(c.Prefixes, func(x dataplane.RAPrefix) bool { return x.Prefix == p.Prefix })
 	switch {
 	case del && i < 0:
-		return answers(2)
+		return answers(syscall.ENOENT)
 	case del:
 		c.Prefixes = slices.Delete(slices.Clone(c.Prefixes), i, i+1)
 	case i >= 0:

@@ -34,9 +34,8 @@ type ndisc struct {
 	b  []byte
 
 	// the goroutine's own
-	addrs     map[netip.Addr]*ownAddr
-	ra        raState
-	lastSolRA time.Time
+	addrs map[netip.Addr]*ownAddr
+	ra    raState
 }
 
 type ndMsg struct {
@@ -194,12 +193,6 @@ func (l *Link) DAD(a netip.Addr) DADState {
 	return DADDone
 }
 
-// usable reports whether a is the router's on the link and past DAD.
-func (n *ndisc) usable(a netip.Addr) bool {
-	o := n.addrs[a]
-	return o != nil && !o.tentative && !o.failed
-}
-
 // linkLocal is the link's link-local address once past DAD.
 func (n *ndisc) linkLocal() (netip.Addr, bool) {
 	for a, o := range n.addrs {
@@ -251,7 +244,7 @@ func (n *ndisc) handle(srcMAC neigh.MAC, p header.IPv6) {
 			break
 		}
 		if o := n.addrs[target]; o != nil {
-			n.duplicate(target, o) // someone else has the router's address
+			o.duplicate() // someone else has the router's address
 			return
 		}
 		adv := neigh.Advert{Solicited: na.SolicitedFlag(), Override: na.OverrideFlag(), Router: na.RouterFlag()}
@@ -332,7 +325,7 @@ func (n *ndisc) solicited(src, dst, target netip.Addr, sll []byte, srcMAC neigh.
 	}
 	if o.tentative {
 		if src.IsUnspecified() {
-			n.duplicate(target, o) // another node is trying the same address
+			o.duplicate() // another node is trying the same address
 		}
 		return
 	}
@@ -349,9 +342,9 @@ func (n *ndisc) solicited(src, dst, target netip.Addr, sll []byte, srcMAC neigh.
 
 var allNodes = netip.AddrFrom16(header.IPv6AllNodesMulticastAddress.As16())
 
-// duplicate marks a router address another node has: it is never used on
-// the link (Linux's dadfailed).
-func (n *ndisc) duplicate(a netip.Addr, o *ownAddr) {
+// duplicate marks a router address in DAD that another node has: it is
+// never used on the link (Linux's dadfailed).
+func (o *ownAddr) duplicate() {
 	if o.tentative {
 		o.failed = true
 	}

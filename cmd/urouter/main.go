@@ -79,6 +79,7 @@ func daemon(args []string) int {
 	for _, l := range r.Links.All() {
 		if s := l.EtherStats(); s != nil {
 			fmt.Fprintf(os.Stderr, "urouter daemon: %s: %s\n", l.Name, s)
+			r.DeleteLink(l) // gives an interface back its own IPv6
 		}
 	}
 	return 0
