@@ -118,6 +118,31 @@ func (a *argv) next() ([]byte, *cmdErr) {
 	return a.args[a.i], nil
 }
 
+// pairs walks args as KEYWORD VALUE pairs, iproute2's NEXT_ARG after each
+// keyword; a keyword without its value leaves the command incomplete.
+func pairs(args [][]byte, f func(key, value []byte) *cmdErr) *cmdErr {
+	ws := argv{args: args}
+	for ; ws.i < len(args); ws.i++ {
+		k := args[ws.i]
+		v, err := ws.next()
+		if err != nil {
+			return err
+		}
+		if err := f(k, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// valueAfter is the word after w when w is keyword (as `to ADDR`), else w.
+func (a *argv) valueAfter(w []byte, keyword string) ([]byte, *cmdErr) {
+	if !is(w, keyword) {
+		return w, nil
+	}
+	return a.next()
+}
+
 // nextUint32 is next read as a number; a bad one is named as what.
 func (a *argv) nextUint32(what string) (uint32, *cmdErr) {
 	v, err := a.next()

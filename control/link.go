@@ -182,25 +182,13 @@ func (s *session) linkAdd(args [][]byte) *cmdErr {
 // parseTUNArgs reads `type tun [mtu N] [queues N] [netns NS] [gso on|off]`.
 func parseTUNArgs(a *linkArgs) (*dataplane.TUNOptions, *cmdErr) {
 	o := &dataplane.TUNOptions{Queues: 1}
-	args := a.typArgs
-	ws := argv{args: args}
-	for ; ws.i < len(args); ws.i++ {
-		w := args[ws.i]
-		v, err := ws.next()
-		if err != nil {
-			return nil, err
-		}
+	err := pairs(a.typArgs, func(w, v []byte) *cmdErr {
+		var err *cmdErr
 		switch {
 		case is(w, "mtu"):
-			if a.mtu, err = parseMTU(v); err != nil {
-				return nil, err
-			}
+			a.mtu, err = parseMTU(v)
 		case is(w, "queues"):
-			n, err := strconv.Atoi(str(v))
-			if err != nil || n < 1 || n > 64 {
-				return nil, invarg("\"queues\" must be 1 to 64\n", v)
-			}
-			o.Queues = n
+			o.Queues, err = parseQueues(v)
 		case is(w, "netns"):
 			o.Netns = string(v)
 		case is(w, "gso"):
@@ -209,13 +197,26 @@ func parseTUNArgs(a *linkArgs) (*dataplane.TUNOptions, *cmdErr) {
 			case "off":
 				o.NoGSO = true
 			default:
-				return nil, invarg("\"gso\" is on or off\n", v)
+				return invarg("\"gso\" is on or off\n", v)
 			}
 		default:
-			return nil, garbageArgs(w)
+			return garbageArgs(w)
 		}
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return o, nil
+}
+
+// parseQueues reads the value of `queues`.
+func parseQueues(v []byte) (int, *cmdErr) {
+	n, err := strconv.Atoi(str(v))
+	if err != nil || n < 1 || n > 64 {
+		return 0, invarg("\"queues\" must be 1 to 64\n", v)
+	}
+	return n, nil
 }
 
 // parseMTU reads the value of `mtu`.

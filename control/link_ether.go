@@ -2,7 +2,6 @@ package control
 
 import (
 	"net"
-	"strconv"
 
 	"urouter/dataplane"
 )
@@ -20,34 +19,26 @@ type etherArgs struct {
 
 func parseEtherArgs(a *linkArgs) (*etherArgs, *cmdErr) {
 	e := &etherArgs{host: str(a.typ) == "host", tap: dataplane.TAPOptions{Queues: 1}}
-	args := a.typArgs
-	ws := argv{args: args}
-	for ; ws.i < len(args); ws.i++ {
-		w := args[ws.i]
-		v, err := ws.next()
-		if err != nil {
-			return nil, err
-		}
+	err := pairs(a.typArgs, func(w, v []byte) *cmdErr {
+		var err *cmdErr
 		switch {
 		case is(w, "address"):
 			a.address = v
 		case is(w, "dev") && e.host:
 			e.dev = string(v)
 		case is(w, "mtu"):
-			if a.mtu, err = parseMTU(v); err != nil {
-				return nil, err
-			}
+			a.mtu, err = parseMTU(v)
 		case is(w, "queues") && !e.host:
-			n, err := strconv.Atoi(str(v))
-			if err != nil || n < 1 || n > 64 {
-				return nil, invarg("\"queues\" must be 1 to 64\n", v)
-			}
-			e.tap.Queues = n
+			e.tap.Queues, err = parseQueues(v)
 		case is(w, "netns") && !e.host:
 			e.tap.Netns = string(v)
 		default:
-			return nil, garbageArgs(w)
+			return garbageArgs(w)
 		}
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	if e.host && e.dev == "" {
 		return nil, &cmdErr{msg: "Not enough information: \"dev\" of the host interface is required.", code: 255}

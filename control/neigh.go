@@ -115,12 +115,9 @@ func (s *session) neighModify(args [][]byte, mode neigh.Mode) *cmdErr {
 		case matches(w, "proxy"), is(w, "use"), is(w, "managed"), matches(w, "extern_learn"), matches(w, "protocol"):
 			return unsupported(w)
 		default:
-			if is(w, "to") {
-				v, err := ws.next()
-				if err != nil {
-					return err
-				}
-				w = v
+			w, err := ws.valueAfter(w, "to")
+			if err != nil {
+				return err
 			}
 			if matches(w, "help") {
 				return neighUsage()
@@ -255,12 +252,9 @@ func (s *session) neighShow(args [][]byte, flush bool) *cmdErr {
 		case is(w, "proxy"), is(w, "master"), is(w, "vrf"), matches(w, "protocol"):
 			return unsupported(w)
 		default:
-			if is(w, "to") {
-				v, err := ws.next()
-				if err != nil {
-					return err
-				}
-				w = v
+			w, err := ws.valueAfter(w, "to")
+			if err != nil {
+				return err
 			}
 			if matches(w, "help") {
 				return neighUsage()

@@ -64,26 +64,18 @@ func (s *session) ntableChange(args [][]byte) *cmdErr {
 		v uint64
 	}
 	var sets []set
-	ws := argv{args: args}
-Args:
-	for ; ws.i < len(args); ws.i++ {
-		w := args[ws.i]
-		v, err := ws.next()
-		if err != nil {
-			return err
-		}
+	err := pairs(args, func(w, v []byte) *cmdErr {
 		switch {
 		case is(w, "name"):
 			if !is(v, "ndisc_cache") {
 				return extack("the router has one neighbour table, ndisc_cache")
 			}
 			named = true
-			continue
+			return nil
 		case is(w, "dev"):
-			if l, err = s.link(v); err != nil {
-				return err
-			}
-			continue
+			var err *cmdErr
+			l, err = s.link(v)
+			return err
 		case is(w, "app_probes") || is(w, "anycast_delay") || is(w, "proxy_delay") || is(w, "proxy_queue") || is(w, "locktime"):
 			return unsupported(w)
 		}
@@ -94,10 +86,13 @@ Args:
 					return invarg(fmt.Sprintf("\"%s\" value is invalid", k.name), v)
 				}
 				sets = append(sets, set{i, n})
-				continue Args
+				return nil
 			}
 		}
 		return garbageArgs(w)
+	})
+	if err != nil {
+		return err
 	}
 	if !named {
 		return &cmdErr{msg: "Not enough information: \"name\" argument is required.", code: 255}
@@ -138,25 +133,21 @@ Args:
 
 func (s *session) ntableShow(args [][]byte) *cmdErr {
 	var only *dataplane.Link
-	ws := argv{args: args}
-	for ; ws.i < len(args); ws.i++ {
-		w := args[ws.i]
-		v, err := ws.next()
-		if err != nil {
-			return err
-		}
+	named := true
+	err := pairs(args, func(w, v []byte) *cmdErr {
+		var err *cmdErr
 		switch {
 		case is(w, "dev"):
-			if only, err = s.link(v); err != nil {
-				return err
-			}
+			only, err = s.link(v)
 		case is(w, "name"):
-			if !is(v, "ndisc_cache") {
-				return nil // no such table: nothing to show
-			}
+			named = is(v, "ndisc_cache") // another table: nothing to show
 		default:
-			return garbageArgs(w)
+			err = garbageArgs(w)
 		}
+		return err
+	})
+	if err != nil || !named {
+		return err
 	}
 	links := s.r.Links.All()
 	if only != nil {

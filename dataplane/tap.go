@@ -147,40 +147,11 @@ func (t *tap) writeFrames(hdrs []ethHdr, pkts [][]byte) (int, error) {
 
 func (t *tap) offloads() Offloads { return Offloads{TCP: true, UDP: t.uso, PartialCsum: true} }
 
-// kernelSide is the TAP as the router's namespace has it, nil once moved.
-func (t *tap) kernelSide() netlink.Link {
-	l, err := netlink.LinkByName(t.name)
-	if err != nil || l.Type() != "tuntap" {
-		return nil
-	}
-	return l
-}
-
-func (t *tap) setMTU(mtu int) error {
-	if l := t.kernelSide(); l != nil && l.Attrs().MTU != mtu {
-		return netlink.LinkSetMTU(l, mtu)
-	}
-	return nil
-}
-
-func (t *tap) setUp(up bool) error {
-	l := t.kernelSide()
-	switch {
-	case l == nil:
-		return nil
-	case up:
-		return netlink.LinkSetUp(l)
-	}
-	return netlink.LinkSetDown(l)
-}
+func (t *tap) setMTU(mtu int) error { return kernelSide(t.name).setMTU(mtu) }
+func (t *tap) setUp(up bool) error  { return kernelSide(t.name).setUp(up) }
 
 func (t *tap) close() error {
-	var first error
-	for _, f := range t.files {
-		if err := f.Close(); err != nil && first == nil {
-			first = err
-		}
-	}
+	err := closeFiles(t.files)
 	t.files = nil
-	return first
+	return err
 }

@@ -201,29 +201,31 @@ func (t *tunPort) Offloads() Offloads {
 	return Offloads{TCP: t.vnet, UDP: t.vnet && t.uso, PartialCsum: t.vnet}
 }
 
-// kernelSide is the device as the kernel of the router's namespace has it,
-// or nil once it moved elsewhere (`netns`, or a lab moving it): then its
-// state is the other side's business.
-func (t *tunPort) kernelSide() netlink.Link {
-	l, err := netlink.LinkByName(t.name)
+// kernelSide is a TUN or TAP device as the kernel of the router's
+// namespace has it, by name; once it moved elsewhere (`netns`, or a lab
+// moving it) its state is the other side's business.
+type kernelSide string
+
+func (k kernelSide) link() netlink.Link {
+	l, err := netlink.LinkByName(string(k))
 	if err != nil || l.Type() != "tuntap" {
 		return nil
 	}
 	return l
 }
 
-// SetMTU sets the kernel side's MTU while it is in the router's namespace.
-func (t *tunPort) SetMTU(mtu int) error {
-	if l := t.kernelSide(); l != nil && l.Attrs().MTU != mtu {
+// setMTU sets the kernel side's MTU while it is in the router's namespace.
+func (k kernelSide) setMTU(mtu int) error {
+	if l := k.link(); l != nil && l.Attrs().MTU != mtu {
 		return netlink.LinkSetMTU(l, mtu)
 	}
 	return nil
 }
 
-// SetUp brings the kernel side up or down while it is in the router's
+// setUp brings the kernel side up or down while it is in the router's
 // namespace (the forwarding lab waits for that).
-func (t *tunPort) SetUp(up bool) error {
-	l := t.kernelSide()
+func (k kernelSide) setUp(up bool) error {
+	l := k.link()
 	switch {
 	case l == nil:
 		return nil
@@ -233,13 +235,22 @@ func (t *tunPort) SetUp(up bool) error {
 	return netlink.LinkSetDown(l)
 }
 
-func (t *tunPort) Close() error {
+// closeFiles closes a device's queues.
+func closeFiles(files []*os.File) error {
 	var errs []error
-	for _, f := range t.files {
+	for _, f := range files {
 		errs = append(errs, f.Close())
 	}
-	t.files = nil
 	return errors.Join(errs...)
+}
+
+func (t *tunPort) SetMTU(mtu int) error { return kernelSide(t.name).setMTU(mtu) }
+func (t *tunPort) SetUp(up bool) error  { return kernelSide(t.name).setUp(up) }
+
+func (t *tunPort) Close() error {
+	err := closeFiles(t.files)
+	t.files = nil
+	return err
 }
 
 func (*tunPort) Kind() string                   { return "tun" }

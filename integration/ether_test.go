@@ -308,6 +308,23 @@ func TestGatewayFailure(t *testing.T) {
 		t.Fatalf("both gateways up: e2 took %d flows, e3 %d; want all 64 spread over both", e2, e3)
 	}
 
+	// from here traffic flows all the time, so the gateway's entry is in
+	// use and goes REACHABLE -> DELAY, never STALE
+	flowing := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-flowing:
+				return
+			case <-tick.C:
+				for i := 0; i < 64; i++ {
+					sock.WriteToUDP([]byte("flow"), &net.UDPAddr{IP: net.ParseIP("2001:db8:f0::1"), Port: 7000 + i})
+				}
+			}
+		}
+	}()
 	waitNeigh := func(want string) {
 		t.Helper()
 		deadline := time.Now().Add(5 * time.Second)
@@ -317,15 +334,12 @@ func TestGatewayFailure(t *testing.T) {
 				return
 			}
 			if time.Now().After(deadline) {
+				close(flowing)
 				t.Fatalf("the gateway's entry is %q, want %s", out, want)
-			}
-			for i := 0; i < 64; i++ {
-				sock.WriteToUDP([]byte("flow"), &net.UDPAddr{IP: net.ParseIP("2001:db8:f0::1"), Port: 7000 + i})
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	waitNeigh("REACHABLE")
 	// ip monitor neigh times the gateway's states as they change
 	mon := exec.Command(urouter, "--socket", l.d.sock, "monitor", "neigh")
 	events, err := mon.StdoutPipe()
@@ -337,7 +351,7 @@ func TestGatewayFailure(t *testing.T) {
 		state string
 		at    time.Time
 	}
-	changes := make(chan change, 64)
+	changes := make(chan change, 256)
 	go func() {
 		sc := bufio.NewScanner(events)
 		for sc.Scan() {
@@ -347,12 +361,13 @@ func TestGatewayFailure(t *testing.T) {
 		}
 		close(changes)
 	}()
-	time.Sleep(200 * time.Millisecond) // the monitor listens
+	time.Sleep(300 * time.Millisecond) // the monitor listens
+	waitNeigh("REACHABLE")
 	mustRun(t, "ip", "-n", l.e3, "addr", "del", "2001:db8:a3::2/64", "dev", "lan3")
-	seen := []string{"REACHABLE"} // where it was when the gateway went quiet
-	times := map[string]time.Time{}
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
+	// the states it went through (the same state twice counts once), from
+	// the monitor's start to FAILED: it may have been in DELAY already when
+	// the gateway went quiet
+	var seen []change
 	timeout := time.After(15 * time.Second)
 Watch:
 	for {
@@ -361,27 +376,29 @@ Watch:
 			if !ok {
 				break Watch
 			}
-			if seen[len(seen)-1] != c.state {
-				seen = append(seen, c.state)
+			if len(seen) == 0 || seen[len(seen)-1].state != c.state {
+				seen = append(seen, c)
 			}
-			times[c.state] = c.at // the last time it entered each
 			if c.state == "FAILED" {
 				break Watch
-			}
-		case <-tick.C:
-			for i := 0; i < 64; i++ { // traffic goes on, so the entry is in use
-				sock.WriteToUDP([]byte("flow"), &net.UDPAddr{IP: net.ParseIP("2001:db8:f0::1"), Port: 7000 + i})
 			}
 		case <-timeout:
 			break Watch
 		}
 	}
+	close(flowing)
 	onE2(1<<20, 300*time.Millisecond) // drain what went before the failure
 	onE3(1<<20, 100*time.Millisecond)
-	if got := strings.Join(seen, " "); !strings.HasSuffix(got, "REACHABLE DELAY PROBE FAILED") {
-		t.Fatalf("the gateway's entry went %s; want REACHABLE DELAY PROBE FAILED", got)
+	var names []string
+	for _, c := range seen {
+		names = append(names, c.state)
 	}
-	delay, probe := times["PROBE"].Sub(times["DELAY"]), times["FAILED"].Sub(times["PROBE"])
+	n := len(seen) // REACHABLE may have gone by before the monitor listened
+	if got := strings.Join(names, " "); n < 3 || strings.Join(names[n-3:], " ") != "DELAY PROBE FAILED" ||
+		n > 3 && names[n-4] != "REACHABLE" {
+		t.Fatalf("the gateway's entry went %s; want it to end REACHABLE DELAY PROBE FAILED", got)
+	}
+	delay, probe := seen[n-2].at.Sub(seen[n-3].at), seen[n-1].at.Sub(seen[n-2].at)
 	if delay < 450*time.Millisecond || delay > 700*time.Millisecond || probe < 700*time.Millisecond || probe > 950*time.Millisecond {
 		t.Errorf("DELAY lasted %v (delay_probe 500 ms), PROBE %v (3 probes 250 ms apart)", delay, probe)
 	}
