@@ -135,6 +135,15 @@ func pairs(args [][]byte, f func(key, value []byte) *cmdErr) *cmdErr {
 	return nil
 }
 
+// valueIf is the keyword's value (the next word) when it takes one, else
+// the keyword itself.
+func (a *argv) valueIf(takes bool) ([]byte, *cmdErr) {
+	if !takes {
+		return a.args[a.i], nil
+	}
+	return a.next()
+}
+
 // valueAfter is the word after w when w is keyword (as `to ADDR`), else w.
 func (a *argv) valueAfter(w []byte, keyword string) ([]byte, *cmdErr) {
 	if !is(w, keyword) {

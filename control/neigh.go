@@ -354,12 +354,11 @@ func (s *session) neighLine(j *jsonw, l *dataplane.Link, i neigh.Info, withDev b
 	s.out.WriteByte('\n')
 }
 
+// stateWords are the state's NUD bits as print_neigh_state prints them;
+// NONE prints none.
 func stateWords(st neigh.State) []string {
-	var out []string
-	for b := neigh.State(1); b != 0; b <<= 1 {
-		if st&b != 0 {
-			out = append(out, (st & b).String())
-		}
+	if st == neigh.None {
+		return nil
 	}
-	return out
+	return strings.Split(st.String(), ",")
 }

@@ -111,18 +111,14 @@ func (s *session) parseRule(args [][]byte, del bool) (*rules.Selector, *cmdErr) 
 	for ; ws.i < len(args); ws.i++ {
 		w := args[ws.i]
 		kw := ruleWords().of(w)
-		var v []byte
 		switch kw {
-		case 0, rkNot: // an action, or no value
 		case rkFwmark, rkRealms, rkTunID, rkIfgroup, rkL3mdev, rkUidrange, rkNat:
 			return nil, unsupported(w)
-		default:
-			var err *cmdErr
-			if v, err = ws.next(); err != nil {
-				return nil, err
-			}
 		}
-		var err *cmdErr
+		v, err := ws.valueIf(kw != 0 && kw != rkNot) // an action, or not, has no value
+		if err != nil {
+			return nil, err
+		}
 		switch kw {
 		case rkNot:
 			r.Invert = true

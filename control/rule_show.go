@@ -104,18 +104,13 @@ func (s *session) parseRuleFilter(args [][]byte) (*ruleFilter, *cmdErr) {
 	for ; ws.i < len(args); ws.i++ {
 		w := args[ws.i]
 		kw := ruleFilterWords().of(w)
-		v := w // a bare prefix is `to PREFIX`
-		switch kw {
-		case rfNot, 0:
-		case rfUnsupported:
+		if kw == rfUnsupported {
 			return nil, unsupported(w)
-		default:
-			var err *cmdErr
-			if v, err = ws.next(); err != nil {
-				return nil, err
-			}
 		}
-		var err *cmdErr
+		v, err := ws.valueIf(kw != 0 && kw != rfNot) // a bare prefix is `to PREFIX`
+		if err != nil {
+			return nil, err
+		}
 		var ok bool
 		switch kw {
 		case rfPref:

@@ -192,7 +192,8 @@ func containsMAC(ms []neigh.MAC, m neigh.MAC) bool {
 	return false
 }
 
-// solicitedNode is ff02::1:ffXX:XXXX for address a.
+// solicitedNode is address a's solicited-node group: ff02::1:ff00:0/104
+// and a's last 24 bits (RFC 4291 2.7.1).
 func solicitedNode(a netip.Addr) netip.Addr {
 	b := a.As16()
 	return netip.AddrFrom16([16]byte{0xff, 0x02, 10: 0, 11: 1, 12: 0xff, 13: b[13], 14: b[14], 15: b[15]})
@@ -234,24 +235,8 @@ func (e *ether) ReadBatch(q int, bufs [][]byte, sizes []int) (int, error) {
 		e.stats.Frames.Add(uint64(n))
 		keep := 0
 		for i := 0; i < n; i++ {
-			h := &hdrs[i]
-			if sizes[i] != 0 {
-				if binary.BigEndian.Uint16(h[12:]) != etherTypeIPv6 || !e.accepts(h[:6]) {
-					e.stats.NotForUs.Add(1)
-					continue
-				}
-				p := bufs[i][vnetHdrLen:sizes[i]]
-				if isND(p) {
-					e.nd.receive(neigh.MAC(h[6:12]), p)
-					continue
-				}
-				if h[0]&1 != 0 {
-					e.stats.Multicast.Add(1)
-					continue
-				}
-			}
-			if sizes[i] != 0 {
-				shiftVnet(bufs[i], -ethHdrLen)
+			if sizes[i] != 0 && !e.routes(&hdrs[i], bufs[i][:sizes[i]]) {
+				continue
 			}
 			if keep != i {
 				bufs[keep], bufs[i] = bufs[i], bufs[keep]
@@ -275,6 +260,25 @@ func shiftVnet(b []byte, d int) {
 	if h := binary.LittleEndian.Uint16(b[2:]); h != 0 {
 		binary.LittleEndian.PutUint16(b[2:], uint16(max(int(h)+d, 0)))
 	}
+}
+
+// routes reports whether a frame (h, then b: virtio_net_hdr and packet)
+// goes to the packet path, its header's offsets made the packet path's;
+// Neighbour Discovery goes to the ND goroutine, the rest is counted.
+// (A truncated frame goes on: the packet path counts it.)
+func (e *ether) routes(h *ethHdr, b []byte) bool {
+	switch {
+	case binary.BigEndian.Uint16(h[12:]) != etherTypeIPv6 || !e.accepts(h[:6]):
+		e.stats.NotForUs.Add(1)
+	case isND(b[vnetHdrLen:]):
+		e.nd.receive(neigh.MAC(h[6:12]), b[vnetHdrLen:])
+	case h[0]&1 != 0:
+		e.stats.Multicast.Add(1)
+	default:
+		shiftVnet(b, -ethHdrLen)
+		return true
+	}
+	return false
 }
 
 // isND reports whether p is a Neighbour Discovery message (ICMPv6 types
@@ -305,10 +309,7 @@ func (e *ether) WriteBatch(_ int, pkts [][]byte, via []netip.Addr) (int, error) 
 			last, lastMAC, lastOK = via[i], mac, true
 		}
 		shiftVnet(p, ethHdrLen)
-		h := &s.hdrs[n]
-		copy(h[0:6], mac[:])
-		copy(h[6:12], e.mac[:])
-		binary.BigEndian.PutUint16(h[12:], etherTypeIPv6)
+		e.frame(&s.hdrs[n], mac)
 		s.pkts[n], s.idx[n] = p, i
 		n++
 	}
@@ -324,6 +325,13 @@ func (e *ether) WriteBatch(_ int, pkts [][]byte, via []netip.Addr) (int, error) 
 	return len(pkts), nil
 }
 
+// frame makes h the header of an IPv6 frame from the router to mac.
+func (e *ether) frame(h *ethHdr, mac neigh.MAC) {
+	copy(h[0:6], mac[:])
+	copy(h[6:12], e.mac[:])
+	binary.BigEndian.PutUint16(h[12:], etherTypeIPv6)
+}
+
 // writeTo sends packets the link makes itself (ND, packets that waited)
 // to mac, from the router's MAC.
 func (e *ether) writeTo(mac neigh.MAC, pkts [][]byte) {
@@ -333,10 +341,7 @@ func (e *ether) writeTo(mac neigh.MAC, pkts [][]byte) {
 		n := min(len(pkts), maxOut)
 		for i := 0; i < n; i++ {
 			shiftVnet(pkts[i], ethHdrLen)
-			h := &s.hdrs[i]
-			copy(h[0:6], mac[:])
-			copy(h[6:12], e.mac[:])
-			binary.BigEndian.PutUint16(h[12:], etherTypeIPv6)
+			e.frame(&s.hdrs[i], mac)
 		}
 		e.io.writeFrames(s.hdrs[:n], pkts[:n])
 		pkts = pkts[n:]

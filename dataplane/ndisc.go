@@ -113,14 +113,13 @@ func (n *ndisc) run() {
 func (n *ndisc) syncAddrs() {
 	l := n.e.link.Load()
 	cur := l.Addrs()
+	n.e.setGroups(cur) // before DAD: another node's probe comes to the group
 	seen := map[netip.Addr]bool{}
 	for _, p := range cur {
 		a := p.Addr()
 		seen[a] = true
 		if n.addrs[a] == nil {
-			o := &ownAddr{tentative: true, until: time.Now().Add(n.e.neigh.Params().Retrans)}
-			n.addrs[a] = o
-			n.e.setGroups(cur)
+			n.addrs[a] = &ownAddr{tentative: true, until: time.Now().Add(n.e.neigh.Params().Retrans)}
 			n.send(n.ns(netip.IPv6Unspecified(), solicitedNode(a), a), multicastMAC(solicitedNode(a)))
 		}
 	}
@@ -129,7 +128,6 @@ func (n *ndisc) syncAddrs() {
 			delete(n.addrs, a)
 		}
 	}
-	n.e.setGroups(cur)
 	n.raSync(l)
 }
 

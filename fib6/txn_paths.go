@@ -103,15 +103,7 @@ func (x *Txn) LinkChanged(link int32, ev LinkEvent) int {
 		live := 0
 		for j := range ms {
 			if ms[j].Link == link {
-				switch ev {
-				case LinkDown:
-					ms[j].Flags |= nexthop.Dead | nexthop.LinkDown
-				case LinkUp:
-					ms[j].Flags &^= nexthop.LinkDown
-					if ms[j].Flags&nexthop.Unresolved == 0 {
-						ms[j].Flags &^= nexthop.Dead
-					}
-				}
+				ms[j].Flags = nexthop.MarkLinkDown(ms[j].Flags, ev != LinkUp)
 			}
 			if ms[j].Usable() {
 				live++

@@ -113,26 +113,17 @@ func (t *Table) expire(e *Entry, p *Params, now int64) (action, bool) {
 }
 
 // periodicGC is Linux's neigh_periodic_work: above thresh1, entries that
-// are not static, hold no packets and are FAILED or unused for gc_stale go.
+// are FAILED or NONE, or unused for gc_stale and not in a timed state, go.
 func (t *Table) periodicGC(p *Params, now int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.nextGC = now + int64(p.BaseReachable/2)
-	cur := *t.index.Load()
-	if len(cur) <= p.Thresh1 {
+	if t.Len() <= p.Thresh1 {
 		return
 	}
-	var gone []*Entry
-	for _, e := range cur {
-		e.mu.Lock()
-		if e.state&static == 0 && len(e.queue) == 0 && !e.pinned &&
-			(e.state&(Failed|None) != 0 || now-e.used.Load() > int64(p.GCStale)) && e.state&timed == 0 {
-			e.dead = true
-			gone = append(gone, e)
-		}
-		e.mu.Unlock()
-	}
-	t.unlink(gone)
+	t.collect(0, func(e *Entry) bool {
+		return (e.state&(Failed|None) != 0 || now-e.used.Load() > int64(p.GCStale)) && e.state&timed == 0
+	})
 }
 
 // Advert is what a Neighbour Advertisement says of its target.

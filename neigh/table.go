@@ -1,6 +1,7 @@
 package neigh
 
 import (
+	"maps"
 	"math/rand/v2"
 	"net/netip"
 	"sync"
@@ -258,13 +259,16 @@ func (t *Table) create(addr netip.Addr) (*Entry, error) {
 	now := t.Clock.Load()
 	e := &Entry{addr: addr, updated: now, confirmed: now - 2*int64(p.BaseReachable)}
 	e.used.Store(now)
-	next := make(map[netip.Addr]*Entry, len(cur)+1)
-	for k, v := range cur {
-		next[k] = v
-	}
-	next[addr] = e
-	t.index.Store(&next)
+	t.edit(func(m map[netip.Addr]*Entry) { m[addr] = e })
 	return e, nil
+}
+
+// edit publishes a copy of the index that f changed: readers keep the one
+// they loaded. t.mu is held.
+func (t *Table) edit(f func(m map[netip.Addr]*Entry)) {
+	next := maps.Clone(*t.index.Load())
+	f(next)
+	t.index.Store(&next)
 }
 
 // unlink takes entries out of the index; t.mu is held.
@@ -272,35 +276,38 @@ func (t *Table) unlink(gone []*Entry) {
 	if len(gone) == 0 {
 		return
 	}
-	cur := *t.index.Load()
-	next := make(map[netip.Addr]*Entry, len(cur))
-	for k, v := range cur {
-		next[k] = v
-	}
-	for _, e := range gone {
-		delete(next, e.addr)
-	}
-	t.index.Store(&next)
+	t.edit(func(m map[netip.Addr]*Entry) {
+		for _, e := range gone {
+			delete(m, e.addr)
+		}
+	})
 }
 
-// forcedGC is Linux's neigh_forced_gc: it drops every entry that is not
-// static and is FAILED, or not used within gc_stale (or any non-static one
-// when over thresh3), down to thresh2; t.mu is held.
-func (t *Table) forcedGC(p *Params) {
-	now := t.Clock.Load()
+// collect unlinks entries goes picks, down to keep entries, but never a
+// static or pinned one, nor one holding packets; t.mu is held.
+func (t *Table) collect(keep int, goes func(e *Entry) bool) {
 	cur := *t.index.Load()
 	var gone []*Entry
 	for _, e := range cur {
-		if len(cur)-len(gone) <= p.Thresh2 {
+		if len(cur)-len(gone) <= keep {
 			break
 		}
 		e.mu.Lock()
-		if e.state&static == 0 && (e.state&(Failed|None|Stale) != 0 || now-e.used.Load() > int64(p.GCStale)) && len(e.queue) == 0 {
+		if e.state&static == 0 && !e.pinned && len(e.queue) == 0 && goes(e) {
 			e.dead = true
 			gone = append(gone, e)
 		}
 		e.mu.Unlock()
 	}
 	t.unlink(gone)
+}
+
+// forcedGC is Linux's neigh_forced_gc: down to thresh2, entries that are
+// FAILED, NONE or STALE, or unused for gc_stale, go; t.mu is held.
+func (t *Table) forcedGC(p *Params) {
+	now := t.Clock.Load()
+	t.collect(p.Thresh2, func(e *Entry) bool {
+		return e.state&(Failed|None|Stale) != 0 || now-e.used.Load() > int64(p.GCStale)
+	})
 	t.nextGC = now + int64(5*time.Second)
 }

@@ -150,17 +150,22 @@ func (g *Group) HasGateway(link int32, gw netip.Addr) bool {
 	return false
 }
 
-// MarkUnresolved sets or clears Unresolved in f, and Dead with it (Dead
-// stays while the link is down).
-func MarkUnresolved(f Flags, on bool) Flags {
+// MarkUnresolved sets or clears Unresolved in f, and MarkLinkDown
+// LinkDown; Dead is set while either is.
+func MarkUnresolved(f Flags, on bool) Flags { return markDead(f, Unresolved, on) }
+
+func MarkLinkDown(f Flags, on bool) Flags { return markDead(f, LinkDown, on) }
+
+func markDead(f, why Flags, on bool) Flags {
 	if on {
-		return f | Unresolved | Dead
+		f |= why
+	} else {
+		f &^= why
 	}
-	f &^= Unresolved
-	if f&LinkDown == 0 {
-		f &^= Dead
+	if f&(LinkDown|Unresolved) != 0 {
+		return f | Dead
 	}
-	return f
+	return f &^ Dead
 }
 
 // AnyLink reports whether a member, usable or not, leaves by link.

@@ -29,12 +29,7 @@ func (r *Router) AddTAP(name string, o dataplane.TAPOptions, eo dataplane.EtherO
 // link's MTU is the interface's.
 func (r *Router) AddHost(name, dev string, eo dataplane.EtherOptions) (*dataplane.Link, error) {
 	eo.Neigh = r.neighParams(eo.Neigh)
-	var mtu int
-	return r.addLinkMTU(name, func() (dataplane.Device, int, error) {
-		d, m, err := dataplane.OpenHost(dev, eo)
-		mtu = m
-		return d, mtu, err
-	})
+	return r.addLinkMTU(name, func() (dataplane.Device, int, error) { return dataplane.OpenHost(dev, eo) })
 }
 
 func (r *Router) neighParams(p neigh.Params) neigh.Params {
