@@ -1,0 +1,371 @@
+package feed
+
+import (
+	"cmp"
+	"net/netip"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"urouter/fib6"
+	"urouter/nexthop"
+	"urouter/router"
+)
+
+// Stats are a feed's counters, read by `fpm show` and the metrics.
+type Stats struct {
+	Messages       atomic.Uint64 // decoded
+	Routes         atomic.Uint64 // added or replaced
+	RouteDeletes   atomic.Uint64
+	Nexthops       atomic.Uint64 // added or replaced
+	NexthopDeletes atomic.Uint64
+	Skipped        atomic.Uint64 // not IPv6, a type urouter has no use for, an unknown interface
+	Rejected       atomic.Uint64 // refused by a table or the registry
+	Malformed      atomic.Uint64 // frames or messages refused whole
+	Swept          atomic.Uint64 // left over from an earlier session and removed
+	Transactions   atomic.Uint64 // commits
+}
+
+// routeKey is a route's identity in Linux's IPv6 tables.
+type routeKey struct {
+	table    uint32
+	dst, src netip.Prefix
+	metric   uint32
+}
+
+// Applier applies decoded messages to a router, remembering what it
+// installed so that a new session can sweep what the last one left and
+// the new one did not repeat.
+type Applier struct {
+	r *router.Router
+	// linkOf maps a kernel interface index to a router link index (0:
+	// none).
+	linkOf func(kernelIndex int32) int32
+	Stats  Stats
+	// LastError is the last refusal, for `fpm show`.
+	lastErr atomic.Pointer[string]
+
+	mu  sync.Mutex // one writer at a time; held while a batch applies
+	gen uint32
+	// owned is what earlier sessions installed (and the current one,
+	// once it settled). Until it settles, the current session's routes
+	// are only appended to replay: a set of a full table's keys costs as
+	// much as the table's load, so it is built once, by Sweep, after the
+	// load.
+	owned    map[routeKey]struct{}
+	replay   []routeKey
+	settled  bool
+	nexthops map[uint32]uint32    // id -> the session that last said it
+	txns     map[uint32]*fib6.Txn // open while a batch applies
+}
+
+// NewApplier returns an applier into r; linkOf maps the kernel's interface
+// indexes to the router's links.
+func NewApplier(r *router.Router, linkOf func(int32) int32) *Applier {
+	return &Applier{r: r, linkOf: linkOf, gen: 1, owned: map[routeKey]struct{}{},
+		nexthops: map[uint32]uint32{}, txns: map[uint32]*fib6.Txn{}}
+}
+
+// LastError is the last message the router refused, and why.
+func (a *Applier) LastError() string {
+	if p := a.lastErr.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// Begin starts a new session: Sweep removes what the sessions before
+// installed and this one has not said again. What a session that never
+// settled said is kept for the next one to sweep.
+func (a *Applier) Begin() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, k := range a.replay {
+		a.owned[k] = struct{}{}
+	}
+	a.replay, a.settled = a.replay[:0], false
+	a.gen++
+}
+
+// Apply applies msgs in order, each table's routes in one transaction
+// committed at the end (a nexthop deletion, which walks the tables,
+// commits what is open first).
+func (a *Applier) Apply(msgs []Msg) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i := range msgs {
+		m := &msgs[i]
+		a.Stats.Messages.Add(1)
+		if m.Skip != "" {
+			a.Stats.Skipped.Add(1)
+			continue
+		}
+		var err error
+		switch m.Kind {
+		case RouteAdd:
+			err = a.addRoute(m)
+		case RouteDel:
+			err = a.delRoute(&m.Route)
+		case NexthopAdd:
+			err = a.addNexthop(&m.Nexthop)
+		case NexthopDel:
+			a.commit()
+			err = a.delNexthop(m.Nexthop.ID)
+		default:
+			a.Stats.Skipped.Add(1)
+		}
+		if err != nil {
+			a.refused(m, err)
+		}
+	}
+	a.commit()
+}
+
+func (a *Applier) refused(m *Msg, err error) {
+	if err == errSkip {
+		a.Stats.Skipped.Add(1)
+		return
+	}
+	a.Stats.Rejected.Add(1)
+	s := describe(m) + ": " + err.Error()
+	a.lastErr.Store(&s)
+}
+
+func (a *Applier) commit() {
+	for id, x := range a.txns {
+		x.Commit()
+		delete(a.txns, id)
+		a.Stats.Transactions.Add(1)
+	}
+}
+
+func (a *Applier) txn(table uint32) *fib6.Txn {
+	if x := a.txns[table]; x != nil {
+		return x
+	}
+	x := a.r.Tables.Ensure(table).Begin()
+	a.txns[table] = x
+	return x
+}
+
+func keyOf(r *RouteMsg) routeKey {
+	k := routeKey{table: r.Table, dst: r.Dst, src: r.Src, metric: r.Metric}
+	if k.table == 0 {
+		k.table = fib6.TableMain
+	}
+	if k.metric == 0 {
+		k.metric = fib6.DefaultMetric // IPv6 reads 0 as the default, as Linux
+	}
+	return k
+}
+
+// errSkip: a message naming an interface that is none of the router's
+// links' mirrors; counted as skipped, not refused.
+var errSkip = &nexthop.Error{Errno: syscall.ENODEV, Msg: "no link for the interface"}
+
+func (a *Applier) path(p Path) (nexthop.Nexthop, error) {
+	nh := nexthop.Nexthop{Gateway: p.Gateway}
+	if p.OIF != 0 {
+		if nh.Link = a.linkOf(p.OIF); nh.Link == 0 {
+			return nh, errSkip
+		}
+	}
+	if p.OnLink {
+		nh.Flags |= nexthop.OnLink
+	}
+	return nh, nil
+}
+
+var routeTypes = map[uint8]fib6.Type{
+	syscall.RTN_UNICAST: fib6.Unicast, syscall.RTN_BLACKHOLE: fib6.Blackhole,
+	syscall.RTN_UNREACHABLE: fib6.Unreachable, syscall.RTN_PROHIBIT: fib6.Prohibit,
+}
+
+func (a *Applier) addRoute(m *Msg) error {
+	q := &m.Route
+	k := keyOf(q)
+	rt := fib6.Route{Dst: q.Dst}
+	rt.Src, rt.Metric, rt.Type, rt.Proto = q.Src, k.metric, routeTypes[q.Type], fib6.Proto(q.Proto)
+	rt.PrefSrc, rt.MTU = q.PrefSrc, q.MTU
+	if rt.Type == fib6.Unicast {
+		switch {
+		case q.NhID != 0:
+			if rt.Object = a.r.Nexthops.Get(q.NhID); rt.Object == nil {
+				return &nexthop.Error{Errno: syscall.EINVAL, Msg: "Nexthop id does not exist."}
+			}
+		case len(q.Paths) > 0:
+			ms := make([]nexthop.Member, len(q.Paths))
+			for i, p := range q.Paths {
+				nh, err := a.path(p)
+				if err != nil {
+					return err
+				}
+				ms[i] = nexthop.Member{Nexthop: nh, Weight: p.Weight}
+			}
+			rt.Group = nexthop.NewGroup(ms)
+		default:
+			nh, err := a.path(q.Path)
+			if err != nil {
+				return err
+			}
+			rt.Nexthop = nh
+		}
+	}
+	x := a.txn(k.table)
+	var err error
+	if m.Flags&syscall.NLM_F_APPEND != 0 {
+		err = x.Append(rt)
+	} else {
+		err = x.Replace(rt) // zebra's updates and the kernel's notifications say the whole route
+	}
+	if err != nil {
+		return err
+	}
+	if a.settled {
+		a.owned[k] = struct{}{}
+	} else {
+		a.replay = append(a.replay, k)
+	}
+	a.Stats.Routes.Add(1)
+	return nil
+}
+
+func (a *Applier) delRoute(q *RouteMsg) error {
+	k := keyOf(q)
+	t := a.r.Tables.Get(k.table)
+	if t == nil {
+		return fib6.ErrNoRoute
+	}
+	m := fib6.Match{Dst: k.dst, Src: k.src, Metric: k.metric}
+	if len(q.Paths) == 0 && q.NhID == 0 && q.Gateway.IsValid() {
+		m.Gateway = q.Gateway // one path of a multipath route, as the kernel says it
+	}
+	x := a.txns[k.table]
+	if x == nil {
+		x = t.Begin()
+		a.txns[k.table] = x
+	}
+	if _, err := x.Delete(m); err != nil {
+		return err
+	}
+	if !m.Gateway.IsValid() && a.settled {
+		delete(a.owned, k) // one path gone leaves the route (and Sweep's claim on it)
+	}
+	a.Stats.RouteDeletes.Add(1)
+	return nil
+}
+
+func (a *Applier) addNexthop(n *NexthopMsg) error {
+	s := nexthop.Spec{ID: n.ID, Proto: n.Proto, Family: n.Family}
+	switch {
+	case len(n.Group) > 0:
+		s.Family = nexthop.FamilyUnspec
+		for _, e := range n.Group {
+			s.Group = append(s.Group, nexthop.Entry{ID: e.ID, Weight: e.Weight})
+		}
+		if n.Resilient {
+			s.Type = nexthop.ResilientType
+		}
+	case n.Blackhole:
+		s.Flags |= nexthop.Blackhole
+	default:
+		nh, err := a.path(Path{Gateway: n.Gateway, OIF: n.OIF, OnLink: n.OnLink})
+		if err != nil {
+			return err
+		}
+		s.Nexthop = nh
+		if s.Gateway.Is6() {
+			s.Family = nexthop.FamilyInet6
+		}
+	}
+	if _, err := a.r.Nexthops.Add(s, true); err != nil {
+		return err
+	}
+	a.nexthops[n.ID] = a.gen
+	a.Stats.Nexthops.Add(1)
+	return nil
+}
+
+func (a *Applier) delNexthop(id uint32) error {
+	if a.r.Nexthops.Get(id) == nil {
+		return &nexthop.Error{Errno: syscall.ENOENT, Msg: "Nexthop id does not exist."}
+	}
+	delete(a.nexthops, id)
+	a.Stats.NexthopDeletes.Add(1)
+	return a.r.DeleteNexthop(id)
+}
+
+// Sweep removes what earlier sessions installed and the current one has
+// not said again: routes first, then nexthop groups, then nexthops. From
+// then on the session is settled. It returns how many it removed.
+func (a *Applier) Sweep() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	said := make(map[routeKey]struct{}, len(a.replay))
+	for _, k := range a.replay {
+		said[k] = struct{}{}
+	}
+	n := 0
+	for k := range a.owned {
+		if _, ok := said[k]; ok {
+			continue
+		}
+		if t := a.r.Tables.Get(k.table); t != nil {
+			x := a.txns[k.table]
+			if x == nil {
+				x = t.Begin()
+				a.txns[k.table] = x
+			}
+			if _, err := x.Delete(fib6.Match{Dst: k.dst, Src: k.src, Metric: k.metric}); err == nil {
+				n++
+			}
+		}
+	}
+	a.commit()
+	a.owned, a.replay, a.settled = said, nil, true
+	var ids []uint32
+	for id, g := range a.nexthops {
+		if g != a.gen {
+			ids = append(ids, id)
+		}
+	}
+	isGroup := func(id uint32) int {
+		if o := a.r.Nexthops.Get(id); o != nil && o.Load().IsGroup() {
+			return 0
+		}
+		return 1
+	}
+	slices.SortFunc(ids, func(x, y uint32) int { return cmp.Compare(isGroup(x), isGroup(y)) })
+	for _, id := range ids {
+		delete(a.nexthops, id)
+		if a.r.Nexthops.Get(id) != nil && a.r.DeleteNexthop(id) == nil {
+			n++
+		}
+	}
+	a.Stats.Swept.Add(uint64(n))
+	return n
+}
+
+// Owned is how many routes and nexthop objects the feed has installed
+// (before a session settles, routes it repeated count twice).
+func (a *Applier) Owned() (routes, nexthops int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.owned) + len(a.replay), len(a.nexthops)
+}
+
+func describe(m *Msg) string {
+	switch m.Kind {
+	case RouteAdd:
+		return "route add " + m.Route.Dst.String()
+	case RouteDel:
+		return "route del " + m.Route.Dst.String()
+	case NexthopAdd:
+		return "nexthop add id " + strconv.FormatUint(uint64(m.Nexthop.ID), 10)
+	case NexthopDel:
+		return "nexthop del id " + strconv.FormatUint(uint64(m.Nexthop.ID), 10)
+	}
+	return "message"
+}

@@ -1,0 +1,85 @@
+package feed
+
+import (
+	"bufio"
+	"compress/gzip"
+	"net/netip"
+	"os"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"urouter/fib6"
+)
+
+func realTable(tb testing.TB) []netip.Prefix {
+	f, err := os.Open("../testdata/prefixes.txt.gz")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var ps []netip.Prefix
+	for s := bufio.NewScanner(z); s.Scan(); {
+		if line := strings.TrimSpace(s.Text()); strings.Contains(line, ":") {
+			ps = append(ps, netip.MustParsePrefix(line))
+		}
+	}
+	if len(ps) != 160147 {
+		tb.Fatalf("%d IPv6 prefixes, want 160147", len(ps))
+	}
+	return ps
+}
+
+// fullTableStream is the real table as zebra sends it with nexthop
+// groups: a nexthop, then one RTM_NEWROUTE per prefix through it, one
+// message per frame.
+func fullTableStream(tb testing.TB) []byte {
+	ps := realTable(tb)
+	out := frame(nhObj{id: 10, gw: gw1, oif: kidx}.encode(unix.RTM_NEWNEXTHOP))
+	for _, p := range ps {
+		r := newRoute(p.String())
+		r.nhid = 10
+		out = append(out, frame(r.encode(unix.RTM_NEWROUTE, unix.NLM_F_CREATE|unix.NLM_F_REPLACE))...)
+	}
+	return out
+}
+
+// BenchmarkFPMApply decodes and applies the real table's 160,147 IPv6
+// prefixes sent as FPM frames, in chunks of the session's read buffer, to
+// a new router each time: the load when zebra connects.
+func BenchmarkFPMApply(b *testing.B) {
+	stream := fullTableStream(b)
+	b.ResetTimer()
+	const chunk = 1 << 20
+	var msgs []Msg
+	b.SetBytes(int64(len(stream)))
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		r, ap := testRouter(b)
+		b.StartTimer()
+		for off := 0; off < len(stream); {
+			var used int
+			var err error
+			msgs, used, _, err = DecodeFrames(stream[off:min(off+chunk, len(stream))], msgs[:0])
+			if err != nil {
+				b.Fatal(err)
+			}
+			ap.Apply(msgs)
+			off += used
+		}
+		b.StopTimer()
+		if n := r.Tables.Main().Len(); n < 160147 {
+			b.Fatalf("%d routes in main", n)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(160147*b.N)/b.Elapsed().Seconds(), "routes/s")
+}
+
+var _ = fib6.TableMain

@@ -1,0 +1,323 @@
+package feed
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"urouter/fib6"
+	"urouter/router"
+)
+
+// The kernel's interface index of the test link's mirror.
+const kidx = 7
+
+func testRouter(t testing.TB) (*router.Router, *Applier) {
+	t.Helper()
+	r := router.New()
+	l, err := r.AddDummy("d0", 1500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SetUp(l, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.AddAddr(l, netip.MustParsePrefix("2001:db8:1::1/64")); err != nil {
+		t.Fatal(err)
+	}
+	return r, NewApplier(r, func(k int32) int32 {
+		if k == kidx {
+			return l.Index
+		}
+		return 0
+	})
+}
+
+// routes lists table id as "dst proto metric type via..." lines, sorted.
+func routes(r *router.Router, id uint32) []string {
+	t := r.Tables.Get(id)
+	if t == nil {
+		return nil
+	}
+	var out []string
+	t.Dump(fib6.Filter{}, func(rt fib6.Route) bool {
+		if rt.Proto == fib6.ProtoKernel {
+			return true
+		}
+		s := fmt.Sprintf("%s proto %d metric %d %s", rt.Dst, rt.Proto, rt.Metric, rt.Type)
+		if rt.Object != nil {
+			s += fmt.Sprintf(" nhid %d", rt.Object.ID())
+		}
+		for _, p := range rt.Paths() {
+			s += fmt.Sprintf(" via %s dev %d weight %d", p.Gateway, p.Link, p.Weight)
+		}
+		out = append(out, s)
+		return true
+	})
+	slices.Sort(out)
+	return out
+}
+
+func mustDecode(t testing.TB, b []byte) []Msg {
+	t.Helper()
+	msgs, used, _, err := DecodeFrames(b, nil)
+	if err != nil || used != len(b) {
+		t.Fatalf("decode: %v (used %d of %d)", err, used, len(b))
+	}
+	return msgs
+}
+
+var (
+	gw1 = netip.MustParseAddr("fe80::1")
+	gw2 = netip.MustParseAddr("fe80::2")
+)
+
+// TestApply: what zebra sends (nexthop objects, groups, routes through
+// them) and what the kernel says (inline gateways, multipath, reject
+// routes, other tables) ends in the tables as `ip route` would show it;
+// IPv4, route types urouter has no use for and unknown interfaces are
+// counted and skipped.
+func TestApply(t *testing.T) {
+	r, ap := testRouter(t)
+	v4 := route{dst: netip.MustParsePrefix("10.0.0.0/8")}
+	v4b := v4.encode(unix.RTM_NEWROUTE, 0)
+	v4b[16] = unix.AF_INET // rtm_family
+	local := newRoute("2001:db8:f::/48")
+	local.typ = unix.RTN_LOCAL
+	unknown := newRoute("2001:db8:e::/48")
+	unknown.gw, unknown.oif = gw1, 99
+	b := newRoute("2001:db8:b::/48")
+	b.gw, b.oif = gw1, kidx
+	c := newRoute("2001:db8:c::/48")
+	c.paths = []Path{{Gateway: gw1, OIF: kidx, Weight: 1}, {Gateway: gw2, OIF: kidx, Weight: 3}}
+	d := newRoute("2001:db8:d::/48")
+	d.typ, d.proto = unix.RTN_BLACKHOLE, unix.RTPROT_STATIC
+	e := newRoute("2001:db8:a::/48")
+	e.nhid = 12
+	f := newRoute("2001:db8:100::/48")
+	f.table, f.gw, f.oif = 100, gw2, kidx
+	g := newRoute("2001:db8:200::/48")
+	g.table, g.gw, g.oif = 1000, gw2, kidx // a table id above 255: RTA_TABLE
+	stream := slices.Concat(
+		frame(nhObj{id: 10, gw: gw1, oif: kidx}.encode(unix.RTM_NEWNEXTHOP),
+			nhObj{id: 11, gw: gw2, oif: kidx}.encode(unix.RTM_NEWNEXTHOP)),
+		frame(nhObj{id: 12, group: []GroupEntry{{10, 1}, {11, 2}}}.encode(unix.RTM_NEWNEXTHOP)),
+		frame(e.encode(unix.RTM_NEWROUTE, unix.NLM_F_CREATE|unix.NLM_F_REPLACE)),
+		frame(b.encode(unix.RTM_NEWROUTE, unix.NLM_F_CREATE), c.encode(unix.RTM_NEWROUTE, unix.NLM_F_CREATE),
+			d.encode(unix.RTM_NEWROUTE, unix.NLM_F_CREATE), f.encode(unix.RTM_NEWROUTE, unix.NLM_F_CREATE),
+			g.encode(unix.RTM_NEWROUTE, unix.NLM_F_CREATE)),
+		frame(v4b, local.encode(unix.RTM_NEWROUTE, 0), unknown.encode(unix.RTM_NEWROUTE, 0)),
+	)
+	ap.Apply(mustDecode(t, stream))
+	want := []string{
+		"2001:db8:a::/48 proto 186 metric 20 unicast nhid 12 via fe80::1 dev 2 weight 1 via fe80::2 dev 2 weight 2",
+		"2001:db8:b::/48 proto 186 metric 20 unicast via fe80::1 dev 2 weight 1",
+		"2001:db8:c::/48 proto 186 metric 20 unicast via fe80::1 dev 2 weight 1 via fe80::2 dev 2 weight 3",
+		"2001:db8:d::/48 proto 4 metric 20 blackhole",
+	}
+	if got := routes(r, fib6.TableMain); !slices.Equal(got, want) {
+		t.Fatalf("main:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if got := routes(r, 100); len(got) != 1 || !strings.HasPrefix(got[0], "2001:db8:100::/48") {
+		t.Fatalf("table 100: %q", got)
+	}
+	if got := routes(r, 1000); len(got) != 1 || !strings.HasPrefix(got[0], "2001:db8:200::/48") {
+		t.Fatalf("table 1000: %q", got)
+	}
+	if s := ap.Stats.Skipped.Load(); s != 3 {
+		t.Errorf("skipped %d, want 3 (IPv4, local, unknown interface)", s)
+	}
+	if n := ap.Stats.Rejected.Load(); n != 0 {
+		t.Errorf("rejected %d: %s", n, ap.LastError())
+	}
+
+	// An update as DELROUTE then NEWROUTE, a replace in place, a deletion
+	// of a group member's object (the kernel's semantics: the group
+	// shrinks) and of a route.
+	b2 := b
+	b2.gw = gw2
+	ap.Apply(mustDecode(t, slices.Concat(
+		frame(b.encode(unix.RTM_DELROUTE, 0)), frame(b2.encode(unix.RTM_NEWROUTE, unix.NLM_F_CREATE)),
+		frame(nhObj{id: 11}.encode(unix.RTM_DELNEXTHOP)),
+		frame(d.encode(unix.RTM_DELROUTE, 0)))))
+	want = []string{
+		"2001:db8:a::/48 proto 186 metric 20 unicast nhid 12 via fe80::1 dev 2 weight 1",
+		"2001:db8:b::/48 proto 186 metric 20 unicast via fe80::2 dev 2 weight 1",
+		"2001:db8:c::/48 proto 186 metric 20 unicast via fe80::1 dev 2 weight 1 via fe80::2 dev 2 weight 3",
+	}
+	if got := routes(r, fib6.TableMain); !slices.Equal(got, want) {
+		t.Fatalf("after updates:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// A route through a nexthop that does not exist is refused, counted,
+	// and named.
+	e.nhid = 99
+	ap.Apply(mustDecode(t, frame(e.encode(unix.RTM_NEWROUTE, 0))))
+	if ap.Stats.Rejected.Load() != 1 || !strings.Contains(ap.LastError(), "2001:db8:a::/48") {
+		t.Errorf("rejected %d, last error %q", ap.Stats.Rejected.Load(), ap.LastError())
+	}
+}
+
+// TestMalformed: truncated frames, a wrong version or length, truncated
+// and overlong attributes are refused whole; unknown message types and
+// attributes are passed over.
+func TestMalformed(t *testing.T) {
+	good := newRoute("2001:db8:b::/48")
+	good.gw, good.oif = gw1, kidx
+	msg := good.encode(unix.RTM_NEWROUTE, 0)
+	bad := func(name string, b []byte) {
+		t.Helper()
+		msgs, _, _, err := DecodeFrames(b, nil)
+		if err == nil || len(msgs) != 0 {
+			t.Errorf("%s: decoded %d messages, err %v", name, len(msgs), err)
+		}
+	}
+	f := frame(msg)
+	v := slices.Clone(f)
+	v[0] = 2
+	bad("version 2", v)
+	v = slices.Clone(f)
+	v[1] = 2
+	bad("type 2", v)
+	v = slices.Clone(f)
+	v[2], v[3] = 0, 3
+	bad("length 3", v)
+	v = slices.Clone(f)
+	v[2], v[3] = 0, byte(len(f)-2)
+	bad("length short of the message", v)
+	long := slices.Clone(msg)
+	long[0] += 4 // nlmsg_len past the frame
+	bad("message past the frame", frame(long))
+	attr := slices.Clone(msg)
+	attr[16+unix.SizeofRtMsg] = 200 // RTA_DST's length past the message
+	bad("attribute past the message", frame(attr))
+	gwShort := slices.Clone(msg)
+	i := bytes.Index(gwShort, gw1.AsSlice())
+	gwShort[i-4] = 8 // RTA_GATEWAY of 4 bytes
+	bad("gateway of 4 bytes", frame(gwShort))
+
+	// A frame not yet whole waits for the rest.
+	msgs, used, frames, err := DecodeFrames(f[:len(f)-1], nil)
+	if err != nil || used != 0 || frames != 0 || len(msgs) != 0 {
+		t.Errorf("partial frame: %d %d %d %v", len(msgs), used, frames, err)
+	}
+	// An unknown message type and an unknown attribute are not errors.
+	other := slices.Clone(msg)
+	other[4] = 200 // nlmsg_type
+	extra := append(slices.Clone(msg), 8, 0, 250, 0, 1, 2, 3, 4)
+	extra[0] += 8
+	msgs = mustDecode(t, frame(other, extra))
+	if len(msgs) != 2 || msgs[0].Kind != Other || msgs[1].Kind != RouteAdd || msgs[1].Route.Gateway != gw1 {
+		t.Errorf("unknown type and attribute: %+v", msgs)
+	}
+}
+
+// dial connects a fake zebra to f.
+func dial(t *testing.T, f *FPM) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", f.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// TestFPMSessions: a lost connection keeps the routes; the next session
+// replays, and once it settles what it did not replay is swept, with no
+// moment where a replayed route is missing; a malformed frame closes the
+// connection and changes nothing; a connection cut mid-frame applies
+// nothing of that frame; a new connection replaces a lingering one.
+func TestFPMSessions(t *testing.T) {
+	r, ap := testRouter(t)
+	f, err := ListenFPM("127.0.0.1:0", ap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.Settle = 200 * time.Millisecond
+	rt := func(p string) []byte {
+		x := newRoute(p)
+		x.nhid = 10
+		return x.encode(unix.RTM_NEWROUTE, unix.NLM_F_CREATE|unix.NLM_F_REPLACE)
+	}
+	nh := frame(nhObj{id: 10, gw: gw1, oif: kidx}.encode(unix.RTM_NEWNEXTHOP))
+	main := func() int { return len(routes(r, fib6.TableMain)) }
+
+	c := dial(t, f)
+	c.Write(slices.Concat(nh, frame(rt("2001:db8:a::/48"), rt("2001:db8:b::/48")), frame(rt("2001:db8:c::/48"))))
+	waitFor(t, "3 routes", func() bool { return main() == 3 })
+	waitFor(t, "the first session to settle", func() bool { return f.Status().Settled })
+	c.Close() // zebra goes away: the routes stay
+	waitFor(t, "the session to end", func() bool { return !f.Status().Connected })
+	time.Sleep(2 * f.Settle)
+	if main() != 3 {
+		t.Fatalf("after the connection was lost: %d routes", main())
+	}
+
+	// The replay leaves out 2001:db8:c::/48: it goes once the replay
+	// settles, and the others never leave meanwhile.
+	c = dial(t, f)
+	c.Write(slices.Concat(nh, frame(rt("2001:db8:a::/48"))))
+	time.Sleep(f.Settle / 4)
+	c.Write(frame(rt("2001:db8:b::/48")))
+	for deadline := time.Now().Add(5 * time.Second); main() != 2; time.Sleep(time.Millisecond) {
+		if main() < 2 || time.Now().After(deadline) {
+			t.Fatalf("during the replay: %q", routes(r, fib6.TableMain))
+		}
+	}
+	if got := routes(r, fib6.TableMain); !strings.HasPrefix(got[0], "2001:db8:a::/48") || !strings.HasPrefix(got[1], "2001:db8:b::/48") {
+		t.Fatalf("after the sweep: %q", got)
+	}
+
+	// Cut mid-frame: nothing of the frame.
+	d := frame(rt("2001:db8:d::/48"))
+	c.Write(d[:len(d)-3])
+	c.Close()
+	waitFor(t, "the session to end", func() bool { return !f.Status().Connected })
+	if main() != 2 {
+		t.Fatalf("a frame cut short was applied: %q", routes(r, fib6.TableMain))
+	}
+
+	// A malformed frame after a good one: the good one applies, the bad
+	// one changes nothing and the connection is closed.
+	c = dial(t, f)
+	badFrame := frame(rt("2001:db8:f::/48"))
+	badFrame[0] = 9
+	c.Write(slices.Concat(frame(rt("2001:db8:e::/48")), badFrame))
+	buf := make([]byte, 1)
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Read(buf); err == nil {
+		t.Fatal("the connection stayed open after a malformed frame")
+	}
+	if ap.Stats.Malformed.Load() != 1 || main() != 3 || strings.Contains(strings.Join(routes(r, fib6.TableMain), ","), "2001:db8:f::") {
+		t.Fatalf("malformed %d, routes %q", ap.Stats.Malformed.Load(), routes(r, fib6.TableMain))
+	}
+
+	// A new connection replaces one that lingers.
+	old := dial(t, f)
+	waitFor(t, "the first connection", func() bool { return f.Connects.Load() == 4 })
+	c = dial(t, f)
+	defer c.Close()
+	old.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := old.Read(buf); err == nil {
+		t.Fatal("the lingering connection was not closed")
+	}
+	if st := f.Status(); !st.Connected || st.Peer != c.LocalAddr().String() {
+		t.Fatalf("status %+v, want connected to %s", st, c.LocalAddr())
+	}
+}

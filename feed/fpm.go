@@ -1,0 +1,201 @@
+package feed
+
+import (
+	"encoding/binary"
+	"errors"
+	"log"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// FPM frames, as FRR's dplane_fpm_nl sends them: a 4-byte header (version
+// 1, type 1 for netlink, the frame's length with the header in network
+// order), then whole netlink messages.
+const (
+	fpmVersion   = 1
+	fpmNetlink   = 1
+	fpmHeaderLen = 4
+)
+
+// DefaultSettle is how long a new session must be quiet before what the
+// last one installed and this one did not replay is swept.
+const DefaultSettle = 3 * time.Second
+
+// FPM is the listener zebra connects to. One session at a time: a new
+// connection replaces the one before (a zebra that restarted while its
+// old connection lingers).
+type FPM struct {
+	Applier *Applier
+	// Settle: see DefaultSettle.
+	Settle time.Duration
+
+	ln       net.Listener
+	mu       sync.Mutex
+	conn     net.Conn
+	peer     string
+	since    time.Time
+	settled  bool
+	closed   bool
+	sessions sync.WaitGroup
+
+	Connects atomic.Uint64
+	Frames   atomic.Uint64
+	Bytes    atomic.Uint64
+}
+
+// ListenFPM listens for zebra on addr (host:port) and applies what it
+// sends through ap.
+func ListenFPM(addr string, ap *Applier) (*FPM, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	f := &FPM{Applier: ap, Settle: DefaultSettle, ln: ln}
+	go f.accept()
+	return f, nil
+}
+
+// Addr is the address it listens on.
+func (f *FPM) Addr() net.Addr { return f.ln.Addr() }
+
+// Close stops listening and ends the session; what was installed stays.
+func (f *FPM) Close() {
+	f.mu.Lock()
+	f.closed = true
+	if f.conn != nil {
+		f.conn.Close()
+	}
+	f.mu.Unlock()
+	f.ln.Close()
+	f.sessions.Wait()
+}
+
+func (f *FPM) accept() {
+	for {
+		c, err := f.ln.Accept()
+		if err != nil {
+			return
+		}
+		f.mu.Lock()
+		if f.closed {
+			f.mu.Unlock()
+			c.Close()
+			return
+		}
+		if f.conn != nil {
+			f.conn.Close() // the new session replaces it
+		}
+		f.conn, f.peer, f.since, f.settled = c, c.RemoteAddr().String(), time.Now(), false
+		f.sessions.Add(1)
+		f.mu.Unlock()
+		f.Connects.Add(1)
+		go f.session(c)
+	}
+}
+
+// Status is what `fpm show` prints.
+type Status struct {
+	Listen    string
+	Connected bool
+	Peer      string
+	Since     time.Time
+	Settled   bool // the session's replay has settled and been swept against
+}
+
+// Status reports the listener's state.
+func (f *FPM) Status() Status {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return Status{Listen: f.ln.Addr().String(), Connected: f.conn != nil, Peer: f.peer, Since: f.since, Settled: f.settled}
+}
+
+// maxFrame is the largest frame: its length is 16 bits.
+const maxFrame = 1<<16 - 1
+
+func (f *FPM) session(c net.Conn) {
+	defer f.sessions.Done()
+	ap := f.Applier
+	ap.Begin()
+	settle := time.AfterFunc(time.Hour, func() { f.sweep(c) })
+	settle.Stop()
+	defer func() {
+		settle.Stop()
+		c.Close()
+		f.mu.Lock()
+		if f.conn == c {
+			f.conn = nil
+		}
+		f.mu.Unlock()
+	}()
+	buf := make([]byte, 1<<20)
+	var msgs []Msg
+	have := 0
+	for {
+		n, err := c.Read(buf[have:])
+		have += n
+		f.Bytes.Add(uint64(n))
+		var off, frames int
+		var bad error
+		msgs, off, frames, bad = DecodeFrames(buf[:have], msgs[:0])
+		f.Frames.Add(uint64(frames))
+		if len(msgs) > 0 {
+			ap.Apply(msgs) // the whole frames before a bad one
+			settle.Reset(f.Settle)
+		}
+		if bad != nil {
+			ap.Stats.Malformed.Add(1)
+			log.Printf("fpm %s: %v: closing the connection", c.RemoteAddr(), bad)
+			return
+		}
+		have = copy(buf, buf[off:have])
+		if err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				log.Printf("fpm %s: %v", c.RemoteAddr(), err)
+			}
+			return // what was installed stays until the next session sweeps it
+		}
+	}
+}
+
+// sweep runs once the session on c has been quiet for Settle.
+func (f *FPM) sweep(c net.Conn) {
+	f.mu.Lock()
+	current := f.conn == c && !f.settled
+	f.mu.Unlock()
+	if !current {
+		return
+	}
+	if n := f.Applier.Sweep(); n > 0 {
+		log.Printf("fpm %s: swept %d routes and nexthops the last session left", c.RemoteAddr(), n)
+	}
+	f.mu.Lock()
+	if f.conn == c {
+		f.settled = true
+	}
+	f.mu.Unlock()
+}
+
+// DecodeFrames decodes the whole FPM frames at the start of b into msgs.
+// It returns how many bytes they took and how many frames they were, and
+// stops at a frame that is not whole yet, or at a bad one (err: nothing
+// of it is in msgs).
+func DecodeFrames(b []byte, msgs []Msg) (_ []Msg, used, frames int, err error) {
+	for len(b)-used >= fpmHeaderLen {
+		h := b[used : used+fpmHeaderLen]
+		size := int(binary.BigEndian.Uint16(h[2:]))
+		if h[0] != fpmVersion || h[1] != fpmNetlink || size < fpmHeaderLen {
+			return msgs, used, frames, malformed("FPM header version %d type %d length %d", h[0], h[1], size)
+		}
+		if len(b)-used < size {
+			break
+		}
+		if msgs, err = Decode(b[used+fpmHeaderLen:used+size], msgs); err != nil {
+			return msgs, used, frames, err
+		}
+		used += size
+		frames++
+	}
+	return msgs, used, frames, nil
+}
