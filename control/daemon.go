@@ -32,10 +32,12 @@ func SocketPath(flag string) string {
 // Server is a running daemon's control socket: it serves a router's
 // clients, each in a session of its own.
 type Server struct {
-	R    *router.Router
-	hub  *hub
-	ln   *net.UnixListener
-	stop chan struct{}
+	R *router.Router
+	// Feeds: set before Serve, for `fpm show` and `mirror show`.
+	Feeds *Feeds
+	hub   *hub
+	ln    *net.UnixListener
+	stop  chan struct{}
 }
 
 // Listen claims the control socket at path (mode 0600). It refuses if

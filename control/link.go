@@ -1,7 +1,9 @@
 package control
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"syscall"
@@ -47,6 +49,7 @@ type linkArgs struct {
 	up, set bool
 	mtu     int
 	address []byte // the link-layer address, `address LLADDR`
+	mirror  []byte // `mirror KNAME` or `mirror none`
 }
 
 func parseLinkArgs(args [][]byte) (*linkArgs, *cmdErr) {
@@ -79,6 +82,15 @@ func parseLinkArgs(args [][]byte) (*linkArgs, *cmdErr) {
 			if a.mtu, err = parseMTU(v); err != nil {
 				return nil, err
 			}
+		case is(w, "mirror"):
+			v, err := ws.next()
+			if err != nil {
+				return nil, err
+			}
+			if a.mirror != nil {
+				return nil, duparg("mirror", v)
+			}
+			a.mirror = v
 		case matches(w, "address"):
 			v, err := ws.next()
 			if err != nil {
@@ -261,6 +273,11 @@ func (s *session) linkSet(args [][]byte) *cmdErr {
 	if a.typ != nil {
 		return extack("Operation not supported.")
 	}
+	if a.mirror != nil {
+		if err := checkIfName(a.mirror); err != nil {
+			return err
+		}
+	}
 	if a.mtu >= 0 {
 		if err := s.r.SetMTU(l, a.mtu); err != nil {
 			return extack(err.Error())
@@ -270,6 +287,26 @@ func (s *session) linkSet(args [][]byte) *cmdErr {
 		if err := s.r.SetUp(l, a.up); err != nil {
 			return linkErr(err)
 		}
+	}
+	switch {
+	case a.mirror == nil:
+	case is(a.mirror, "none"):
+		if err := s.r.ClearMirror(l); err != nil {
+			return extack(err.Error())
+		}
+	default:
+		if err := s.r.SetMirror(l, string(a.mirror)); err != nil {
+			return extack(fmt.Sprintf("mirror %s: %v", a.mirror, err))
+		}
+	}
+	return nil
+}
+
+// checkIfName refuses what the kernel would not take as an interface name
+// (iproute2's check_ifname).
+func checkIfName(v []byte) *cmdErr {
+	if len(v) == 0 || len(v) >= 16 || bytes.ContainsAny(v, "/: \t\n") || string(v) == "." || string(v) == ".." {
+		return parseErr("Error: argument \"%s\" is wrong: \"mirror\" not a valid ifname", v)
 	}
 	return nil
 }

@@ -51,6 +51,7 @@ func (s *session) linkShow(args [][]byte) *cmdErr {
 		} else {
 			s.out.WriteString(s.linkLine(l, true))
 			s.out.WriteString(linkL2(l))
+			s.out.WriteString(s.mirrorLine(l))
 			if s.opt.stats > 0 {
 				s.out.WriteString(linkStats(l))
 			}
@@ -95,6 +96,21 @@ func linkL2(l *dataplane.Link) string {
 	return "    link/" + hw.LinkType() + " " + hw.HardwareAddr().String() + " brd " + hw.Broadcast().String() + "\n"
 }
 
+// mirrorLine says which kernel interface stands for the link (and, with
+// -s, what crossed it).
+func (s *session) mirrorLine(l *dataplane.Link) string {
+	m := l.Mirror()
+	if m == nil {
+		return ""
+	}
+	line := fmt.Sprintf("    mirror %s ifindex %d\n", m.Name, m.Index)
+	if s.opt.stats > 0 {
+		line += fmt.Sprintf("    mirror up %d packets %d bytes down %d packets %d bytes dropped %d\n",
+			m.UpPackets.Load(), m.UpBytes.Load(), m.DownPackets.Load(), m.DownBytes.Load(), m.Dropped.Load())
+	}
+	return line
+}
+
 func linkStats(l *dataplane.Link) string {
 	c := l.Stats()
 	return fmt.Sprintf("    RX:  bytes packets errors dropped  missed   mcast           \n"+
@@ -137,6 +153,20 @@ func (s *session) linkJSON(j *jsonw, l *dataplane.Link, full bool) {
 	if hw.HardwareAddr() != nil {
 		j.str("address", hw.HardwareAddr().String())
 		j.str("broadcast", hw.Broadcast().String())
+	}
+	if m := l.Mirror(); m != nil {
+		j.name("mirror")
+		j.startObject()
+		j.str("ifname", m.Name)
+		j.uint("ifindex", uint64(m.Index))
+		if s.opt.stats > 0 {
+			j.uint("up_packets", m.UpPackets.Load())
+			j.uint("up_bytes", m.UpBytes.Load())
+			j.uint("down_packets", m.DownPackets.Load())
+			j.uint("down_bytes", m.DownBytes.Load())
+			j.uint("dropped", m.Dropped.Load())
+		}
+		j.endObject()
 	}
 	if !full {
 		return

@@ -19,7 +19,8 @@ import (
 // order, with one open route transaction at most.
 type session struct {
 	r      *router.Router
-	hub    *hub // the daemon's monitors; nil for a config file
+	hub    *hub   // the daemon's monitors; nil for a config file
+	feeds  *Feeds // the daemon's route feeds; nil for none
 	opt    options
 	out    *bufio.Writer
 	errOut func(string)
@@ -148,7 +149,7 @@ const (
 var objects = []string{"address", "addrlabel", "maddress", "route", "rule", "neighbor", "neighbour",
 	"ntable", "ntbl", "link", "l2tp", "fou", "ila", "macsec", "tunnel", "tunl", "tuntap", "tap",
 	"token", "tcpmetrics", "tcp_metrics", "monitor", "xfrm", "mroute", "mrule", "netns", "netconf",
-	"vrf", "sr", "nexthop", "mptcp", "ioam", "help", "stats", "ra"}
+	"vrf", "sr", "nexthop", "mptcp", "ioam", "help", "stats", "ra", "fpm", "mirror"}
 
 var objectWords = sync.OnceValue(func() keywords {
 	return func() keywords {
@@ -200,12 +201,16 @@ func (s *session) exec(line []byte) *cmdErr {
 		return s.ntableCmd(rest)
 	case "ra":
 		return s.raCmd(rest)
+	case "fpm":
+		return s.fpmCmd(rest)
+	case "mirror":
+		return s.mirrorCmd(rest)
 	case "monitor":
 		return s.monitorCmd(rest)
 	case "help":
 		return parseErr("Usage: ip [ OPTIONS ] OBJECT { COMMAND | help }\n" +
 			"       ip [ -force ] -batch filename\n" +
-			"where  OBJECT := { address | link | monitor | neighbour | nexthop | ntable | ra | route | rule }\n" +
+			"where  OBJECT := { address | fpm | link | mirror | monitor | neighbour | nexthop | ntable | ra | route | rule }\n" +
 			"       OPTIONS := { -6 | -s[tatistics] | -d[etails] | -j[son] | -p[retty] | -force }")
 	case "":
 		return &cmdErr{msg: fmt.Sprintf("Object \"%s\" is unknown, try \"ip help\".", w), code: 1}
@@ -234,6 +239,7 @@ func (srv *Server) serveConn(c net.Conn) {
 	s := &session{
 		r:      srv.R,
 		hub:    srv.hub,
+		feeds:  srv.Feeds,
 		opt:    opt,
 		out:    bufio.NewWriterSize(&frameWriter{c: pc, kind: 'o'}, writeBuf),
 		errOut: func(m string) { ew.Write([]byte(m + "\n")) },

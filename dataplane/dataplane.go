@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"errors"
 	"net/netip"
 	"runtime"
 	"slices"
@@ -105,12 +106,13 @@ func (dp *Dataplane) snapshot() []*worker {
 // Remove takes a link out of the registry and stops its I/O: after it
 // returns no worker touches the link's port, which is closed.
 func (dp *Dataplane) Remove(l *Link) error {
+	merr := dp.ClearMirror(l)
 	dp.mu.Lock()
 	defer dp.mu.Unlock()
 	dp.Links.remove(l)
 	ref := l.port.Swap(nil)
 	if ref == nil {
-		return nil
+		return merr
 	}
 	dp.synchronize()   // no worker is still writing to the port
 	err := ref.Close() // its own workers see the close and end
@@ -121,7 +123,7 @@ func (dp *Dataplane) Remove(l *Link) error {
 		}
 	}
 	dp.workers.Store(&ws)
-	return err
+	return errors.Join(merr, err)
 }
 
 // synchronize waits until every worker has finished the batch it was

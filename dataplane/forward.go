@@ -68,7 +68,7 @@ func (w *worker) forward(n int) {
 			k.drop(DropLinkDown)
 			continue
 		}
-		if !w.parse(k) {
+		if !w.parse(k) || k.act == actLocal {
 			continue
 		}
 		k.keyInto(&w.keys[nk], in.Index)
@@ -146,7 +146,12 @@ func (w *worker) parse(k *pkt) bool {
 		k.b = k.b[:vnetHdrLen+total]
 	}
 	k.p = p
-	if martian(p) {
+	if w.own == nil && martian(p) || w.own != nil && ownMartian(p) {
+		if w.own == nil && w.forLinkLocal(p) {
+			k.l4 = walk(k.p)
+			k.act, k.egress = actLocal, w.in
+			return true
+		}
 		k.drop(DropMartian)
 		return false
 	}
@@ -165,6 +170,22 @@ func (w *worker) parse(k *pkt) bool {
 func martian(p header.IPv6) bool {
 	src, dst := p.SourceAddressSlice(), p.DestinationAddressSlice()
 	return src[0] == 0xff || dst[0] == 0xff || isUnspecOrLoop(src) || isUnspecOrLoop(dst) || linkLocal(dst)
+}
+
+// forLinkLocal: a packet to the router's own link-local address on the
+// link it came in by, which no route decides (Linux delivers it, as its
+// link-local addresses are its own on that link only).
+func (w *worker) forLinkLocal(p header.IPv6) bool {
+	src, dst := p.SourceAddressSlice(), p.DestinationAddressSlice()
+	if !linkLocal(dst) || src[0] == 0xff || isUnspecOrLoop(src) {
+		return false
+	}
+	for _, a := range w.in.Addrs() {
+		if a.Addr().As16() == [16]byte(dst) {
+			return true
+		}
+	}
+	return false
 }
 
 func isUnspecOrLoop(a []byte) bool {
@@ -192,7 +213,7 @@ func (k *pkt) keyInto(key *decide.Key, iif int32) {
 func act(k *pkt, r *decide.Result, links *linkSnap, in int32) {
 	switch r.Verdict {
 	case decide.Local:
-		k.act = actLocal
+		k.act, k.egress = actLocal, links.at(r.Nexthop().Link) // the address's link
 		return
 	case decide.Blackhole:
 		k.drop(DropBlackhole)

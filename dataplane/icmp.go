@@ -87,7 +87,16 @@ func (w *worker) originate(b []byte, src, dst [16]byte, tclass, proto uint8, spo
 		m.SetChecksum(0)
 		m.SetChecksum(^transportSum(p, ipv6Len, protoICMPv6))
 	}
+	if linkLocal(dst[:]) && w.in != nil {
+		key.Oif = w.in.Index // an answer to a link-local address goes back by its link
+	}
 	r := w.dp.Decider.Decide(&key)
+	if r.Verdict == decide.Local { // to the kernel's side of a mirror
+		if l := w.dp.Links.ByIndex(r.Nexthop().Link); l != nil && l.Mirror() != nil {
+			l.Mirror().give(b, len(p))
+		}
+		return
+	}
 	if r.Verdict != decide.Forward {
 		return
 	}

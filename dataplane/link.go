@@ -35,6 +35,7 @@ type Link struct {
 	up       atomic.Bool
 	addrs    atomic.Pointer[[]netip.Prefix] // the router's addresses, Linux's order
 	counters atomic.Pointer[[]*Counters]    // one per worker that touches the link
+	mirror   atomic.Pointer[Mirror]         // its stand-in in the kernel, if any
 }
 
 // portRef holds a Port for an atomic pointer.

@@ -5,12 +5,16 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 )
 
-// local delivers a packet addressed to the router, as Linux answers when
-// nothing listens: an echo request gets its reply; UDP a Port Unreachable
+// local delivers a packet addressed to the router: to the kernel through a
+// mirror (mirror.go) unless the router answers it itself; else as Linux
+// answers when nothing listens: an echo request gets its reply; UDP a Port Unreachable
 // and TCP a reset, when their checksums are right; other ICMPv6 messages
 // are taken and dropped; any other protocol earns a Parameter Problem
 // pointing at its Next Header.
 func (w *worker) local(k *pkt) {
+	if !answersItself(k) && w.toKernel(k) {
+		return
+	}
 	in := w.in
 	l4 := k.l4.off
 	switch {

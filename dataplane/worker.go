@@ -31,6 +31,7 @@ type worker struct {
 	q     int
 	id    int
 	epoch atomic.Uint64 // odd while a batch is in flight (see synchronize)
+	own   *Mirror       // reads what the kernel sends out of this mirror
 
 	bufs    [batchSize][]byte
 	sizes   [batchSize]int
@@ -83,7 +84,11 @@ func (w *worker) RoutineRead() {
 		n, err := w.port.ReadBatch(w.q, w.bufs[:], w.sizes[:])
 		if n > 0 {
 			w.epoch.Add(1)
-			w.forward(n)
+			if w.own != nil {
+				w.forwardOwn(n)
+			} else {
+				w.forward(n)
+			}
 			w.epoch.Add(1)
 		}
 		if err != nil {

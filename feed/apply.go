@@ -213,14 +213,9 @@ func (a *Applier) addRoute(m *Msg) error {
 			rt.Nexthop = nh
 		}
 	}
-	x := a.txn(k.table)
-	var err error
-	if m.Flags&syscall.NLM_F_APPEND != 0 {
-		err = x.Append(rt)
-	} else {
-		err = x.Replace(rt) // zebra's updates and the kernel's notifications say the whole route
-	}
-	if err != nil {
+	// zebra's updates and the kernel's notifications say the whole route:
+	// an `ip route append` is notified as the route with all its paths.
+	if err := a.txn(k.table).Replace(rt); err != nil {
 		return err
 	}
 	if a.settled {

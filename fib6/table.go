@@ -28,9 +28,10 @@ type Table struct {
 	expiry  map[netip.Prefix]int // destinations with expiring routes -> how many
 	// expiring is len(expiry) > 0 as of the last commit, for housekeeping
 	// that looks without the lock
-	expiring atomic.Bool
-	watch    *atomic.Pointer[Watcher]
-	allGen   *atomic.Uint64 // the registry's count of publishes, nil outside one
+	expiring  atomic.Bool
+	watch     *atomic.Pointer[Watcher]
+	allGen    *atomic.Uint64 // the registry's count of publishes, nil outside one
+	publishes publishTimes
 }
 
 // Watcher hears every committed change of every table of a registry.

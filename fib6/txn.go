@@ -3,6 +3,7 @@ package fib6
 import (
 	"net/netip"
 	"slices"
+	"time"
 )
 
 // Transactions: a table's writer lock, the changes made under it (add,
@@ -69,7 +70,9 @@ func (x *Txn) Table() *Table { return x.t }
 func (x *Txn) Commit() {
 	t := x.t
 	if x.n > 0 {
+		start := time.Now()
 		x.tx.commit()
+		t.publishes.observe(time.Since(start))
 		t.gen.Add(1)
 		if t.allGen != nil {
 			t.allGen.Add(1)

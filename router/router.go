@@ -47,6 +47,9 @@ type Router struct {
 	Nexthops *nexthop.Registry
 
 	mu    sync.Mutex // link and address changes
+	// mirrors maps the kernel interface index of each link's mirror to
+	// the link's index
+	mirrors atomic.Pointer[map[int32]int32]
 	watch atomic.Pointer[func(Event)]
 	gws   gateways
 	stop  chan struct{}
@@ -119,6 +122,9 @@ func (r *Router) Watch(fn func(Event)) {
 func (r *Router) tell(kind EventKind, l *dataplane.Link, a netip.Prefix) {
 	if fn := r.watch.Load(); fn != nil {
 		(*fn)(Event{Kind: kind, Link: l, Addr: a})
+	}
+	if kind != LinkDeleted {
+		r.syncMirror(l)
 	}
 }
 
@@ -243,6 +249,7 @@ func (r *Router) DeleteLink(l *dataplane.Link) error {
 	r.linkChanged(l, fib6.LinkGone)
 	r.forgetGateways(l)
 	err := r.DP.Remove(l)
+	r.publishMirrors()
 	r.Rules.Relink() // rules naming it are detached
 	r.tell(LinkDeleted, l, netip.Prefix{})
 	return err

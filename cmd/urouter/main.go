@@ -8,10 +8,14 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"urouter/control"
+	"urouter/feed"
+	"urouter/metrics"
 	"urouter/nexthop"
 	"urouter/router"
 )
@@ -33,6 +37,9 @@ func daemon(args []string) int {
 	destBurst := fs.Int("icmp-dest-burst", 6, "ICMPv6 errors to one destination in a burst at most (Linux's is 6)")
 	hashPolicy := fs.Uint("multipath-hash-policy", 0, "multipath flow hash: 0 addresses, flow label and next header; 1 addresses, ports and next header (Linux's net.ipv6.fib_multipath_hash_policy)")
 	probe := fs.Duration("router-probe-interval", router.DefaultRouterProbeInterval, "how often a gateway whose neighbour failed is solicited again, as Linux's router_probe_interval")
+	fpmAddr := fs.String("fpm", "", "accept zebra's FPM connection on [ADDR]:PORT (FRR's default is 127.0.0.1:2620); off unless given")
+	mirrorTables := fs.String("mirror-table", "", "follow these kernel tables (ids, comma-separated) of the daemon's netns into the router's tables of the same ids")
+	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://ADDR:PORT/metrics; off unless given")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -64,6 +71,23 @@ func daemon(args []string) int {
 			return 1
 		}
 	}
+	feeds, err := startFeeds(r, *fpmAddr, *mirrorTables)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "urouter daemon:", err)
+		srv.Close()
+		return 1
+	}
+	defer feeds.close()
+	srv.Feeds = &control.Feeds{FPM: feeds.fpm, Tables: feeds.tables}
+	if *metricsAddr != "" {
+		ms, err := metrics.Serve(*metricsAddr, metrics.NewCollector(r, metrics.Feeds{FPM: feeds.fpm, Tables: feeds.tables}))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "urouter daemon: --metrics:", err)
+			srv.Close()
+			return 1
+		}
+		defer ms.Close()
+	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	go func() {
@@ -83,4 +107,52 @@ func daemon(args []string) int {
 		}
 	}
 	return 0
+}
+
+// feeds are the route feeds the daemon runs: zebra over FPM, kernel tables.
+type feeds struct {
+	fpm    *feed.FPM
+	tables []*feed.TableMirror
+}
+
+// startFeeds starts them once the configuration has given the links their
+// mirrors, through which the feeds name the links.
+func startFeeds(r *router.Router, fpmAddr, tables string) (*feeds, error) {
+	f := &feeds{}
+	if tables != "" {
+		for _, t := range strings.Split(tables, ",") {
+			id, err := strconv.ParseUint(strings.TrimSpace(t), 10, 32)
+			if err != nil || id == 0 {
+				f.close()
+				return nil, fmt.Errorf("--mirror-table: %q is not a table id", t)
+			}
+			m, err := feed.MirrorTable(r, uint32(id))
+			if err != nil {
+				f.close()
+				return nil, fmt.Errorf("--mirror-table %d: %w", id, err)
+			}
+			f.tables = append(f.tables, m)
+		}
+	}
+	if fpmAddr != "" {
+		if strings.HasPrefix(fpmAddr, ":") {
+			fpmAddr = "127.0.0.1" + fpmAddr // as zebra's default
+		}
+		s, err := feed.ListenFPM(fpmAddr, feed.NewApplier(r, r.LinkOfKernel))
+		if err != nil {
+			f.close()
+			return nil, fmt.Errorf("--fpm: %w", err)
+		}
+		f.fpm = s
+	}
+	return f, nil
+}
+
+func (f *feeds) close() {
+	if f.fpm != nil {
+		f.fpm.Close()
+	}
+	for _, m := range f.tables {
+		m.Close()
+	}
 }

@@ -1,0 +1,246 @@
+package dataplane
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"slices"
+	"sync/atomic"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+
+	"urouter/decide"
+)
+
+// Mirror is a link's stand-in in the kernel of the router's namespace (as
+// VPP's linux-cp pairs an interface with a TAP): a kernel TUN with the
+// link's MTU, state and IPv6 addresses, so that routing daemons running on
+// the kernel's stack see the link as an interface and run their sessions
+// over it. What reaches the router's addresses and the router does not
+// answer itself goes up into the kernel through it; what the kernel sends
+// out of it is routed by the router as its own packets.
+type Mirror struct {
+	Name  string // the kernel's interface
+	Index int32  // its kernel interface index
+
+	link *Link
+	port *tunPort
+	w    *worker
+
+	// Up: packets given to the kernel; Down: packets the kernel sent,
+	// routed by the router; Dropped: either way, lost (the kernel's
+	// queue full, no route, a multicast destination).
+	UpPackets, UpBytes     atomic.Uint64
+	DownPackets, DownBytes atomic.Uint64
+	Dropped                atomic.Uint64
+}
+
+// Mirror is the link's kernel mirror, nil if it has none.
+func (l *Link) Mirror() *Mirror { return l.mirror.Load() }
+
+// SetMirror gives link l a kernel mirror named kname, replacing the one it
+// had. The kernel interface is made down with no address: the router
+// gives it the link's state (SyncMirror).
+func (dp *Dataplane) SetMirror(l *Link, kname string) (*Mirror, error) {
+	if err := dp.ClearMirror(l); err != nil {
+		return nil, err
+	}
+	if _, err := netlink.LinkByName(kname); err == nil {
+		return nil, fmt.Errorf("%s: %w", kname, ErrLinkExists)
+	}
+	dev, err := OpenTUN(kname, TUNOptions{MTU: l.MTU(), Queues: 1})
+	if err != nil {
+		return nil, err
+	}
+	t := dev.(*tunPort)
+	kl, err := netlink.LinkByName(kname)
+	if err != nil {
+		t.Close()
+		return nil, err
+	}
+	// The kernel makes no address of its own on it (its link-local is the
+	// link's), solicits no router, and keeps IPv6 on.
+	for knob, v := range map[string]string{"addr_gen_mode": "1", "accept_ra": "0", "disable_ipv6": "0"} {
+		if err := os.WriteFile("/proc/sys/net/ipv6/conf/"+kname+"/"+knob, []byte(v), 0); err != nil {
+			t.Close()
+			return nil, err
+		}
+	}
+	m := &Mirror{Name: kname, Index: int32(kl.Attrs().Index), link: l, port: t}
+	dp.mu.Lock()
+	m.w = newWorker(dp, l, t, 0, dp.nextID)
+	m.w.own = m
+	dp.nextID++
+	ws := append(slices.Clone(dp.snapshot()), m.w)
+	dp.workers.Store(&ws)
+	l.mirror.Store(m)
+	dp.mu.Unlock()
+	go m.w.RoutineRead()
+	return m, nil
+}
+
+// ClearMirror removes link l's mirror, if it has one; the kernel interface
+// goes with it.
+func (dp *Dataplane) ClearMirror(l *Link) error {
+	dp.mu.Lock()
+	defer dp.mu.Unlock()
+	m := l.mirror.Swap(nil)
+	if m == nil {
+		return nil
+	}
+	dp.synchronize() // no worker is still giving it packets
+	err := m.port.Close()
+	var ws []*worker
+	for _, w := range dp.snapshot() {
+		if w != m.w {
+			ws = append(ws, w)
+		}
+	}
+	dp.workers.Store(&ws)
+	return err
+}
+
+// SyncMirror gives l's mirror, if any, the link's MTU, state and IPv6
+// addresses (without duplicate address detection: they are the link's,
+// already checked there).
+func SyncMirror(l *Link) error {
+	m := l.Mirror()
+	if m == nil {
+		return nil
+	}
+	kl, err := netlink.LinkByIndex(int(m.Index))
+	if err != nil {
+		return err
+	}
+	var errs []error
+	if kl.Attrs().MTU != l.MTU() {
+		errs = append(errs, netlink.LinkSetMTU(kl, l.MTU()))
+	}
+	have, err := netlink.AddrList(kl, netlink.FAMILY_V6)
+	if err != nil {
+		return err
+	}
+	want := l.Addrs()
+	for _, a := range have {
+		p, _ := netip.AddrFromSlice(a.IP)
+		ones, _ := a.Mask.Size()
+		if !slices.Contains(want, netip.PrefixFrom(p.Unmap(), ones)) {
+			errs = append(errs, netlink.AddrDel(kl, &a))
+		}
+	}
+	for _, p := range want {
+		if slices.ContainsFunc(have, func(a netlink.Addr) bool {
+			ones, _ := a.Mask.Size()
+			q, _ := netip.AddrFromSlice(a.IP)
+			return q.Unmap() == p.Addr() && ones == p.Bits()
+		}) {
+			continue
+		}
+		a, err := netlink.ParseAddr(p.String())
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		a.Flags = unix.IFA_F_NODAD
+		if err := netlink.AddrAdd(kl, a); err != nil && !errors.Is(err, unix.EEXIST) {
+			errs = append(errs, fmt.Errorf("%s on %s: %w", p, m.Name, err))
+		}
+	}
+	if up := kl.Attrs().Flags&(1<<0) != 0; up != l.Up() {
+		if l.Up() {
+			errs = append(errs, netlink.LinkSetUp(kl))
+		} else {
+			errs = append(errs, netlink.LinkSetDown(kl))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// toKernel gives a packet for the router that it does not answer itself
+// to the kernel: through the mirror of the link it came in by, else of the
+// link whose address it is for. It reports whether a mirror took it.
+func (w *worker) toKernel(k *pkt) bool {
+	m := w.in.Mirror()
+	if m == nil && k.egress != nil {
+		m = k.egress.Mirror()
+	}
+	if m == nil {
+		return false
+	}
+	m.give(k.b, len(k.p))
+	return true
+}
+
+// give writes b (virtio_net_hdr and a packet of n bytes) into the kernel.
+func (m *Mirror) give(b []byte, n int) {
+	if _, err := unix.Write(m.port.queues[0].fd, b); err != nil {
+		m.Dropped.Add(1) // the kernel's queue is full, or the mirror goes
+		return
+	}
+	m.UpPackets.Add(1)
+	m.UpBytes.Add(uint64(n))
+}
+
+// answersItself: what the router answers whatever the kernel would (an
+// echo request, Neighbour and Router Discovery); the rest of what is for
+// it goes to a mirror when there is one.
+func answersItself(k *pkt) bool {
+	if k.l4.proto != protoICMPv6 {
+		return false
+	}
+	t := header.ICMPv6Type(k.l4.icmpTy)
+	return t == header.ICMPv6EchoRequest || t >= header.ICMPv6RouterSolicit && t <= header.ICMPv6RedirectMsg
+}
+
+// forwardOwn routes a batch the kernel sent out of a mirror, as the
+// router's own packets: the rules see them come in by the loopback, a
+// link-local destination leaves by the mirror's link, the hop limit is
+// the kernel's to set. Multicast (MLD reports, solicitations the kernel
+// makes on its own) stays on the kernel's side.
+func (w *worker) forwardOwn(n int) {
+	m, in := w.own, w.in
+	links := w.dp.Links.snap.Load()
+	for i := 0; i < n; i++ {
+		k := &w.pk[i]
+		*k = pkt{b: w.bufs[i][:w.sizes[i]]}
+		m.DownPackets.Add(1)
+		m.DownBytes.Add(uint64(w.sizes[i] - vnetHdrLen))
+		if !in.Up() || !w.parse(k) {
+			m.Dropped.Add(1)
+			continue
+		}
+		key := &w.keys[0]
+		k.keyInto(key, 0)
+		dst := k.p.DestinationAddressSlice()
+		if linkLocal(dst) {
+			key.Oif = in.Index
+		}
+		r := w.dp.Decider.Decide(key)
+		switch r.Verdict {
+		case decide.Forward:
+			out := links.at(r.Nexthop().Link)
+			if out == nil || !out.Up() || k.wireSize() > out.MTU() {
+				m.Dropped.Add(1)
+				continue
+			}
+			k.act, k.egress, k.via = actForward, out, neighbourOf(&r, k.p)
+			w.send(k)
+		case decide.Local:
+			k.egress = links.at(r.Nexthop().Link)
+			w.local(k)
+		default:
+			m.Dropped.Add(1)
+		}
+	}
+	w.flush()
+}
+
+// ownMartian: what the kernel may not send out of a mirror (multicast,
+// an unspecified or loopback destination).
+func ownMartian(p header.IPv6) bool {
+	dst := p.DestinationAddressSlice()
+	return dst[0] == 0xff || isUnspecOrLoop(dst) || p.SourceAddressSlice()[0] == 0xff
+}
