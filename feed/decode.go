@@ -136,6 +136,15 @@ func decodeOne(m *syscall.NetlinkMessage, msg *Msg) error {
 			msg.Kind = RouteDel
 		}
 		skip, err := decodeRoute(m.Data, &msg.Route)
+		switch t := msg.Route.Type; {
+		case skip != "" || err != nil:
+		case msg.Route.Proto == unix.RTPROT_KERNEL:
+			// connected and link-local routes (zebra sends them too): the
+			// router derives its own from its addresses
+			skip = "the kernel's own route"
+		case msg.Kind == RouteAdd && t != unix.RTN_UNICAST && t != unix.RTN_BLACKHOLE && t != unix.RTN_UNREACHABLE && t != unix.RTN_PROHIBIT:
+			skip = "route type " + strconv.Itoa(int(t)) // local, anycast, multicast...; a deletion says 0
+		}
 		msg.Skip = skip
 		return err
 	case unix.RTM_NEWNEXTHOP, unix.RTM_DELNEXTHOP:
@@ -256,14 +265,11 @@ func decodeRoute(b []byte, r *RouteMsg) (string, error) {
 	if h.Src_len == 0 {
 		r.Src = netip.Prefix{}
 	}
-	if h.Flags&unix.RTNH_F_ONLINK != 0 {
-		r.OnLink = true
+	r.OnLink = h.Flags&unix.RTNH_F_ONLINK != 0
+	if h.Flags&unix.RTM_F_CLONED != 0 {
+		return "a cached route", nil
 	}
-	switch r.Type {
-	case unix.RTN_UNICAST, unix.RTN_BLACKHOLE, unix.RTN_UNREACHABLE, unix.RTN_PROHIBIT:
-		return "", nil
-	}
-	return fmt.Sprintf("route type %d", r.Type), nil
+	return "", nil
 }
 
 // decodeMultipath reads RTA_MULTIPATH: rtnexthop headers, each followed by

@@ -91,6 +91,8 @@ func TestApply(t *testing.T) {
 	v4b[16] = unix.AF_INET // rtm_family
 	local := newRoute("2001:db8:f::/48")
 	local.typ = unix.RTN_LOCAL
+	connected := newRoute("2001:db8:1::/64")
+	connected.proto, connected.oif = unix.RTPROT_KERNEL, kidx // zebra sends the connected routes too
 	unknown := newRoute("2001:db8:e::/48")
 	unknown.gw, unknown.oif = gw1, 99
 	b := newRoute("2001:db8:b::/48")
@@ -113,7 +115,7 @@ func TestApply(t *testing.T) {
 		frame(b.encode(unix.RTM_NEWROUTE, unix.NLM_F_CREATE), c.encode(unix.RTM_NEWROUTE, unix.NLM_F_CREATE),
 			d.encode(unix.RTM_NEWROUTE, unix.NLM_F_CREATE), f.encode(unix.RTM_NEWROUTE, unix.NLM_F_CREATE),
 			g.encode(unix.RTM_NEWROUTE, unix.NLM_F_CREATE)),
-		frame(v4b, local.encode(unix.RTM_NEWROUTE, 0), unknown.encode(unix.RTM_NEWROUTE, 0)),
+		frame(v4b, local.encode(unix.RTM_NEWROUTE, 0), unknown.encode(unix.RTM_NEWROUTE, 0), connected.encode(unix.RTM_NEWROUTE, 0)),
 	)
 	ap.Apply(mustDecode(t, stream))
 	want := []string{
@@ -131,8 +133,8 @@ func TestApply(t *testing.T) {
 	if got := routes(r, 1000); len(got) != 1 || !strings.HasPrefix(got[0], "2001:db8:200::/48") {
 		t.Fatalf("table 1000: %q", got)
 	}
-	if s := ap.Stats.Skipped.Load(); s != 3 {
-		t.Errorf("skipped %d, want 3 (IPv4, local, unknown interface)", s)
+	if s := ap.Stats.Skipped.Load(); s != 4 {
+		t.Errorf("skipped %d, want 4 (IPv4, local, unknown interface, proto kernel)", s)
 	}
 	if n := ap.Stats.Rejected.Load(); n != 0 {
 		t.Errorf("rejected %d: %s", n, ap.LastError())
@@ -143,8 +145,10 @@ func TestApply(t *testing.T) {
 	// shrinks) and of a route.
 	b2 := b
 	b2.gw = gw2
+	bdel := b
+	bdel.typ = unix.RTN_UNSPEC // zebra's deletions say no type
 	ap.Apply(mustDecode(t, slices.Concat(
-		frame(b.encode(unix.RTM_DELROUTE, 0)), frame(b2.encode(unix.RTM_NEWROUTE, unix.NLM_F_CREATE)),
+		frame(bdel.encode(unix.RTM_DELROUTE, 0)), frame(b2.encode(unix.RTM_NEWROUTE, unix.NLM_F_CREATE)),
 		frame(nhObj{id: 11}.encode(unix.RTM_DELNEXTHOP)),
 		frame(d.encode(unix.RTM_DELROUTE, 0)))))
 	want = []string{

@@ -116,11 +116,8 @@ func (m *TableMirror) decode(typ, flags uint16, b []byte, msgs []Msg) ([]Msg, er
 		if keyOf(&msg.Route).table != m.Table {
 			return msgs, nil
 		}
-		if msg.Route.Proto == unix.RTPROT_KERNEL && msg.Skip == "" {
-			msg.Skip = "the kernel's own route"
-		}
-		if len(b) >= unix.SizeofRtMsg && nl.DeserializeRtMsg(b).Flags&unix.RTM_F_CLONED != 0 {
-			return msgs, nil // a cached route, not the table's
+		if msg.Skip == "a cached route" {
+			return msgs, nil // not the table's
 		}
 	case NexthopAdd, NexthopDel:
 	default:

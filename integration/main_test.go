@@ -25,6 +25,12 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	urouter = filepath.Join(dir, "urouter")
+	if os.Getenv("GORACE") == "" {
+		// A race-built client sleeps a second at exit by default (for
+		// other goroutines' reports): a poll of the daemon would measure
+		// that. Races are reported as they are found either way.
+		os.Setenv("GORACE", "atexit_sleep_ms=0")
+	}
 	args := []string{"build", "-o", urouter}
 	if raceBuild {
 		args = append(args, "-race")
@@ -176,4 +182,38 @@ func runCmdIn(in *os.File, name string, args ...string) (stdout, stderr string, 
 		return out.String(), errs.String(), ee.ExitCode()
 	}
 	return out.String(), errs.String(), 0
+}
+
+// proc is a program a test started in the background.
+type proc struct {
+	cmd *exec.Cmd
+	out *bytes.Buffer
+}
+
+// startIn starts name in namespace ns; stop (also at cleanup) ends it.
+func startIn(t *testing.T, ns, name string, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command("ip", append([]string{"netns", "exec", ns, name}, args...)...), out: new(bytes.Buffer)}
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.stop)
+	return p
+}
+
+func (p *proc) stop() {
+	if p.cmd.Process == nil || p.cmd.ProcessState != nil {
+		return
+	}
+	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { p.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(3 * time.Second):
+		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+	}
 }

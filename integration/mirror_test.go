@@ -1,0 +1,363 @@
+package integration
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// mirrorLab is urouter in uro-kr with an Ethernet link lan1 (on veth r1)
+// to host uro-kh, the link mirrored into uro-kr's kernel as km1:
+//
+//	uro-kh eth0 2001:db8:c1::2 ==veth== r1: lan1 [urouter in uro-kr] -- km1 (kernel TUN) 2001:db8:c1::1
+type mirrorLab struct {
+	d     *daemon
+	r, h  string
+	hLLA  string // the host's link-local address
+	rLLA  string // the router's, on lan1 (and so on km1)
+	flags []string
+}
+
+func newMirrorLab(t *testing.T, flags []string, extra ...string) *mirrorLab {
+	t.Helper()
+	needRoot(t)
+	l := &mirrorLab{r: newNetns(t, "uro-kr"), h: newNetns(t, "uro-kh"), flags: flags}
+	mustRun(t, "ip", "-n", l.r, "link", "add", "r1", "type", "veth", "peer", "name", "eth0", "netns", l.h)
+	mustRun(t, "ip", "netns", "exec", l.h, "sysctl", "-qw", "net.ipv6.conf.eth0.accept_dad=0")
+	mustRun(t, "ip", "-n", l.h, "addr", "add", "2001:db8:c1::2/64", "dev", "eth0", "nodad")
+	mustRun(t, "ip", "-n", l.h, "link", "set", "eth0", "up")
+	mustRun(t, "ip", "-n", l.h, "-6", "route", "add", "default", "via", "2001:db8:c1::1")
+	l.d = startDaemonFlags(t, l.r, flags, append([]string{
+		"link add lan1 type host dev r1",
+		"link set lan1 up",
+		"address add 2001:db8:c1::1/64 dev lan1",
+		"link set lan1 mirror km1",
+	}, extra...)...)
+	l.hLLA = linkLocalOf(t, l.h, "eth0")
+	waitUntil(t, "km1's link-local address", func() bool { l.rLLA = linkLocalOf(t, l.r, "km1"); return l.rLLA != "" })
+	return l
+}
+
+func linkLocalOf(t *testing.T, ns, dev string) string {
+	out := mustRun(t, "ip", "-n", ns, "-6", "-o", "addr", "show", "dev", dev, "scope", "link")
+	if f := strings.Fields(out); len(f) > 3 {
+		return strings.Split(f[3], "/")[0]
+	}
+	return ""
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// kernelAddrs is what `ip -6 addr show dev` lists, as "ADDR/LEN" words.
+func kernelAddrs(t *testing.T, ns, dev string) string {
+	var ifs []struct {
+		MTU       int      `json:"mtu"`
+		Flags     []string `json:"flags"`
+		AddrInfo  []struct {
+			Local     string `json:"local"`
+			Prefixlen int    `json:"prefixlen"`
+		} `json:"addr_info"`
+	}
+	if err := json.Unmarshal([]byte(mustRun(t, "ip", "-n", ns, "-6", "-j", "addr", "show", "dev", dev)), &ifs); err != nil || len(ifs) != 1 {
+		t.Fatalf("ip addr show %s: %v", dev, err)
+	}
+	var as []string
+	for _, a := range ifs[0].AddrInfo {
+		as = append(as, fmt.Sprintf("%s/%d", a.Local, a.Prefixlen))
+	}
+	up := "DOWN"
+	for _, f := range ifs[0].Flags {
+		if f == "UP" {
+			up = "UP"
+		}
+	}
+	return fmt.Sprintf("mtu %d %s %s", ifs[0].MTU, up, strings.Join(as, " "))
+}
+
+// TestKernelMirror: a mirror stands for its link in the kernel (MTU,
+// state and addresses kept in step); TCP to the router's address reaches
+// the kernel's sockets (iperf3 and a session opened by each side), the
+// kernel's own packets leave through the link (global and link-local),
+// echo is still answered by urouter; `mirror none` takes the mirror away
+// and TCP is refused again.
+func TestKernelMirror(t *testing.T) {
+	l := newMirrorLab(t, nil)
+	out, _, _ := l.d.run("link", "show", "lan1")
+	if !strings.Contains(out, "mirror km1 ifindex ") {
+		t.Fatalf("link show does not name the mirror:\n%s", out)
+	}
+	want := "mtu 1500 UP 2001:db8:c1::1/64 " + l.rLLA + "/64"
+	if got := kernelAddrs(t, l.r, "km1"); got != want {
+		t.Fatalf("km1: %q, want %q", got, want)
+	}
+	l.d.run("link", "set", "lan1", "mtu", "1400")
+	l.d.run("address", "add", "2001:db8:c2::1/64", "dev", "lan1")
+	want = "mtu 1400 UP 2001:db8:c2::1/64 2001:db8:c1::1/64 " + l.rLLA + "/64"
+	waitUntil(t, "km1 to follow lan1", func() bool { return kernelAddrs(t, l.r, "km1") == want })
+	l.d.run("address", "del", "2001:db8:c2::1/64", "dev", "lan1")
+	waitUntil(t, "km1 to lose the address", func() bool { return !strings.Contains(kernelAddrs(t, l.r, "km1"), "c2::1") })
+
+	// The kernel's TCP through the mirror, both ways, and iperf3.
+	srv := startIn(t, l.r, "iperf3", "-s", "-1", "-B", "2001:db8:c1::1")
+	defer srv.stop()
+	waitUntil(t, "iperf3 to listen", func() bool {
+		o, _, _ := runCmd("ip", "netns", "exec", l.r, "ss", "-Htln", "sport", "= :5201")
+		return strings.Contains(o, "5201")
+	})
+	o, e, st := runCmd("ip", "netns", "exec", l.h, "iperf3", "-c", "2001:db8:c1::1", "-t", "1", "-J")
+	if st != 0 {
+		t.Fatalf("iperf3 from the host to the kernel through the mirror: %s%s", o, e)
+	}
+	var res struct {
+		End struct {
+			SumReceived struct {
+				BitsPerSecond float64 `json:"bits_per_second"`
+			} `json:"sum_received"`
+		} `json:"end"`
+	}
+	json.Unmarshal([]byte(o), &res)
+	t.Logf("iperf3 host -> kernel through the mirror: %.2f Gbit/s", res.End.SumReceived.BitsPerSecond/1e9)
+	if res.End.SumReceived.BitsPerSecond < 1e6 {
+		t.Fatalf("iperf3 moved %.0f bit/s", res.End.SumReceived.BitsPerSecond)
+	}
+	hsrv := startIn(t, l.h, "iperf3", "-s", "-1")
+	defer hsrv.stop()
+	waitUntil(t, "the host's iperf3 to listen", func() bool {
+		o, _, _ := runCmd("ip", "netns", "exec", l.h, "ss", "-Htln", "sport", "= :5201")
+		return strings.Contains(o, "5201")
+	})
+	if o, e, st := runCmd("ip", "netns", "exec", l.r, "iperf3", "-c", l.hLLA+"%km1", "-t", "1"); st != 0 {
+		t.Fatalf("iperf3 from the kernel to the host's link-local address: %s%s", o, e)
+	}
+	for _, dst := range []string{"2001:db8:c1::2", l.hLLA + "%km1"} {
+		if o, e, st := runCmd("ip", "netns", "exec", l.r, "ping", "-6", "-c", "2", "-i", "0.2", "-W", "2", dst); st != 0 {
+			t.Errorf("ping from the kernel to %s: %s%s", dst, o, e)
+		}
+	}
+	before := mirrorCounter(t, l.d, "up_packets")
+	if o, e, st := runCmd("ip", "netns", "exec", l.h, "ping", "-6", "-c", "3", "-i", "0.2", "-W", "2", "2001:db8:c1::1"); st != 0 {
+		t.Fatalf("ping to the router: %s%s", o, e)
+	}
+	if after := mirrorCounter(t, l.d, "up_packets"); after != before {
+		t.Errorf("echo requests went up to the kernel (%d -> %d packets): urouter answers them", before, after)
+	}
+
+	// mirror none: km1 goes, TCP to the router is refused by urouter.
+	if _, e, st := l.d.run("link", "set", "lan1", "mirror", "none"); st != 0 {
+		t.Fatal(e)
+	}
+	if _, _, st := runCmd("ip", "-n", l.r, "link", "show", "km1"); st == 0 {
+		t.Error("km1 is still there after mirror none")
+	}
+	if o, _, _ := l.d.run("link", "show", "lan1"); strings.Contains(o, "mirror") {
+		t.Errorf("link show still names a mirror:\n%s", o)
+	}
+	o, e, _ = runCmd("ip", "netns", "exec", l.h, "iperf3", "-c", "2001:db8:c1::1", "-t", "1")
+	if !strings.Contains(o+e, "refused") {
+		t.Errorf("TCP to the router without a mirror: %s%s", o, e)
+	}
+	// Bad input: a name the kernel would refuse, and the loopback.
+	if _, e, st := l.d.run("link", "set", "lan1", "mirror", "a/b"); st == 0 || !strings.Contains(e, "not a valid ifname") {
+		t.Errorf("mirror a/b: %d %s", st, e)
+	}
+	if _, e, st := l.d.run("link", "set", "lo", "mirror", "klo"); st == 0 {
+		t.Errorf("mirror of lo: %s", e)
+	}
+}
+
+func mirrorCounter(t *testing.T, d *daemon, k string) uint64 {
+	out, _, _ := d.run("-s", "-j", "link", "show", "lan1")
+	var ls []struct {
+		Mirror map[string]any `json:"mirror"`
+	}
+	if err := json.Unmarshal([]byte(out), &ls); err != nil || len(ls) != 1 || ls[0].Mirror == nil {
+		t.Fatalf("link show -s -j: %v\n%s", err, out)
+	}
+	v, _ := ls[0].Mirror[k].(float64)
+	return uint64(v)
+}
+
+// TestTableMirror: the router's table 100 follows the kernel's table 100
+// within 100 ms: adds, appends (multipath), replaces, single-path and
+// whole deletes, a flush; routes on the mirror map to its link, routes on
+// other interfaces and other tables are passed over; a route already in
+// the kernel when the daemon starts is read by the first dump.
+func TestTableMirror(t *testing.T) {
+	needRoot(t)
+	r := newNetns(t, "uro-kr")
+	// what the dump at start must find: a blackhole (no interface needed)
+	mustRun(t, "ip", "-n", r, "-6", "route", "add", "blackhole", "2001:db8:e0::/48", "table", "100")
+	l := &mirrorLab{r: r, h: newNetns(t, "uro-kh")}
+	mustRun(t, "ip", "-n", l.r, "link", "add", "r1", "type", "veth", "peer", "name", "eth0", "netns", l.h)
+	l.d = startDaemonFlags(t, l.r, []string{"--mirror-table", "100"},
+		"link add lan1 type host dev r1", "link set lan1 up", "address add 2001:db8:c1::1/64 dev lan1", "link set lan1 mirror km1")
+	show := func() string {
+		out, _, _ := l.d.run("route", "show", "table", "100")
+		return out
+	}
+	follow := func(what, want string, kernel ...string) {
+		t.Helper()
+		mustRun(t, "ip", append([]string{"-n", l.r, "-6", "route"}, kernel...)...)
+		start := time.Now()
+		for show() != want {
+			if time.Since(start) > 2*time.Second {
+				t.Fatalf("%s: urouter's table 100 is\n%s\nwant\n%s", what, show(), want)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		if d := time.Since(start); d > 100*time.Millisecond {
+			t.Errorf("%s: followed in %v (want within 100 ms)", what, d)
+		}
+	}
+	bh := "blackhole 2001:db8:e0::/48 dev lo metric 1024 pref medium\n"
+	waitUntil(t, "the first dump", func() bool { return show() == bh })
+	follow("add", bh+"2001:db8:e1::/48 via 2001:db8:c1::2 dev lan1 proto bird metric 1024 pref medium\n",
+		"add", "2001:db8:e1::/48", "via", "2001:db8:c1::2", "dev", "km1", "table", "100", "proto", "bird")
+	follow("replace", bh+"2001:db8:e1::/48 via 2001:db8:c1::3 dev lan1 proto bird metric 1024 pref medium\n",
+		"replace", "2001:db8:e1::/48", "via", "2001:db8:c1::3", "dev", "km1", "table", "100", "proto", "bird")
+	mp := "2001:db8:e2::/48 metric 5 pref medium\n" +
+		"\tnexthop via 2001:db8:c1::4 dev lan1 weight 1 \n\tnexthop via 2001:db8:c1::2 dev lan1 weight 1 \n"
+	mustRun(t, "ip", "-n", l.r, "-6", "route", "add", "2001:db8:e2::/48", "via", "2001:db8:c1::2", "dev", "km1", "table", "100", "metric", "5")
+	follow("append", bh+"2001:db8:e1::/48 via 2001:db8:c1::3 dev lan1 proto bird metric 1024 pref medium\n"+mp,
+		"append", "2001:db8:e2::/48", "via", "2001:db8:c1::4", "dev", "km1", "table", "100", "metric", "5")
+	follow("delete one path", bh+"2001:db8:e1::/48 via 2001:db8:c1::3 dev lan1 proto bird metric 1024 pref medium\n"+
+		"2001:db8:e2::/48 via 2001:db8:c1::2 dev lan1 metric 5 pref medium\n",
+		"del", "2001:db8:e2::/48", "via", "2001:db8:c1::4", "dev", "km1", "table", "100", "metric", "5")
+	follow("delete", bh+"2001:db8:e2::/48 via 2001:db8:c1::2 dev lan1 metric 5 pref medium\n",
+		"del", "2001:db8:e1::/48", "table", "100")
+	// other tables, and the kernel's own routes, are not followed
+	mustRun(t, "ip", "-n", l.r, "-6", "route", "add", "2001:db8:e3::/48", "via", "2001:db8:c1::2", "dev", "km1", "table", "200")
+	follow("flush", "", "flush", "table", "100")
+	if out, _, _ := l.d.run("route", "show", "table", "200"); out != "" {
+		t.Errorf("table 200 was followed:\n%s", out)
+	}
+	out, _, _ := l.d.run("mirror", "show")
+	if !strings.Contains(out, "kernel table 100 synced") || !strings.Contains(out, "malformed 0") {
+		t.Errorf("mirror show:\n%s", out)
+	}
+}
+
+// TestMetrics: /metrics parses with Prometheus's own text parser, its
+// link counters are those `link show -s` prints, and it says how many
+// routes each table has and what the mirror carried.
+func TestMetrics(t *testing.T) {
+	l := newMirrorLab(t, []string{"--metrics", "127.0.0.1:9108", "--fpm", "127.0.0.1:2620"})
+	if o, e, st := runCmd("ip", "netns", "exec", l.h, "ping", "-6", "-c", "5", "-i", "0.2", "2001:db8:c1::1"); st != 0 {
+		t.Fatalf("ping: %s%s", o, e)
+	}
+	scrape := func() map[string]*dto.MetricFamily {
+		var body []byte
+		inNetns(t, l.r, func() {
+			// dialled on the namespace's thread, so the socket is the namespace's
+			conn, err := net.DialTimeout("tcp", "127.0.0.1:9108", 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			conn.SetDeadline(time.Now().Add(5 * time.Second))
+			fmt.Fprint(conn, "GET /metrics HTTP/1.0\r\nHost: urouter\r\n\r\n")
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
+				t.Fatalf("/metrics: %s %s", resp.Status, resp.Header.Get("Content-Type"))
+			}
+			body, _ = io.ReadAll(resp.Body)
+		})
+		p := expfmt.NewTextParser(model.UTF8Validation)
+		fams, err := p.TextToMetricFamilies(strings.NewReader(string(body)))
+		if err != nil {
+			t.Fatalf("the Prometheus parser refuses /metrics: %v\n%s", err, body)
+		}
+		return fams
+	}
+	value := func(fams map[string]*dto.MetricFamily, name string, labels map[string]string) (float64, bool) {
+		f := fams[name]
+		if f == nil {
+			return 0, false
+		}
+	next:
+		for _, m := range f.Metric {
+			for _, lp := range m.Label {
+				if v, ok := labels[lp.GetName()]; ok && v != lp.GetValue() {
+					continue next
+				}
+			}
+			switch {
+			case m.Counter != nil:
+				return m.Counter.GetValue(), true
+			case m.Gauge != nil:
+				return m.Gauge.GetValue(), true
+			}
+		}
+		return 0, false
+	}
+	type stats struct {
+		Stats64 struct {
+			RX, TX struct{ Bytes, Packets uint64 }
+		} `json:"stats64"`
+	}
+	linkStats := func() stats {
+		out, _, _ := l.d.run("-s", "-j", "link", "show", "lan1")
+		var s []stats
+		if err := json.Unmarshal([]byte(out), &s); err != nil || len(s) != 1 {
+			t.Fatalf("link show -s -j: %v %s", err, out)
+		}
+		return s[0]
+	}
+	// Counters only grow: what link show says lies between two scrapes.
+	a := scrape()
+	s := linkStats()
+	b := scrape()
+	for _, c := range []struct {
+		name string
+		v    uint64
+	}{{"urouter_link_receive_packets_total", s.Stats64.RX.Packets}, {"urouter_link_receive_bytes_total", s.Stats64.RX.Bytes},
+		{"urouter_link_transmit_packets_total", s.Stats64.TX.Packets}, {"urouter_link_transmit_bytes_total", s.Stats64.TX.Bytes}} {
+		lo, ok1 := value(a, c.name, map[string]string{"link": "lan1"})
+		hi, ok2 := value(b, c.name, map[string]string{"link": "lan1"})
+		if !ok1 || !ok2 || float64(c.v) < lo || float64(c.v) > hi || hi < 5 {
+			t.Errorf("%s{link=lan1}: scrapes %v and %v, link show -s %d", c.name, lo, hi, c.v)
+		}
+	}
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		min    float64
+	}{
+		{"urouter_routes", map[string]string{"table": "local"}, 2},
+		{"urouter_link_up", map[string]string{"link": "lan1"}, 1},
+		{"urouter_neighbours", map[string]string{"link": "lan1"}, 1},
+		{"urouter_mirror_from_kernel_packets_total", map[string]string{"link": "lan1", "mirror": "km1"}, 0},
+		{"urouter_link_drops_total", map[string]string{"link": "lan1", "reason": "no_route"}, 0},
+		{"urouter_fpm_connected", nil, 0},
+		{"urouter_feed_routes_total", map[string]string{"feed": "fpm"}, 0},
+		{"urouter_rules", nil, 2}, // Linux's IPv6 default rules: local and main
+	} {
+		if v, ok := value(b, c.name, c.labels); !ok || v < c.min {
+			t.Errorf("%s%v: %v (present %v), want at least %v", c.name, c.labels, v, ok, c.min)
+		}
+	}
+	if f := b["urouter_table_publish_duration_seconds"]; f == nil || f.GetType() != dto.MetricType_HISTOGRAM {
+		t.Errorf("no publish-time histogram")
+	}
+}
