@@ -68,9 +68,9 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 // kernelAddrs is what `ip -6 addr show dev` lists, as "ADDR/LEN" words.
 func kernelAddrs(t *testing.T, ns, dev string) string {
 	var ifs []struct {
-		MTU       int      `json:"mtu"`
-		Flags     []string `json:"flags"`
-		AddrInfo  []struct {
+		MTU      int      `json:"mtu"`
+		Flags    []string `json:"flags"`
+		AddrInfo []struct {
 			Local     string `json:"local"`
 			Prefixlen int    `json:"prefixlen"`
 		} `json:"addr_info"`

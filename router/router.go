@@ -46,14 +46,14 @@ type Router struct {
 	// Nexthops are the nexthop objects routes may point at (`nhid N`).
 	Nexthops *nexthop.Registry
 
-	mu    sync.Mutex // link and address changes
+	mu sync.Mutex // link and address changes
 	// mirrors maps the kernel interface index of each link's mirror to
 	// the link's index
 	mirrors atomic.Pointer[map[int32]int32]
-	watch atomic.Pointer[func(Event)]
-	gws   gateways
-	stop  chan struct{}
-	done  sync.WaitGroup
+	watch   atomic.Pointer[func(Event)]
+	gws     gateways
+	stop    chan struct{}
+	done    sync.WaitGroup
 }
 
 // New builds a router: the tables local, main and default, Linux's
