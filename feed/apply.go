@@ -59,13 +59,16 @@ type Applier struct {
 	settled  bool
 	nexthops map[uint32]uint32    // id -> the session that last said it
 	txns     map[uint32]*fib6.Txn // open while a batch applies
+	// pending are groups that named a member not seen yet: zebra's replay
+	// may send a group before its members. Each is added once they are.
+	pending map[uint32]NexthopMsg
 }
 
 // NewApplier returns an applier into r; linkOf maps the kernel's interface
 // indexes to the router's links.
 func NewApplier(r *router.Router, linkOf func(int32) int32) *Applier {
 	return &Applier{r: r, linkOf: linkOf, gen: 1, owned: map[routeKey]struct{}{},
-		nexthops: map[uint32]uint32{}, txns: map[uint32]*fib6.Txn{}}
+		nexthops: map[uint32]uint32{}, txns: map[uint32]*fib6.Txn{}, pending: map[uint32]NexthopMsg{}}
 }
 
 // LastError is the last message the router refused, and why.
@@ -253,6 +256,30 @@ func (a *Applier) delRoute(q *RouteMsg) error {
 }
 
 func (a *Applier) addNexthop(n *NexthopMsg) error {
+	for _, e := range n.Group {
+		if a.r.Nexthops.Get(e.ID) == nil {
+			a.pending[n.ID] = *n // until its members come
+			return nil
+		}
+	}
+	delete(a.pending, n.ID)
+	if err := a.putNexthop(n); err != nil {
+		return err
+	}
+	for id, g := range a.pending { // groups that waited for it
+		if slices.ContainsFunc(g.Group, func(e GroupEntry) bool { return e.ID == n.ID }) {
+			if err := a.addNexthop(&g); err != nil {
+				delete(a.pending, id)
+				a.Stats.Rejected.Add(1)
+				s := "nexthop add id " + strconv.FormatUint(uint64(id), 10) + ": " + err.Error()
+				a.lastErr.Store(&s)
+			}
+		}
+	}
+	return nil
+}
+
+func (a *Applier) putNexthop(n *NexthopMsg) error {
 	s := nexthop.Spec{ID: n.ID, Proto: n.Proto, Family: n.Family}
 	switch {
 	case len(n.Group) > 0:
@@ -276,7 +303,16 @@ func (a *Applier) addNexthop(n *NexthopMsg) error {
 		}
 	}
 	if _, err := a.r.Nexthops.Add(s, true); err != nil {
-		return err
+		if a.r.Nexthops.Get(s.ID) == nil {
+			return err
+		}
+		// An id reused for what the registry does not replace in place
+		// (a group where a nexthop was: zebra's ids after it restarted).
+		a.commit()
+		a.r.DeleteNexthop(s.ID)
+		if _, err := a.r.Nexthops.Add(s, false); err != nil {
+			return err
+		}
 	}
 	a.nexthops[n.ID] = a.gen
 	a.Stats.Nexthops.Add(1)
@@ -284,6 +320,10 @@ func (a *Applier) addNexthop(n *NexthopMsg) error {
 }
 
 func (a *Applier) delNexthop(id uint32) error {
+	if _, ok := a.pending[id]; ok {
+		delete(a.pending, id)
+		return nil
+	}
 	if a.r.Nexthops.Get(id) == nil {
 		return &nexthop.Error{Errno: syscall.ENOENT, Msg: "Nexthop id does not exist."}
 	}
@@ -341,6 +381,14 @@ func (a *Applier) Sweep() int {
 	}
 	a.Stats.Swept.Add(uint64(n))
 	return n
+}
+
+// Replayed reports whether the current session has said at least as many
+// routes as the sessions before left installed.
+func (a *Applier) Replayed() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.replay) >= len(a.owned)
 }
 
 // Owned is how many routes and nexthop objects the feed has installed

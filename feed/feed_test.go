@@ -248,12 +248,12 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // nothing of that frame; a new connection replaces a lingering one.
 func TestFPMSessions(t *testing.T) {
 	r, ap := testRouter(t)
-	f, err := ListenFPM("127.0.0.1:0", ap)
+	settle := 200 * time.Millisecond
+	f, err := ListenFPM("127.0.0.1:0", ap, Timers{Settle: settle, Hold: 3 * settle})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	f.Settle = 200 * time.Millisecond
 	rt := func(p string) []byte {
 		x := newRoute(p)
 		x.nhid = 10
@@ -268,7 +268,7 @@ func TestFPMSessions(t *testing.T) {
 	waitFor(t, "the first session to settle", func() bool { return f.Status().Settled })
 	c.Close() // zebra goes away: the routes stay
 	waitFor(t, "the session to end", func() bool { return !f.Status().Connected })
-	time.Sleep(2 * f.Settle)
+	time.Sleep(2 * settle)
 	if main() != 3 {
 		t.Fatalf("after the connection was lost: %d routes", main())
 	}
@@ -276,8 +276,9 @@ func TestFPMSessions(t *testing.T) {
 	// The replay leaves out 2001:db8:c::/48: it goes once the replay
 	// settles, and the others never leave meanwhile.
 	c = dial(t, f)
+	replayed := time.Now()
 	c.Write(slices.Concat(nh, frame(rt("2001:db8:a::/48"))))
-	time.Sleep(f.Settle / 4)
+	time.Sleep(settle / 4)
 	c.Write(frame(rt("2001:db8:b::/48")))
 	for deadline := time.Now().Add(5 * time.Second); main() != 2; time.Sleep(time.Millisecond) {
 		if main() < 2 || time.Now().After(deadline) {
@@ -286,6 +287,10 @@ func TestFPMSessions(t *testing.T) {
 	}
 	if got := routes(r, fib6.TableMain); !strings.HasPrefix(got[0], "2001:db8:a::/48") || !strings.HasPrefix(got[1], "2001:db8:b::/48") {
 		t.Fatalf("after the sweep: %q", got)
+	}
+	// a replay shorter than the last session's table waits out the hold
+	if d := time.Since(replayed); d < 3*settle {
+		t.Errorf("swept %v after the reconnect, before the hold (%v)", d, 3*settle)
 	}
 
 	// Cut mid-frame: nothing of the frame.
@@ -323,5 +328,31 @@ func TestFPMSessions(t *testing.T) {
 	}
 	if st := f.Status(); !st.Connected || st.Peer != c.LocalAddr().String() {
 		t.Fatalf("status %+v, want connected to %s", st, c.LocalAddr())
+	}
+}
+
+// TestNexthopOrder: a group may come before its members (zebra's replay
+// does that) and is added once they are; an id reused for a group where
+// a nexthop was is replaced.
+func TestNexthopOrder(t *testing.T) {
+	r, ap := testRouter(t)
+	e := newRoute("2001:db8:a::/48")
+	e.nhid = 12
+	ap.Apply(mustDecode(t, slices.Concat(
+		frame(nhObj{id: 12, group: []GroupEntry{{10, 1}, {11, 1}}}.encode(unix.RTM_NEWNEXTHOP)),
+		frame(nhObj{id: 10, gw: gw1, oif: kidx}.encode(unix.RTM_NEWNEXTHOP)),
+		frame(nhObj{id: 11, gw: gw2, oif: kidx}.encode(unix.RTM_NEWNEXTHOP)),
+		frame(e.encode(unix.RTM_NEWROUTE, 0)))))
+	want := "2001:db8:a::/48 proto 186 metric 20 unicast nhid 12 via fe80::1 dev 2 weight 1 via fe80::2 dev 2 weight 1"
+	if got := routes(r, fib6.TableMain); len(got) != 1 || got[0] != want || ap.Stats.Rejected.Load() != 0 {
+		t.Fatalf("%q (rejected %d: %s)", got, ap.Stats.Rejected.Load(), ap.LastError())
+	}
+	e.nhid = 10
+	ap.Apply(mustDecode(t, slices.Concat(
+		frame(nhObj{id: 10, group: []GroupEntry{{11, 1}}}.encode(unix.RTM_NEWNEXTHOP)),
+		frame(e.encode(unix.RTM_NEWROUTE, 0)))))
+	want = "2001:db8:a::/48 proto 186 metric 20 unicast nhid 10 via fe80::2 dev 2 weight 1"
+	if got := routes(r, fib6.TableMain); len(got) != 1 || got[0] != want {
+		t.Fatalf("after the id was reused: %q (%s)", got, ap.LastError())
 	}
 }

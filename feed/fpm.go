@@ -19,17 +19,23 @@ const (
 	fpmHeaderLen = 4
 )
 
-// DefaultSettle is how long a new session must be quiet before what the
-// last one installed and this one did not replay is swept.
-const DefaultSettle = 3 * time.Second
+// What the last session installed and a new one has not said again is
+// swept once the new session has been quiet for DefaultSettle and has
+// either said as many routes as the last one had or lasted DefaultHold.
+// zebra marks no end of its replay, and after a restart its table fills
+// as its protocols converge: the hold is a graceful-restart time, within
+// which the old routes go on forwarding.
+const (
+	DefaultSettle = 3 * time.Second
+	DefaultHold   = 30 * time.Second
+)
 
 // FPM is the listener zebra connects to. One session at a time: a new
 // connection replaces the one before (a zebra that restarted while its
 // old connection lingers).
 type FPM struct {
 	Applier *Applier
-	// Settle: see DefaultSettle.
-	Settle time.Duration
+	timers Timers
 
 	ln       net.Listener
 	mu       sync.Mutex
@@ -45,14 +51,24 @@ type FPM struct {
 	Bytes    atomic.Uint64
 }
 
+// Timers are a listener's sweep timers (see DefaultSettle); zero fields
+// take the defaults.
+type Timers struct{ Settle, Hold time.Duration }
+
 // ListenFPM listens for zebra on addr (host:port) and applies what it
 // sends through ap.
-func ListenFPM(addr string, ap *Applier) (*FPM, error) {
+func ListenFPM(addr string, ap *Applier, t Timers) (*FPM, error) {
+	if t.Settle == 0 {
+		t.Settle = DefaultSettle
+	}
+	if t.Hold == 0 {
+		t.Hold = DefaultHold
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	f := &FPM{Applier: ap, Settle: DefaultSettle, ln: ln}
+	f := &FPM{Applier: ap, timers: t, ln: ln}
 	go f.accept()
 	return f, nil
 }
@@ -118,7 +134,8 @@ func (f *FPM) session(c net.Conn) {
 	defer f.sessions.Done()
 	ap := f.Applier
 	ap.Begin()
-	settle := time.AfterFunc(time.Hour, func() { f.sweep(c) })
+	var settle *time.Timer
+	settle = time.AfterFunc(time.Hour, func() { f.sweep(c, settle) })
 	settle.Stop()
 	defer func() {
 		settle.Stop()
@@ -142,7 +159,7 @@ func (f *FPM) session(c net.Conn) {
 		f.Frames.Add(uint64(frames))
 		if len(msgs) > 0 {
 			ap.Apply(msgs) // the whole frames before a bad one
-			settle.Reset(f.Settle)
+			settle.Reset(f.timers.Settle)
 		}
 		if bad != nil {
 			ap.Stats.Malformed.Add(1)
@@ -159,12 +176,18 @@ func (f *FPM) session(c net.Conn) {
 	}
 }
 
-// sweep runs once the session on c has been quiet for Settle.
-func (f *FPM) sweep(c net.Conn) {
+// sweep runs once the session on c has been quiet for Settle (its timer
+// is t): it sweeps if the replay looks complete or Hold has passed, else
+// comes back when Hold has.
+func (f *FPM) sweep(c net.Conn, t *time.Timer) {
 	f.mu.Lock()
-	current := f.conn == c && !f.settled
+	current, since := f.conn == c && !f.settled, f.since
 	f.mu.Unlock()
 	if !current {
+		return
+	}
+	if wait := f.timers.Hold - time.Since(since); wait > 0 && !f.Applier.Replayed() {
+		t.Reset(wait)
 		return
 	}
 	if n := f.Applier.Sweep(); n > 0 {

@@ -38,6 +38,7 @@ func daemon(args []string) int {
 	hashPolicy := fs.Uint("multipath-hash-policy", 0, "multipath flow hash: 0 addresses, flow label and next header; 1 addresses, ports and next header (Linux's net.ipv6.fib_multipath_hash_policy)")
 	probe := fs.Duration("router-probe-interval", router.DefaultRouterProbeInterval, "how often a gateway whose neighbour failed is solicited again, as Linux's router_probe_interval")
 	fpmAddr := fs.String("fpm", "", "accept zebra's FPM connection on [ADDR]:PORT (FRR's default is 127.0.0.1:2620); off unless given")
+	fpmHold := fs.Duration("fpm-hold", feed.DefaultHold, "after zebra reconnects, keep what its last session installed and it has not said again at least this long (a graceful-restart time), then sweep it once the session is quiet")
 	mirrorTables := fs.String("mirror-table", "", "follow these kernel tables (ids, comma-separated) of the daemon's netns into the router's tables of the same ids")
 	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://ADDR:PORT/metrics; off unless given")
 	if err := fs.Parse(args); err != nil {
@@ -71,7 +72,7 @@ func daemon(args []string) int {
 			return 1
 		}
 	}
-	feeds, err := startFeeds(r, *fpmAddr, *mirrorTables)
+	feeds, err := startFeeds(r, *fpmAddr, *mirrorTables, *fpmHold)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "urouter daemon:", err)
 		srv.Close()
@@ -117,7 +118,7 @@ type feeds struct {
 
 // startFeeds starts them once the configuration has given the links their
 // mirrors, through which the feeds name the links.
-func startFeeds(r *router.Router, fpmAddr, tables string) (*feeds, error) {
+func startFeeds(r *router.Router, fpmAddr, tables string, hold time.Duration) (*feeds, error) {
 	f := &feeds{}
 	if tables != "" {
 		for _, t := range strings.Split(tables, ",") {
@@ -138,7 +139,7 @@ func startFeeds(r *router.Router, fpmAddr, tables string) (*feeds, error) {
 		if strings.HasPrefix(fpmAddr, ":") {
 			fpmAddr = "127.0.0.1" + fpmAddr // as zebra's default
 		}
-		s, err := feed.ListenFPM(fpmAddr, feed.NewApplier(r, r.LinkOfKernel))
+		s, err := feed.ListenFPM(fpmAddr, feed.NewApplier(r, r.LinkOfKernel), feed.Timers{Hold: hold})
 		if err != nil {
 			f.close()
 			return nil, fmt.Errorf("--fpm: %w", err)
