@@ -35,7 +35,7 @@ const (
 // old connection lingers).
 type FPM struct {
 	Applier *Applier
-	timers Timers
+	timers  Timers
 
 	ln       net.Listener
 	mu       sync.Mutex
