@@ -101,6 +101,9 @@ func (s *session) applierText(a *feed.Applier) {
 		"    installed routes %d nexthops %d\n",
 		st.Messages.Load(), st.Routes.Load(), st.RouteDeletes.Load(), st.Nexthops.Load(), st.NexthopDeletes.Load(),
 		st.Skipped.Load(), st.Rejected.Load(), st.Malformed.Load(), st.Swept.Load(), st.Transactions.Load(), routes, nhs)
+	if u := a.Updated(); u.UnixNano() > 0 {
+		fmt.Fprintf(s.out, "    updated %s\n", u.UTC().Format(time.RFC3339Nano))
+	}
 	if e := a.LastError(); e != "" {
 		fmt.Fprintf(s.out, "    last error: %s\n", e)
 	}
@@ -120,5 +123,8 @@ func applierJSON(j *jsonw, a *feed.Applier) {
 	}
 	if e := a.LastError(); e != "" {
 		j.str("last_error", e)
+	}
+	if u := a.Updated(); u.UnixNano() > 0 {
+		j.str("updated", u.UTC().Format(time.RFC3339Nano))
 	}
 }

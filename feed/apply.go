@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"urouter/fib6"
 	"urouter/nexthop"
@@ -46,6 +47,8 @@ type Applier struct {
 	Stats  Stats
 	// LastError is the last refusal, for `fpm show`.
 	lastErr atomic.Pointer[string]
+	// updated is when the last batch was committed (Unix ns)
+	updated atomic.Int64
 
 	mu  sync.Mutex // one writer at a time; held while a batch applies
 	gen uint32
@@ -124,7 +127,11 @@ func (a *Applier) Apply(msgs []Msg) {
 		}
 	}
 	a.commit()
+	a.updated.Store(time.Now().UnixNano())
 }
+
+// Updated is when the last batch of messages was applied.
+func (a *Applier) Updated() time.Time { return time.Unix(0, a.updated.Load()) }
 
 func (a *Applier) refused(m *Msg, err error) {
 	if err == errSkip {

@@ -24,7 +24,7 @@ import (
 // first half and 50 more, peer 2 the second half and 50 more, so the 100
 // in the middle have two equal paths.
 type frrLab struct {
-	t          *testing.T
+	t          testing.TB
 	d          *daemon
 	r, h       string
 	p          [2]string
@@ -35,6 +35,9 @@ type frrLab struct {
 	bird       [2]*proc
 	withdrawn  map[int]bool
 	kernelOnly bool
+	// announce, if set, is what each peer announces instead of its share
+	// of the n lab prefixes
+	announce [2][]string
 }
 
 const (
@@ -42,7 +45,7 @@ const (
 	frrPeer = "2001:db8:d%d::2"
 )
 
-func needFRR(t *testing.T) {
+func needFRR(t testing.TB) {
 	t.Helper()
 	needRoot(t)
 	for _, p := range []string{frrDir + "/zebra", frrDir + "/bgpd", "/usr/sbin/bird"} {
@@ -56,11 +59,12 @@ func prefixOf(i int) string { return fmt.Sprintf("2001:db8:a000:%x::/64", i) }
 
 // newFRRLab builds the lab with n prefixes; kernelOnly runs zebra without
 // FPM and no urouter daemon (the kernel of uro-fr forwards: the reference).
-func newFRRLab(t *testing.T, n int, kernelOnly bool) *frrLab {
+func newFRRLab(t testing.TB, n int, kernelOnly bool, announce ...[]string) *frrLab {
 	t.Helper()
 	needFRR(t)
 	l := &frrLab{t: t, r: newNetns(t, "uro-fr"), h: newNetns(t, "uro-fh"), n: n, dir: t.TempDir(),
 		withdrawn: map[int]bool{}, kernelOnly: kernelOnly}
+	copy(l.announce[:], announce)
 	os.Chmod(l.dir, 0o755)
 	for i := range l.p {
 		l.p[i] = newNetns(t, fmt.Sprintf("uro-fp%d", i+1))
@@ -97,11 +101,18 @@ func newFRRLab(t *testing.T, n int, kernelOnly bool) *frrLab {
 	l.writeFRR()
 	l.startZebra()
 	l.bgpd = l.frr("bgpd")
-	for i := range l.p {
-		l.writeBIRD(i)
-		l.bird[i] = startIn(t, l.p[i], "bird", "-f", "-c", l.path(i, "bird.conf"), "-s", l.path(i, "bird.ctl"))
+	if l.announce[0] == nil {
+		l.startBIRD()
 	}
 	return l
+}
+
+// startBIRD starts the two peers.
+func (l *frrLab) startBIRD() {
+	for i := range l.p {
+		l.writeBIRD(i)
+		l.bird[i] = startIn(l.t, l.p[i], "bird", "-f", "-c", l.path(i, "bird.conf"), "-s", l.path(i, "bird.ctl"))
+	}
 }
 
 func (l *frrLab) path(peer int, name string) string {
@@ -163,10 +174,13 @@ func (l *frrLab) writeBIRD(i int) {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "router id 192.0.2.%d;\nprotocol device { }\nprotocol static s6 {\n ipv6;\n", i+10)
-	for j := lo; j < hi; j++ {
+	for j := lo; j < hi && l.announce[i] == nil; j++ {
 		if !l.withdrawn[j] {
 			fmt.Fprintf(&b, " route %s blackhole;\n", prefixOf(j))
 		}
+	}
+	for _, p := range l.announce[i] {
+		fmt.Fprintf(&b, " route %s blackhole;\n", p)
 	}
 	fmt.Fprintf(&b, "}\nprotocol bgp r {\n local 2001:db8:d%d::2 as 6500%d;\n neighbor 2001:db8:d%d::1 as 65000;\n"+
 		" connect delay time 1;\n connect retry time 1;\n error wait time 1, 5;\n ipv6 { import none; export all; };\n}\n", i+1, i+1, i+1)

@@ -46,7 +46,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func needRoot(t *testing.T) {
+func needRoot(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (CI runs as root)")
@@ -55,7 +55,7 @@ func needRoot(t *testing.T) {
 
 // daemon is a urouter daemon started for a test.
 type daemon struct {
-	t    *testing.T
+	t    testing.TB
 	cmd  *exec.Cmd
 	sock string
 	log  *bytes.Buffer
@@ -69,7 +69,7 @@ func startDaemon(t *testing.T, ns string, config ...string) *daemon {
 }
 
 // startDaemonFlags is startDaemon with more daemon flags.
-func startDaemonFlags(t *testing.T, ns string, flags []string, config ...string) *daemon {
+func startDaemonFlags(t testing.TB, ns string, flags []string, config ...string) *daemon {
 	t.Helper()
 	dir := t.TempDir()
 	d := &daemon{t: t, sock: filepath.Join(dir, "urouter.sock"), log: new(bytes.Buffer)}
@@ -144,7 +144,7 @@ func runCmd(name string, args ...string) (stdout, stderr string, status int) {
 }
 
 // mustRun runs a command that has to succeed (lab set-up).
-func mustRun(t *testing.T, name string, args ...string) string {
+func mustRun(t testing.TB, name string, args ...string) string {
 	t.Helper()
 	out, errs, st := runCmd(name, args...)
 	if st != 0 {
@@ -154,7 +154,7 @@ func mustRun(t *testing.T, name string, args ...string) string {
 }
 
 // netns creates a network namespace for the test and deletes it after.
-func newNetns(t *testing.T, name string) string {
+func newNetns(t testing.TB, name string) string {
 	t.Helper()
 	runCmd("ip", "netns", "del", name)
 	mustRun(t, "ip", "netns", "add", name)
@@ -191,7 +191,7 @@ type proc struct {
 }
 
 // startIn starts name in namespace ns; stop (also at cleanup) ends it.
-func startIn(t *testing.T, ns, name string, args ...string) *proc {
+func startIn(t testing.TB, ns, name string, args ...string) *proc {
 	t.Helper()
 	p := &proc{cmd: exec.Command("ip", append([]string{"netns", "exec", ns, name}, args...)...), out: new(bytes.Buffer)}
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
