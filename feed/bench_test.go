@@ -1,45 +1,17 @@
 package feed
 
 import (
-	"bufio"
-	"compress/gzip"
-	"net/netip"
-	"os"
-	"strings"
 	"testing"
+	"urouter/internal/realtable"
 
 	"golang.org/x/sys/unix"
-
-	"urouter/fib6"
 )
-
-func realTable(tb testing.TB) []netip.Prefix {
-	f, err := os.Open("../testdata/prefixes.txt.gz")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var ps []netip.Prefix
-	for s := bufio.NewScanner(z); s.Scan(); {
-		if line := strings.TrimSpace(s.Text()); strings.Contains(line, ":") {
-			ps = append(ps, netip.MustParsePrefix(line))
-		}
-	}
-	if len(ps) != 160147 {
-		tb.Fatalf("%d IPv6 prefixes, want 160147", len(ps))
-	}
-	return ps
-}
 
 // fullTableStream is the real table as zebra sends it with nexthop
 // groups: a nexthop, then one RTM_NEWROUTE per prefix through it, one
 // message per frame.
 func fullTableStream(tb testing.TB) []byte {
-	ps := realTable(tb)
+	ps := realtable.MustLoad(tb)
 	out := frame(nhObj{id: 10, gw: gw1, oif: kidx}.encode(unix.RTM_NEWNEXTHOP))
 	for _, p := range ps {
 		r := newRoute(p.String())
@@ -81,5 +53,3 @@ func BenchmarkFPMApply(b *testing.B) {
 	}
 	b.ReportMetric(float64(160147*b.N)/b.Elapsed().Seconds(), "routes/s")
 }
-
-var _ = fib6.TableMain

@@ -1,15 +1,12 @@
 package fib6
 
 import (
-	"bufio"
-	"compress/gzip"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
-	"os"
 	"slices"
-	"strings"
 	"testing"
+	"urouter/internal/realtable"
 )
 
 // refTrie is the obviously correct model the trie is checked against: a map
@@ -261,28 +258,7 @@ func TestTrieRandom(t *testing.T) {
 
 func loadRealTable(tb testing.TB) []netip.Prefix {
 	tb.Helper()
-	f, err := os.Open("../testdata/prefixes.txt.gz")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var ps []netip.Prefix
-	s := bufio.NewScanner(z)
-	for s.Scan() {
-		line := strings.TrimSpace(s.Text())
-		if !strings.Contains(line, ":") {
-			continue
-		}
-		ps = append(ps, netip.MustParsePrefix(line))
-	}
-	if len(ps) != 160147 {
-		tb.Fatalf("real table: %d IPv6 prefixes, want 160147", len(ps))
-	}
-	return ps
+	return realtable.MustLoad(tb)
 }
 
 // TestTrieRealTable loads the real table in one transaction, checks it,

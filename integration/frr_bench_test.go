@@ -1,13 +1,10 @@
 package integration
 
 import (
-	"bufio"
-	"compress/gzip"
 	"encoding/json"
-	"os"
-	"strings"
 	"testing"
 	"time"
+	"urouter/internal/realtable"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -86,20 +83,9 @@ func fpmInstalled(d *daemon) (int, time.Time) {
 }
 
 func realPrefixes(tb testing.TB) []string {
-	f, err := os.Open("../testdata/prefixes.txt.gz")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	if err != nil {
-		tb.Fatal(err)
-	}
 	var ps []string
-	for s := bufio.NewScanner(z); s.Scan(); {
-		if line := strings.TrimSpace(s.Text()); strings.Contains(line, ":") {
-			ps = append(ps, line)
-		}
+	for _, p := range realtable.MustLoad(tb) {
+		ps = append(ps, p.String())
 	}
 	return ps
 }

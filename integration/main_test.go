@@ -114,13 +114,19 @@ func (d *daemon) stop() {
 			d.t.Errorf("the daemon reported a data race:\n%s", d.log)
 		}
 	}()
-	syscall.Kill(-d.cmd.Process.Pid, syscall.SIGTERM)
+	stopGroup(d.cmd, 5*time.Second)
+}
+
+// stopGroup ends a started command's process group: SIGTERM, then
+// SIGKILL after grace.
+func stopGroup(cmd *exec.Cmd, grace time.Duration) {
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 	done := make(chan struct{})
-	go func() { d.cmd.Wait(); close(done) }()
+	go func() { cmd.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
-		syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
+	case <-time.After(grace):
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-done
 	}
 }
@@ -207,13 +213,5 @@ func (p *proc) stop() {
 	if p.cmd.Process == nil || p.cmd.ProcessState != nil {
 		return
 	}
-	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { p.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(3 * time.Second):
-		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-done
-	}
+	stopGroup(p.cmd, 3*time.Second)
 }

@@ -1,15 +1,12 @@
 package router
 
 import (
-	"bufio"
-	"compress/gzip"
 	"net/netip"
-	"os"
 	"runtime"
-	"strings"
 	"testing"
 
 	"urouter/fib6"
+	"urouter/internal/realtable"
 	"urouter/nexthop"
 	"urouter/rules"
 )
@@ -58,23 +55,9 @@ func loadFullTable(b *testing.B) *Router {
 	}
 	r.SetUp(l, true)
 	r.AddAddr(l, netip.MustParsePrefix("2001:db8:91::1/64"))
-	f, err := os.Open("../testdata/prefixes.txt.gz")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	if err != nil {
-		b.Fatal(err)
-	}
 	x := r.Tables.Main().Begin()
 	nh := nexthop.Nexthop{Link: l.Index, Gateway: netip.MustParseAddr("2001:db8:91::2")}
-	sc := bufio.NewScanner(z)
-	for sc.Scan() {
-		p, err := netip.ParsePrefix(strings.TrimSpace(sc.Text()))
-		if err != nil || !p.Addr().Is6() {
-			continue
-		}
+	for _, p := range realtable.MustLoad(b) {
 		x.Add(fib6.Route{Dst: p, Attrs: fib6.Attrs{Metric: 1024, Nexthop: nh}})
 	}
 	x.Commit()
