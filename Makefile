@@ -2,7 +2,7 @@
 
 GO ?= go
 
-.PHONY: test build bench lab lab-eth
+.PHONY: test build bench lab lab-eth lab-frr
 
 # A pure-Go static binary: without cgo a client starts in half the time
 # (it is started once per command).
@@ -22,6 +22,10 @@ lab:
 # The Ethernet demo lab: urouter on the veths of two hosts it autoconfigures.
 lab-eth:
 	bash bench/lab.sh eth
+
+# The routing-daemon demo: FRR programs urouter over FPM from a BIRD peer.
+lab-frr:
+	bash bench/lab-frr.sh
 
 # Micro-benchmarks with their peers, one at a time on the shared machine.
 bench:

@@ -85,7 +85,7 @@ func (a *Applier) LastError() string {
 // Begin starts a new session: Sweep removes what the sessions before
 // installed and this one has not said again. What a session that never
 // settled said is kept for the next one to sweep.
-func (a *Applier) Begin() {
+func (a *Applier) Begin() Session {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, k := range a.replay {
@@ -93,14 +93,32 @@ func (a *Applier) Begin() {
 	}
 	a.replay, a.settled = a.replay[:0], false
 	a.gen++
+	return Session(a.gen)
 }
 
-// Apply applies msgs in order, each table's routes in one transaction
-// committed at the end (a nexthop deletion, which walks the tables,
-// commits what is open first).
+// Session is a session's right to change what the applier installed; it
+// lapses when a newer session begins, so what a replaced connection still
+// had buffered cannot pass for the new session's replay.
+type Session uint32
+
+// Apply applies msgs in the current session.
 func (a *Applier) Apply(msgs []Msg) {
 	a.mu.Lock()
+	s := Session(a.gen)
+	a.mu.Unlock()
+	a.ApplyIn(s, msgs)
+}
+
+// ApplyIn applies msgs in order for session s, each table's routes in one
+// transaction committed at the end (a nexthop deletion, which walks the
+// tables, commits what is open first). It applies nothing and returns
+// false if a newer session has begun.
+func (a *Applier) ApplyIn(s Session, msgs []Msg) bool {
+	a.mu.Lock()
 	defer a.mu.Unlock()
+	if uint32(s) != a.gen {
+		return false
+	}
 	for i := range msgs {
 		m := &msgs[i]
 		a.Stats.Messages.Add(1)
@@ -128,6 +146,7 @@ func (a *Applier) Apply(msgs []Msg) {
 	}
 	a.commit()
 	a.updated.Store(time.Now().UnixNano())
+	return true
 }
 
 // Updated is when the last batch of messages was applied.
@@ -344,7 +363,19 @@ func (a *Applier) delNexthop(id uint32) error {
 // then on the session is settled. It returns how many it removed.
 func (a *Applier) Sweep() int {
 	a.mu.Lock()
+	s := Session(a.gen)
+	a.mu.Unlock()
+	return a.SweepIn(s)
+}
+
+// SweepIn is Sweep for session s; it sweeps nothing (and returns -1) if a
+// newer session has begun.
+func (a *Applier) SweepIn(s Session) int {
+	a.mu.Lock()
 	defer a.mu.Unlock()
+	if uint32(s) != a.gen {
+		return -1
+	}
 	said := make(map[routeKey]struct{}, len(a.replay))
 	for _, k := range a.replay {
 		said[k] = struct{}{}

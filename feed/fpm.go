@@ -133,9 +133,9 @@ const maxFrame = 1<<16 - 1
 func (f *FPM) session(c net.Conn) {
 	defer f.sessions.Done()
 	ap := f.Applier
-	ap.Begin()
+	sess := ap.Begin()
 	var settle *time.Timer
-	settle = time.AfterFunc(time.Hour, func() { f.sweep(c, settle) })
+	settle = time.AfterFunc(time.Hour, func() { f.sweep(c, sess, settle) })
 	settle.Stop()
 	defer func() {
 		settle.Stop()
@@ -158,7 +158,9 @@ func (f *FPM) session(c net.Conn) {
 		msgs, off, frames, bad = DecodeFrames(buf[:have], msgs[:0])
 		f.Frames.Add(uint64(frames))
 		if len(msgs) > 0 {
-			ap.Apply(msgs) // the whole frames before a bad one
+			if !ap.ApplyIn(sess, msgs) { // the whole frames before a bad one
+				return // a newer connection took over
+			}
 			settle.Reset(f.timers.Settle)
 		}
 		if bad != nil {
@@ -176,10 +178,10 @@ func (f *FPM) session(c net.Conn) {
 	}
 }
 
-// sweep runs once the session on c has been quiet for Settle (its timer
+// sweep runs once session sess on c has been quiet for Settle (its timer
 // is t): it sweeps if the replay looks complete or Hold has passed, else
 // comes back when Hold has.
-func (f *FPM) sweep(c net.Conn, t *time.Timer) {
+func (f *FPM) sweep(c net.Conn, sess Session, t *time.Timer) {
 	f.mu.Lock()
 	current, since := f.conn == c && !f.settled, f.since
 	f.mu.Unlock()
@@ -190,7 +192,7 @@ func (f *FPM) sweep(c net.Conn, t *time.Timer) {
 		t.Reset(wait)
 		return
 	}
-	if n := f.Applier.Sweep(); n > 0 {
+	if n := f.Applier.SweepIn(sess); n > 0 {
 		log.Printf("fpm %s: swept %d routes and nexthops the last session left", c.RemoteAddr(), n)
 	}
 	f.mu.Lock()
