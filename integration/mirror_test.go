@@ -75,7 +75,7 @@ func kernelAddrs(t *testing.T, ns, dev string) string {
 			Prefixlen int    `json:"prefixlen"`
 		} `json:"addr_info"`
 	}
-	if err := json.Unmarshal([]byte(mustRun(t, "ip", "-n", ns, "-6", "-j", "addr", "show", "dev", dev)), &ifs); err != nil || len(ifs) != 1 {
+	if err := json.Unmarshal([]byte(mustRun(t, "ip", "-n", ns, "-j", "addr", "show", "dev", dev)), &ifs); err != nil || len(ifs) != 1 {
 		t.Fatalf("ip addr show %s: %v", dev, err)
 	}
 	var as []string
@@ -113,6 +113,12 @@ func TestKernelMirror(t *testing.T) {
 	waitUntil(t, "km1 to follow lan1", func() bool { return kernelAddrs(t, l.r, "km1") == want })
 	l.d.run("address", "del", "2001:db8:c2::1/64", "dev", "lan1")
 	waitUntil(t, "km1 to lose the address", func() bool { return !strings.Contains(kernelAddrs(t, l.r, "km1"), "c2::1") })
+	l.d.run("link", "set", "lan1", "down") // addresses go with it, as Linux's keep_addr_on_down 0
+	waitUntil(t, "km1 to go down", func() bool { return kernelAddrs(t, l.r, "km1") == "mtu 1400 DOWN " })
+	l.d.run("link", "set", "lan1", "up")
+	l.d.run("address", "add", "2001:db8:c1::1/64", "dev", "lan1")
+	want = "mtu 1400 UP 2001:db8:c1::1/64 " + l.rLLA + "/64"
+	waitUntil(t, "km1 to come back", func() bool { return kernelAddrs(t, l.r, "km1") == want })
 
 	// The kernel's TCP through the mirror, both ways, and iperf3.
 	srv := startIn(t, l.r, "iperf3", "-s", "-1", "-B", "2001:db8:c1::1")
@@ -212,9 +218,14 @@ func TestTableMirror(t *testing.T) {
 		out, _, _ := l.d.run("route", "show", "table", "100")
 		return out
 	}
+	var slowest time.Duration
 	follow := func(what, want string, kernel ...string) {
 		t.Helper()
-		mustRun(t, "ip", append([]string{"-n", l.r, "-6", "route"}, kernel...)...)
+		obj := "route"
+		if kernel[0] == "nexthop" {
+			obj, kernel = kernel[0], kernel[1:]
+		}
+		mustRun(t, "ip", append([]string{"-n", l.r, "-6", obj}, kernel...)...)
 		start := time.Now()
 		for show() != want {
 			if time.Since(start) > 2*time.Second {
@@ -222,9 +233,11 @@ func TestTableMirror(t *testing.T) {
 			}
 			time.Sleep(2 * time.Millisecond)
 		}
-		if d := time.Since(start); d > 100*time.Millisecond {
+		d := time.Since(start)
+		if d > 100*time.Millisecond {
 			t.Errorf("%s: followed in %v (want within 100 ms)", what, d)
 		}
+		slowest = max(slowest, d)
 	}
 	bh := "blackhole 2001:db8:e0::/48 dev lo metric 1024 pref medium\n"
 	waitUntil(t, "the first dump", func() bool { return show() == bh })
@@ -242,12 +255,24 @@ func TestTableMirror(t *testing.T) {
 		"del", "2001:db8:e2::/48", "via", "2001:db8:c1::4", "dev", "km1", "table", "100", "metric", "5")
 	follow("delete", bh+"2001:db8:e2::/48 via 2001:db8:c1::2 dev lan1 metric 5 pref medium\n",
 		"del", "2001:db8:e1::/48", "table", "100")
+	// a route through a kernel nexthop object, and the object replaced
+	mustRun(t, "ip", "-n", l.r, "-6", "nexthop", "add", "id", "50", "via", "2001:db8:c1::5", "dev", "km1")
+	nh := bh + "2001:db8:e2::/48 via 2001:db8:c1::2 dev lan1 metric 5 pref medium\n"
+	follow("route through a nexthop object", nh+"2001:db8:e4::/48 nhid 50 via 2001:db8:c1::5 dev lan1 metric 1024 pref medium\n",
+		"add", "2001:db8:e4::/48", "nhid", "50", "table", "100")
+	follow("nexthop replace", nh+"2001:db8:e4::/48 nhid 50 via 2001:db8:c1::6 dev lan1 metric 1024 pref medium\n",
+		"nexthop", "replace", "id", "50", "via", "2001:db8:c1::6", "dev", "km1")
 	// other tables, and the kernel's own routes, are not followed
 	mustRun(t, "ip", "-n", l.r, "-6", "route", "add", "2001:db8:e3::/48", "via", "2001:db8:c1::2", "dev", "km1", "table", "200")
+	follow("delete the route through the object", nh, "del", "2001:db8:e4::/48", "table", "100") // iproute2 6.1 cannot flush it
 	follow("flush", "", "flush", "table", "100")
+	if out, _, _ := l.d.run("nexthop", "show", "id", "50"); !strings.Contains(out, "via 2001:db8:c1::6 dev lan1") {
+		t.Errorf("the kernel's nexthop object 50 in urouter: %q", out)
+	}
 	if out, _, _ := l.d.run("route", "show", "table", "200"); out != "" {
 		t.Errorf("table 200 was followed:\n%s", out)
 	}
+	t.Logf("urouter's table 100 followed each change within %v (a poll of route show included)", slowest)
 	out, _, _ := l.d.run("mirror", "show")
 	if !strings.Contains(out, "kernel table 100 synced") || !strings.Contains(out, "malformed 0") {
 		t.Errorf("mirror show:\n%s", out)
