@@ -79,7 +79,7 @@ func TestMetrics(t *testing.T) {
 	}{
 		{"urouter_link_up", map[string]string{"link": "d0"}, 1},
 		{"urouter_link_mtu_bytes", map[string]string{"link": "d0"}, 1500},
-		{"urouter_routes", map[string]string{"table": "main"}, 1}, // the connected route
+		{"urouter_routes", map[string]string{"table": "main"}, 1},  // the connected route
 		{"urouter_routes", map[string]string{"table": "local"}, 2}, // ::1 and 2001:db8:1::1
 		{"urouter_rules", nil, 2},
 		{"urouter_fpm_connected", nil, 0},
