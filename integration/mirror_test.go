@@ -179,6 +179,22 @@ func TestKernelMirror(t *testing.T) {
 	if !strings.Contains(o+e, "refused") {
 		t.Errorf("TCP to the router without a mirror: %s%s", o, e)
 	}
+	// The mirror comes and goes while the host sends to the router and
+	// the kernel answers through it: nothing races, nothing is left.
+	flood := startIn(t, l.h, "ping", "-6", "-i", "0.002", "-s", "1200", "2001:db8:c1::1")
+	for i := 0; i < 10; i++ {
+		if _, e, st := l.d.run("link", "set", "lan1", "mirror", "km1"); st != 0 {
+			t.Fatalf("mirror km1 (round %d): %s", i, e)
+		}
+		runCmd("ip", "netns", "exec", l.r, "ping", "-6", "-c", "1", "-W", "0.2", "2001:db8:c1::2")
+		if _, e, st := l.d.run("link", "set", "lan1", "mirror", "none"); st != 0 {
+			t.Fatalf("mirror none (round %d): %s", i, e)
+		}
+	}
+	flood.stop()
+	if _, _, st := runCmd("ip", "-n", l.r, "link", "show", "km1"); st == 0 {
+		t.Error("km1 is left after the mirror came and went")
+	}
 	// Bad input: a name the kernel would refuse, and the loopback.
 	if _, e, st := l.d.run("link", "set", "lan1", "mirror", "a/b"); st == 0 || !strings.Contains(e, "not a valid ifname") {
 		t.Errorf("mirror a/b: %d %s", st, e)
