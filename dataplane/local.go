@@ -5,12 +5,13 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 )
 
-// local delivers a packet addressed to the router: to the kernel through a
-// mirror (mirror.go) unless the router answers it itself; else as Linux
-// answers when nothing listens: an echo request gets its reply; UDP a Port Unreachable
-// and TCP a reset, when their checksums are right; other ICMPv6 messages
-// are taken and dropped; any other protocol earns a Parameter Problem
-// pointing at its Next Header.
+// local delivers a packet addressed to the router. What the router does
+// not answer itself goes to the kernel through a mirror, if there is one
+// (mirror.go); else it is answered as Linux answers when nothing listens:
+// an echo request gets its reply; UDP a Port Unreachable and TCP a reset,
+// when their checksums are right; other ICMPv6 messages are taken and
+// dropped; any other protocol earns a Parameter Problem pointing at its
+// Next Header.
 func (w *worker) local(k *pkt) {
 	if !answersItself(k) && w.toKernel(k) {
 		return
