@@ -143,6 +143,18 @@ func (a *afPacket) join(mac net.HardwareAddr, on bool) error {
 	return unix.SetsockoptPacketMreq(a.fd, unix.SOL_PACKET, opt, &mr)
 }
 
+// allMulti takes (or stops taking) every multicast frame: the groups a
+// mirror's kernel side joins (OSPFv3's, say), which the router does not
+// track.
+func (a *afPacket) allMulti(on bool) error {
+	mr := unix.PacketMreq{Ifindex: int32(a.ifindex), Type: unix.PACKET_MR_ALLMULTI}
+	opt := unix.PACKET_ADD_MEMBERSHIP
+	if !on {
+		opt = unix.PACKET_DROP_MEMBERSHIP
+	}
+	return unix.SetsockoptPacketMreq(a.fd, unix.SOL_PACKET, opt, &mr)
+}
+
 // promisc takes every frame, for a router MAC that is not the interface's.
 func (a *afPacket) promisc() error {
 	mr := unix.PacketMreq{Ifindex: int32(a.ifindex), Type: unix.PACKET_MR_PROMISC}

@@ -219,7 +219,16 @@ func (e *ether) accepts(dst []byte) bool {
 	if m == (neigh.MAC{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}) {
 		return true
 	}
+	if m[0] == 0x33 && m[1] == 0x33 && e.mirrored() {
+		return true // the mirror's kernel side sorts out its own groups
+	}
 	return containsMAC(*e.groups.Load(), m)
+}
+
+// mirrored reports whether the link has a kernel mirror.
+func (e *ether) mirrored() bool {
+	l := e.link.Load()
+	return l != nil && l.Mirror() != nil
 }
 
 func (e *ether) Queues() int { return e.io.Queues() }
@@ -274,6 +283,10 @@ func (e *ether) routes(h *ethHdr, b []byte) bool {
 		e.nd.receive(neigh.MAC(h[6:12]), b[vnetHdrLen:])
 	case h[0]&1 != 0:
 		e.stats.Multicast.Add(1)
+		if l := e.link.Load(); l != nil && l.Mirror() != nil && len(b) > vnetHdrLen {
+			shiftVnet(b, -ethHdrLen)
+			l.Mirror().give(b, len(b)-vnetHdrLen) // to the kernel, whose groups they may be
+		}
 	default:
 		shiftVnet(b, -ethHdrLen)
 		return true
@@ -300,6 +313,9 @@ func (e *ether) WriteBatch(_ int, pkts [][]byte, via []netip.Addr) (int, error) 
 	lastOK := false
 	for i, p := range pkts {
 		mac, ok := lastMAC, lastOK && via[i] == last
+		if !ok && via[i].IsMulticast() {
+			mac, ok = multicastMAC(via[i]), true // a mirror's kernel side speaking to a group
+		}
 		if !ok {
 			mac, ok = e.neigh.Output(via[i], p)
 			if !ok {

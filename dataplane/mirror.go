@@ -78,6 +78,11 @@ func (dp *Dataplane) SetMirror(l *Link, kname string) (*Mirror, error) {
 	dp.workers.Store(&ws)
 	l.mirror.Store(m)
 	dp.mu.Unlock()
+	if e, ok := l.hw.(*ether); ok {
+		if a, ok := e.io.(*afPacket); ok {
+			a.allMulti(true)
+		}
+	}
 	go m.w.RoutineRead()
 	return m, nil
 }
@@ -90,6 +95,11 @@ func (dp *Dataplane) ClearMirror(l *Link) error {
 	m := l.mirror.Swap(nil)
 	if m == nil {
 		return nil
+	}
+	if e, ok := l.hw.(*ether); ok {
+		if a, ok := e.io.(*afPacket); ok {
+			a.allMulti(false)
+		}
 	}
 	dp.synchronize() // no worker is still giving it packets
 	err := m.port.Close()
@@ -198,8 +208,9 @@ func answersItself(k *pkt) bool {
 // forwardOwn routes a batch the kernel sent out of a mirror, as the
 // router's own packets: the rules see them come in by the loopback, a
 // link-local destination leaves by the mirror's link, the hop limit is
-// the kernel's to set. Multicast (MLD reports, solicitations the kernel
-// makes on its own) stays on the kernel's side.
+// the kernel's to set. Link-scope multicast (OSPFv3's hellos, MLD
+// reports) leaves by the link, to its group; wider scopes stay on the
+// kernel's side.
 func (w *worker) forwardOwn(n int) {
 	m, in := w.own, w.in
 	links := w.dp.Links.snap.Load()
@@ -212,9 +223,18 @@ func (w *worker) forwardOwn(n int) {
 			m.Dropped.Add(1)
 			continue
 		}
+		dst := k.p.DestinationAddressSlice()
+		if dst[0] == 0xff {
+			if k.wireSize() > in.MTU() {
+				m.Dropped.Add(1)
+				continue
+			}
+			k.act, k.egress, k.via = actForward, in, netip.AddrFrom16([16]byte(dst))
+			w.send(k)
+			continue
+		}
 		key := &w.keys[0]
 		k.keyInto(key, 0)
-		dst := k.p.DestinationAddressSlice()
 		if linkLocal(dst) {
 			key.Oif = in.Index
 		}
@@ -238,9 +258,10 @@ func (w *worker) forwardOwn(n int) {
 	w.flush()
 }
 
-// ownMartian: what the kernel may not send out of a mirror (multicast,
-// an unspecified or loopback destination).
+// ownMartian: what the kernel may not send out of a mirror (multicast
+// wider than the link, an unspecified or loopback destination, a
+// multicast source).
 func ownMartian(p header.IPv6) bool {
 	dst := p.DestinationAddressSlice()
-	return dst[0] == 0xff || isUnspecOrLoop(dst) || p.SourceAddressSlice()[0] == 0xff
+	return dst[0] == 0xff && dst[1]&0x0f != 2 || isUnspecOrLoop(dst) || p.SourceAddressSlice()[0] == 0xff
 }
