@@ -14,9 +14,18 @@ type Feeds struct {
 	Tables []*feed.TableMirror
 }
 
-func (s *session) fpmCmd(args [][]byte) *cmdErr {
+// showOnly checks the arguments of an object that only shows: none, or
+// show or list.
+func showOnly(args [][]byte, obj string) *cmdErr {
 	if len(args) > 0 && !matches(args[0], "show") && !matches(args[0], "list") {
-		return parseErr("Usage: urouter fpm show")
+		return parseErr("Usage: urouter %s show", obj)
+	}
+	return nil
+}
+
+func (s *session) fpmCmd(args [][]byte) *cmdErr {
+	if err := showOnly(args, "fpm"); err != nil {
+		return err
 	}
 	var f *feed.FPM
 	if s.feeds != nil {
@@ -63,8 +72,8 @@ func fpmState(st feed.Status) string {
 }
 
 func (s *session) mirrorCmd(args [][]byte) *cmdErr {
-	if len(args) > 0 && !matches(args[0], "show") && !matches(args[0], "list") {
-		return parseErr("Usage: urouter mirror show")
+	if err := showOnly(args, "mirror"); err != nil {
+		return err
 	}
 	var ms []*feed.TableMirror
 	if s.feeds != nil {

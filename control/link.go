@@ -1,7 +1,6 @@
 package control
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"strconv"
@@ -273,10 +272,8 @@ func (s *session) linkSet(args [][]byte) *cmdErr {
 	if a.typ != nil {
 		return extack("Operation not supported.")
 	}
-	if a.mirror != nil {
-		if err := checkIfName(a.mirror); err != nil {
-			return err
-		}
+	if a.mirror != nil && !validIfname(a.mirror) {
+		return invarg("\"mirror\" not a valid ifname", a.mirror)
 	}
 	if a.mtu >= 0 {
 		if err := s.r.SetMTU(l, a.mtu); err != nil {
@@ -298,15 +295,6 @@ func (s *session) linkSet(args [][]byte) *cmdErr {
 		if err := s.r.SetMirror(l, string(a.mirror)); err != nil {
 			return extack(fmt.Sprintf("mirror %s: %v", a.mirror, err))
 		}
-	}
-	return nil
-}
-
-// checkIfName refuses what the kernel would not take as an interface name
-// (iproute2's check_ifname).
-func checkIfName(v []byte) *cmdErr {
-	if len(v) == 0 || len(v) >= 16 || bytes.ContainsAny(v, "/: \t\n") || string(v) == "." || string(v) == ".." {
-		return parseErr("Error: argument \"%s\" is wrong: \"mirror\" not a valid ifname", v)
 	}
 	return nil
 }

@@ -78,11 +78,7 @@ func (dp *Dataplane) SetMirror(l *Link, kname string) (*Mirror, error) {
 	dp.workers.Store(&ws)
 	l.mirror.Store(m)
 	dp.mu.Unlock()
-	if e, ok := l.hw.(*ether); ok {
-		if a, ok := e.io.(*afPacket); ok {
-			a.allMulti(true)
-		}
-	}
+	allMulti(l, true)
 	go m.w.RoutineRead()
 	return m, nil
 }
@@ -96,11 +92,7 @@ func (dp *Dataplane) ClearMirror(l *Link) error {
 	if m == nil {
 		return nil
 	}
-	if e, ok := l.hw.(*ether); ok {
-		if a, ok := e.io.(*afPacket); ok {
-			a.allMulti(false)
-		}
-	}
+	allMulti(l, false)
 	dp.synchronize() // no worker is still giving it packets
 	err := m.port.Close()
 	var ws []*worker
@@ -111,6 +103,16 @@ func (dp *Dataplane) ClearMirror(l *Link) error {
 	}
 	dp.workers.Store(&ws)
 	return err
+}
+
+// allMulti makes an Ethernet link on an interface take every multicast
+// frame while it has a mirror (a TAP gets them all anyway).
+func allMulti(l *Link, on bool) {
+	if e, ok := l.hw.(*ether); ok {
+		if a, ok := e.io.(*afPacket); ok {
+			a.allMulti(on)
+		}
+	}
 }
 
 // SyncMirror gives l's mirror, if any, the link's MTU, state and IPv6
@@ -134,19 +136,17 @@ func SyncMirror(l *Link) error {
 		return err
 	}
 	want := l.Addrs()
+	var kernel []netip.Prefix
 	for _, a := range have {
-		p, _ := netip.AddrFromSlice(a.IP)
+		ip, _ := netip.AddrFromSlice(a.IP)
 		ones, _ := a.Mask.Size()
-		if !slices.Contains(want, netip.PrefixFrom(p.Unmap(), ones)) {
+		kernel = append(kernel, netip.PrefixFrom(ip.Unmap(), ones))
+		if !slices.Contains(want, kernel[len(kernel)-1]) {
 			errs = append(errs, netlink.AddrDel(kl, &a))
 		}
 	}
 	for _, p := range want {
-		if slices.ContainsFunc(have, func(a netlink.Addr) bool {
-			ones, _ := a.Mask.Size()
-			q, _ := netip.AddrFromSlice(a.IP)
-			return q.Unmap() == p.Addr() && ones == p.Bits()
-		}) {
+		if slices.Contains(kernel, p) {
 			continue
 		}
 		a, err := netlink.ParseAddr(p.String())

@@ -1,7 +1,6 @@
 package feed
 
 import (
-	"cmp"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -137,8 +136,6 @@ func (a *Applier) ApplyIn(s Session, msgs []Msg) bool {
 		case NexthopDel:
 			a.commit()
 			err = a.delNexthop(m.Nexthop.ID)
-		default:
-			a.Stats.Skipped.Add(1)
 		}
 		if err != nil {
 			a.refused(m, err)
@@ -170,12 +167,13 @@ func (a *Applier) commit() {
 	}
 }
 
-func (a *Applier) txn(table uint32) *fib6.Txn {
-	if x := a.txns[table]; x != nil {
+// txn is table t's transaction for the batch, opened on first use.
+func (a *Applier) txn(t *fib6.Table) *fib6.Txn {
+	if x := a.txns[t.ID()]; x != nil {
 		return x
 	}
-	x := a.r.Tables.Ensure(table).Begin()
-	a.txns[table] = x
+	x := t.Begin()
+	a.txns[t.ID()] = x
 	return x
 }
 
@@ -207,16 +205,24 @@ func (a *Applier) path(p Path) (nexthop.Nexthop, error) {
 	return nh, nil
 }
 
-var routeTypes = map[uint8]fib6.Type{
-	syscall.RTN_UNICAST: fib6.Unicast, syscall.RTN_BLACKHOLE: fib6.Blackhole,
-	syscall.RTN_UNREACHABLE: fib6.Unreachable, syscall.RTN_PROHIBIT: fib6.Prohibit,
+// routeType is the table's type of an RTN_* the decoder let through.
+func routeType(t uint8) fib6.Type {
+	switch t {
+	case syscall.RTN_BLACKHOLE:
+		return fib6.Blackhole
+	case syscall.RTN_UNREACHABLE:
+		return fib6.Unreachable
+	case syscall.RTN_PROHIBIT:
+		return fib6.Prohibit
+	}
+	return fib6.Unicast
 }
 
 func (a *Applier) addRoute(m *Msg) error {
 	q := &m.Route
 	k := keyOf(q)
 	rt := fib6.Route{Dst: q.Dst}
-	rt.Src, rt.Metric, rt.Type, rt.Proto = q.Src, k.metric, routeTypes[q.Type], fib6.Proto(q.Proto)
+	rt.Src, rt.Metric, rt.Type, rt.Proto = q.Src, k.metric, routeType(q.Type), fib6.Proto(q.Proto)
 	rt.PrefSrc, rt.MTU = q.PrefSrc, q.MTU
 	if rt.Type == fib6.Unicast {
 		switch {
@@ -244,7 +250,7 @@ func (a *Applier) addRoute(m *Msg) error {
 	}
 	// zebra's updates and the kernel's notifications say the whole route:
 	// an `ip route append` is notified as the route with all its paths.
-	if err := a.txn(k.table).Replace(rt); err != nil {
+	if err := a.txn(a.r.Tables.Ensure(k.table)).Replace(rt); err != nil {
 		return err
 	}
 	if a.settled {
@@ -266,12 +272,7 @@ func (a *Applier) delRoute(q *RouteMsg) error {
 	if len(q.Paths) == 0 && q.NhID == 0 && q.Gateway.IsValid() {
 		m.Gateway = q.Gateway // one path of a multipath route, as the kernel says it
 	}
-	x := a.txns[k.table]
-	if x == nil {
-		x = t.Begin()
-		a.txns[k.table] = x
-	}
-	if _, err := x.Delete(m); err != nil {
+	if _, err := a.txn(t).Delete(m); err != nil {
 		return err
 	}
 	if !m.Gateway.IsValid() && a.settled {
@@ -296,9 +297,7 @@ func (a *Applier) addNexthop(n *NexthopMsg) error {
 		if slices.ContainsFunc(g.Group, func(e GroupEntry) bool { return e.ID == n.ID }) {
 			if err := a.addNexthop(&g); err != nil {
 				delete(a.pending, id)
-				a.Stats.Rejected.Add(1)
-				s := "nexthop add id " + strconv.FormatUint(uint64(id), 10) + ": " + err.Error()
-				a.lastErr.Store(&s)
+				a.refused(&Msg{Kind: NexthopAdd, Nexthop: g}, err)
 			}
 		}
 	}
@@ -358,18 +357,10 @@ func (a *Applier) delNexthop(id uint32) error {
 	return a.r.DeleteNexthop(id)
 }
 
-// Sweep removes what earlier sessions installed and the current one has
-// not said again: routes first, then nexthop groups, then nexthops. From
-// then on the session is settled. It returns how many it removed.
-func (a *Applier) Sweep() int {
-	a.mu.Lock()
-	s := Session(a.gen)
-	a.mu.Unlock()
-	return a.SweepIn(s)
-}
-
-// SweepIn is Sweep for session s; it sweeps nothing (and returns -1) if a
-// newer session has begun.
+// SweepIn removes what earlier sessions installed and session s has not
+// said again: routes first, then nexthop groups, then nexthops. From then
+// on s is settled. It returns how many it removed, or -1 (sweeping
+// nothing) if a newer session has begun.
 func (a *Applier) SweepIn(s Session) int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -386,32 +377,24 @@ func (a *Applier) SweepIn(s Session) int {
 			continue
 		}
 		if t := a.r.Tables.Get(k.table); t != nil {
-			x := a.txns[k.table]
-			if x == nil {
-				x = t.Begin()
-				a.txns[k.table] = x
-			}
-			if _, err := x.Delete(fib6.Match{Dst: k.dst, Src: k.src, Metric: k.metric}); err == nil {
+			if _, err := a.txn(t).Delete(fib6.Match{Dst: k.dst, Src: k.src, Metric: k.metric}); err == nil {
 				n++
 			}
 		}
 	}
 	a.commit()
 	a.owned, a.replay, a.settled = said, nil, true
-	var ids []uint32
+	var groups, singles []uint32 // groups go first, as Linux flushes them
 	for id, g := range a.nexthops {
-		if g != a.gen {
-			ids = append(ids, id)
+		switch o := a.r.Nexthops.Get(id); {
+		case g == a.gen:
+		case o != nil && o.Load().IsGroup():
+			groups = append(groups, id)
+		default:
+			singles = append(singles, id)
 		}
 	}
-	isGroup := func(id uint32) int {
-		if o := a.r.Nexthops.Get(id); o != nil && o.Load().IsGroup() {
-			return 0
-		}
-		return 1
-	}
-	slices.SortFunc(ids, func(x, y uint32) int { return cmp.Compare(isGroup(x), isGroup(y)) })
-	for _, id := range ids {
+	for _, id := range append(groups, singles...) {
 		delete(a.nexthops, id)
 		if a.r.Nexthops.Get(id) != nil && a.r.DeleteNexthop(id) == nil {
 			n++

@@ -23,6 +23,10 @@ const (
 	nlaTypeMask   = 0x3fff // NLA_TYPE_MASK: without NLA_F_NESTED and NLA_F_NET_BYTEORDER
 )
 
+// skipCached is the Skip of a cached (RTM_F_CLONED) route, which no table
+// holds.
+const skipCached = "a cached route"
+
 // Kind is what a message asks.
 type Kind uint8
 
@@ -267,7 +271,7 @@ func decodeRoute(b []byte, r *RouteMsg) (string, error) {
 	}
 	r.OnLink = h.Flags&unix.RTNH_F_ONLINK != 0
 	if h.Flags&unix.RTM_F_CLONED != 0 {
-		return "a cached route", nil
+		return skipCached, nil
 	}
 	return "", nil
 }

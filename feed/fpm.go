@@ -127,9 +127,6 @@ func (f *FPM) Status() Status {
 	return Status{Listen: f.ln.Addr().String(), Connected: f.conn != nil, Peer: f.peer, Since: f.since, Settled: f.settled}
 }
 
-// maxFrame is the largest frame: its length is 16 bits.
-const maxFrame = 1<<16 - 1
-
 func (f *FPM) session(c net.Conn) {
 	defer f.sessions.Done()
 	ap := f.Applier

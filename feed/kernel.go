@@ -66,11 +66,10 @@ func (m *TableMirror) Synced() time.Time { return time.Unix(0, m.synced.Load()) 
 func (m *TableMirror) resync() error {
 	m.Resyncs.Add(1)
 	var msgs []Msg
-	var derr error
 	keep := func(typ uint16) func([]byte) bool {
 		return func(b []byte) bool {
-			msgs, derr = m.decode(typ, 0, b, msgs)
-			return derr == nil
+			msgs = m.decode(typ, 0, b, msgs)
+			return true
 		}
 	}
 	req := nl.NewNetlinkRequest(unix.RTM_GETNEXTHOP, unix.NLM_F_DUMP)
@@ -85,12 +84,9 @@ func (m *TableMirror) resync() error {
 	if err := req.ExecuteIter(unix.NETLINK_ROUTE, unix.RTM_NEWROUTE, keep(unix.RTM_NEWROUTE)); err != nil {
 		return err
 	}
-	if derr != nil {
-		return derr
-	}
-	m.Applier.Begin()
-	m.Applier.Apply(msgs)
-	m.Applier.Sweep()
+	s := m.Applier.Begin()
+	m.Applier.ApplyIn(s, msgs)
+	m.Applier.SweepIn(s)
 	m.synced.Store(time.Now().UnixNano())
 	return nil
 }
@@ -103,27 +99,24 @@ func (nhmsgReq) Serialize() []byte { return make([]byte, sizeofNhMsg) }
 
 // decode adds the message of type typ (with flags) and payload b to msgs if it
 // concerns the mirrored table (routes) or may be used by it (nexthops).
-func (m *TableMirror) decode(typ, flags uint16, b []byte, msgs []Msg) ([]Msg, error) {
+func (m *TableMirror) decode(typ, flags uint16, b []byte, msgs []Msg) []Msg {
 	nm := syscall.NetlinkMessage{Header: syscall.NlMsghdr{Type: typ, Flags: flags}, Data: b}
 	var msg Msg
 	if err := decodeOne(&nm, &msg); err != nil {
 		m.Applier.Stats.Malformed.Add(1)
 		log.Printf("mirror of table %d: %v", m.Table, err)
-		return msgs, nil // the kernel's; one bad message does not stop the others
+		return msgs // the kernel's; one bad message does not stop the others
 	}
 	switch msg.Kind {
 	case RouteAdd, RouteDel:
-		if keyOf(&msg.Route).table != m.Table {
-			return msgs, nil
-		}
-		if msg.Skip == "a cached route" {
-			return msgs, nil // not the table's
+		if keyOf(&msg.Route).table != m.Table || msg.Skip == skipCached {
+			return msgs // another table's, or a cached route: not the table's
 		}
 	case NexthopAdd, NexthopDel:
 	default:
-		return msgs, nil
+		return msgs
 	}
-	return append(msgs, msg), nil
+	return append(msgs, msg)
 }
 
 func (m *TableMirror) follow() {
@@ -150,7 +143,7 @@ func (m *TableMirror) follow() {
 		msgs = msgs[:0]
 		for i := range nms {
 			m.Events.Add(1)
-			msgs, _ = m.decode(nms[i].Header.Type, nms[i].Header.Flags, nms[i].Data, msgs)
+			msgs = m.decode(nms[i].Header.Type, nms[i].Header.Flags, nms[i].Data, msgs)
 		}
 		m.Applier.Apply(msgs)
 	}

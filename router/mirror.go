@@ -20,14 +20,13 @@ func (r *Router) SetMirror(l *dataplane.Link, kname string) error {
 	if m := l.Mirror(); m != nil && m.Name == kname {
 		return nil
 	}
+	defer r.publishMirrors()
 	if _, err := r.DP.SetMirror(l, kname); err != nil {
-		r.publishMirrors()
 		return err
 	}
-	r.publishMirrors()
+	// synced here for its error; tell's sync after it finds nothing to do
 	if err := dataplane.SyncMirror(l); err != nil {
 		r.DP.ClearMirror(l)
-		r.publishMirrors()
 		return err
 	}
 	r.tell(LinkChanged, l, netip.Prefix{})
@@ -38,8 +37,8 @@ func (r *Router) SetMirror(l *dataplane.Link, kname string) error {
 func (r *Router) ClearMirror(l *dataplane.Link) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	defer r.publishMirrors()
 	err := r.DP.ClearMirror(l)
-	r.publishMirrors()
 	r.tell(LinkChanged, l, netip.Prefix{})
 	return err
 }
