@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"sync"
 	"sync/atomic"
 
@@ -37,6 +38,7 @@ type ether struct {
 	dad    atomic.Pointer[map[netip.Addr]DADState] // published by the ND goroutine
 	dp     *Dataplane
 	stats  EtherStats
+	closed atomic.Bool // its readers end (see closedErr)
 }
 
 // EtherStats count what an Ethernet link's port does below IPv6.
@@ -253,6 +255,9 @@ func (e *ether) ReadBatch(q int, bufs [][]byte, sizes []int) (int, error) {
 			}
 			keep++
 		}
+		if err != nil && e.closed.Load() {
+			err = os.ErrClosed
+		}
 		if keep > 0 || err != nil {
 			return keep, err
 		}
@@ -369,6 +374,7 @@ func (e *ether) SetMTU(mtu int) error { return e.io.setMTU(mtu) }
 func (e *ether) SetUp(up bool) error  { return e.io.setUp(up) }
 
 func (e *ether) Close() error {
+	e.closed.Store(true)
 	e.nd.stop()
 	return e.io.close()
 }

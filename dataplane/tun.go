@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/vishvananda/netlink"
@@ -38,6 +39,7 @@ type tunPort struct {
 	queues []*tunQueue
 	vnet   bool // every read and write carries a virtio_net_hdr
 	uso    bool // the kernel took the UDP segmentation offload
+	closed atomic.Bool
 }
 
 // tunQueue is one queue's file and its reader's state.
@@ -131,10 +133,10 @@ func (t *tunPort) ReadBatch(q int, bufs [][]byte, sizes []int) (int, error) {
 	if err == nil {
 		err = tq.err
 	}
-	if errors.Is(err, unix.EBADFD) || errors.Is(err, unix.EBADF) {
+	if err != nil && t.closed.Load() {
 		err = os.ErrClosed
 	}
-	return tq.n, err
+	return tq.n, closedErr(err)
 }
 
 // read is the netpoller callback: it reads until the queue is empty or the
@@ -248,6 +250,7 @@ func (t *tunPort) SetMTU(mtu int) error { return kernelSide(t.name).setMTU(mtu) 
 func (t *tunPort) SetUp(up bool) error  { return kernelSide(t.name).setUp(up) }
 
 func (t *tunPort) Close() error {
+	t.closed.Store(true)
 	err := closeFiles(t.files)
 	t.files = nil
 	return err

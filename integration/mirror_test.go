@@ -2,11 +2,14 @@ package integration
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -303,55 +306,6 @@ func TestMetrics(t *testing.T) {
 	if o, e, st := runCmd("ip", "netns", "exec", l.h, "ping", "-6", "-c", "5", "-i", "0.2", "2001:db8:c1::1"); st != 0 {
 		t.Fatalf("ping: %s%s", o, e)
 	}
-	scrape := func() map[string]*dto.MetricFamily {
-		var body []byte
-		inNetns(t, l.r, func() {
-			// dialled on the namespace's thread, so the socket is the namespace's
-			conn, err := net.DialTimeout("tcp", "127.0.0.1:9108", 5*time.Second)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
-			conn.SetDeadline(time.Now().Add(5 * time.Second))
-			fmt.Fprint(conn, "GET /metrics HTTP/1.0\r\nHost: urouter\r\n\r\n")
-			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
-				t.Fatalf("/metrics: %s %s", resp.Status, resp.Header.Get("Content-Type"))
-			}
-			body, _ = io.ReadAll(resp.Body)
-		})
-		p := expfmt.NewTextParser(model.UTF8Validation)
-		fams, err := p.TextToMetricFamilies(strings.NewReader(string(body)))
-		if err != nil {
-			t.Fatalf("the Prometheus parser refuses /metrics: %v\n%s", err, body)
-		}
-		return fams
-	}
-	value := func(fams map[string]*dto.MetricFamily, name string, labels map[string]string) (float64, bool) {
-		f := fams[name]
-		if f == nil {
-			return 0, false
-		}
-	next:
-		for _, m := range f.Metric {
-			for _, lp := range m.Label {
-				if v, ok := labels[lp.GetName()]; ok && v != lp.GetValue() {
-					continue next
-				}
-			}
-			switch {
-			case m.Counter != nil:
-				return m.Counter.GetValue(), true
-			case m.Gauge != nil:
-				return m.Gauge.GetValue(), true
-			}
-		}
-		return 0, false
-	}
 	type stats struct {
 		Stats64 struct {
 			RX, TX struct{ Bytes, Packets uint64 }
@@ -366,16 +320,16 @@ func TestMetrics(t *testing.T) {
 		return s[0]
 	}
 	// Counters only grow: what link show says lies between two scrapes.
-	a := scrape()
+	a := scrape(t, l.r, "127.0.0.1:9108")
 	s := linkStats()
-	b := scrape()
+	b := scrape(t, l.r, "127.0.0.1:9108")
 	for _, c := range []struct {
 		name string
 		v    uint64
 	}{{"urouter_link_receive_packets_total", s.Stats64.RX.Packets}, {"urouter_link_receive_bytes_total", s.Stats64.RX.Bytes},
 		{"urouter_link_transmit_packets_total", s.Stats64.TX.Packets}, {"urouter_link_transmit_bytes_total", s.Stats64.TX.Bytes}} {
-		lo, ok1 := value(a, c.name, map[string]string{"link": "lan1"})
-		hi, ok2 := value(b, c.name, map[string]string{"link": "lan1"})
+		lo, ok1 := metricValue(a, c.name, map[string]string{"link": "lan1"})
+		hi, ok2 := metricValue(b, c.name, map[string]string{"link": "lan1"})
 		if !ok1 || !ok2 || float64(c.v) < lo || float64(c.v) > hi || hi < 5 {
 			t.Errorf("%s{link=lan1}: scrapes %v and %v, link show -s %d", c.name, lo, hi, c.v)
 		}
@@ -394,11 +348,121 @@ func TestMetrics(t *testing.T) {
 		{"urouter_feed_routes_total", map[string]string{"feed": "fpm"}, 0},
 		{"urouter_rules", nil, 2}, // Linux's IPv6 default rules: local and main
 	} {
-		if v, ok := value(b, c.name, c.labels); !ok || v < c.min {
+		if v, ok := metricValue(b, c.name, c.labels); !ok || v < c.min {
 			t.Errorf("%s%v: %v (present %v), want at least %v", c.name, c.labels, v, ok, c.min)
 		}
 	}
 	if f := b["urouter_table_publish_duration_seconds"]; f == nil || f.GetType() != dto.MetricType_HISTOGRAM {
 		t.Errorf("no publish-time histogram")
+	}
+}
+
+// scrape reads /metrics at addr inside namespace ns through Prometheus's
+// own text parser.
+func scrape(t *testing.T, ns, addr string) map[string]*dto.MetricFamily {
+	t.Helper()
+	var body []byte
+	inNetns(t, ns, func() {
+		// dialled on the namespace's thread, so the socket is the namespace's
+		conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		conn.SetDeadline(time.Now().Add(5 * time.Second))
+		fmt.Fprint(conn, "GET /metrics HTTP/1.0\r\nHost: urouter\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
+			t.Fatalf("/metrics: %s %s", resp.Status, resp.Header.Get("Content-Type"))
+		}
+		body, _ = io.ReadAll(resp.Body)
+	})
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatalf("the Prometheus parser refuses /metrics: %v\n%s", err, body)
+	}
+	return fams
+}
+
+// metricValue is the value of the first sample of name whose labels
+// include labels.
+func metricValue(fams map[string]*dto.MetricFamily, name string, labels map[string]string) (float64, bool) {
+	f := fams[name]
+	if f == nil {
+		return 0, false
+	}
+next:
+	for _, m := range f.Metric {
+		for _, lp := range m.Label {
+			if v, ok := labels[lp.GetName()]; ok && v != lp.GetValue() {
+				continue next
+			}
+		}
+		switch {
+		case m.Counter != nil:
+			return m.Counter.GetValue(), true
+		case m.Gauge != nil:
+			return m.Gauge.GetValue(), true
+		case m.Untyped != nil:
+			return m.Untyped.GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+// cpuTicks is the CPU time process pid has used, in clock ticks
+// (/proc/PID/stat's utime and stime).
+func cpuTicks(t *testing.T, pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:])) // after the command's name
+	u, _ := strconv.Atoi(f[11])
+	s, _ := strconv.Atoi(f[12])
+	return u + s
+}
+
+// idleCPU is the share of a core the daemon uses over a second of quiet.
+func (d *daemon) idleCPU(t *testing.T) float64 {
+	before := cpuTicks(t, d.cmd.Process.Pid)
+	time.Sleep(time.Second)
+	return float64(cpuTicks(t, d.cmd.Process.Pid)-before) / 100 // USER_HZ
+}
+
+// TestMirrorNone: a mirror set and taken away 20 times leaves no reader
+// behind: the daemon's goroutines and its idle CPU are what they were.
+func TestMirrorNone(t *testing.T) {
+	l := newMirrorLab(t, []string{"--metrics", "127.0.0.1:9108"})
+	goroutines := func() float64 {
+		v, _ := metricValue(scrape(t, l.r, "127.0.0.1:9108"), "go_goroutines", nil)
+		return v
+	}
+	l.d.run("link", "set", "lan1", "mirror", "none")
+	time.Sleep(200 * time.Millisecond)
+	base, cpu := goroutines(), l.d.idleCPU(t)
+	for i := 0; i < 20; i++ {
+		for _, m := range []string{"km1", "none"} {
+			if _, e, st := l.d.run("link", "set", "lan1", "mirror", m); st != 0 {
+				t.Fatalf("mirror %s: %s", m, e)
+			}
+		}
+	}
+	var after float64
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if after = goroutines(); after <= base || time.Now().After(deadline) {
+			break
+		}
+	}
+	if after > base {
+		t.Errorf("goroutines: %v before, %v after 20 mirrors set and removed", base, after)
+	}
+	if now := l.d.idleCPU(t); now > cpu+0.1 {
+		t.Errorf("idle CPU: %.2f of a core before, %.2f after 20 mirrors set and removed", cpu, now)
 	}
 }
