@@ -46,6 +46,9 @@ func (s *session) fpmCmd(args [][]byte) *cmdErr {
 		j.uint("connects", f.Connects.Load())
 		j.uint("frames", f.Frames.Load())
 		j.uint("bytes", f.Bytes.Load())
+		j.uint("closed_replaced", f.Replaced.Load())
+		j.uint("closed_malformed", f.Malformed.Load())
+		j.uint("closed_lost", f.Lost.Load())
 		applierJSON(j, f.Applier)
 		j.endObject()
 		j.endArray()
@@ -56,7 +59,8 @@ func (s *session) fpmCmd(args [][]byte) *cmdErr {
 	if st.Connected {
 		fmt.Fprintf(s.out, " peer %s since %s", st.Peer, st.Since.UTC().Format(time.RFC3339))
 	}
-	fmt.Fprintf(s.out, "\n    connects %d frames %d bytes %d\n", f.Connects.Load(), f.Frames.Load(), f.Bytes.Load())
+	fmt.Fprintf(s.out, "\n    connects %d frames %d bytes %d\n    closed replaced %d malformed %d lost %d\n",
+		f.Connects.Load(), f.Frames.Load(), f.Bytes.Load(), f.Replaced.Load(), f.Malformed.Load(), f.Lost.Load())
 	s.applierText(f.Applier)
 	return nil
 }
@@ -107,9 +111,10 @@ func (s *session) applierText(a *feed.Applier) {
 	routes, nhs := a.Owned()
 	fmt.Fprintf(s.out, "    messages %d routes %d route-deletes %d nexthops %d nexthop-deletes %d\n"+
 		"    skipped %d rejected %d malformed %d swept %d transactions %d\n"+
-		"    installed routes %d nexthops %d\n",
+		"    installed routes %d nexthops %d pending-groups %d pending-overflow %d\n",
 		st.Messages.Load(), st.Routes.Load(), st.RouteDeletes.Load(), st.Nexthops.Load(), st.NexthopDeletes.Load(),
-		st.Skipped.Load(), st.Rejected.Load(), st.Malformed.Load(), st.Swept.Load(), st.Transactions.Load(), routes, nhs)
+		st.Skipped.Load(), st.Rejected.Load(), st.Malformed.Load(), st.Swept.Load(), st.Transactions.Load(), routes, nhs,
+		a.Pending(), st.PendingOverflow.Load())
 	if u := a.Updated(); u.UnixNano() > 0 {
 		fmt.Fprintf(s.out, "    updated %s\n", u.UTC().Format(time.RFC3339Nano))
 	}
@@ -127,7 +132,8 @@ func applierJSON(j *jsonw, a *feed.Applier) {
 	}{{"messages", st.Messages.Load()}, {"routes", st.Routes.Load()}, {"route_deletes", st.RouteDeletes.Load()},
 		{"nexthops", st.Nexthops.Load()}, {"nexthop_deletes", st.NexthopDeletes.Load()}, {"skipped", st.Skipped.Load()},
 		{"rejected", st.Rejected.Load()}, {"malformed", st.Malformed.Load()}, {"swept", st.Swept.Load()},
-		{"transactions", st.Transactions.Load()}, {"installed_routes", uint64(routes)}, {"installed_nexthops", uint64(nhs)}} {
+		{"transactions", st.Transactions.Load()}, {"installed_routes", uint64(routes)}, {"installed_nexthops", uint64(nhs)},
+		{"pending_groups", uint64(a.Pending())}, {"pending_overflow", st.PendingOverflow.Load()}} {
 		j.uint(c.k, c.v)
 	}
 	if e := a.LastError(); e != "" {

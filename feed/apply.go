@@ -2,7 +2,6 @@ package feed
 
 import (
 	"net/netip"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -26,13 +25,57 @@ type Stats struct {
 	Malformed      atomic.Uint64 // frames or messages refused whole
 	Swept          atomic.Uint64 // left over from an earlier session and removed
 	Transactions   atomic.Uint64 // commits
+	// PendingOverflow: nexthop groups refused because MaxPending groups
+	// (or MaxPendingMembers members) already wait for their members.
+	PendingOverflow atomic.Uint64
 }
 
-// routeKey is a route's identity in Linux's IPv6 tables.
+// routeKey is a route's identity in Linux's IPv6 tables: table,
+// destination, source and metric, in plain memory (a map of them hashes
+// and compares fewer bytes than one of netip.Prefix, which holds a
+// pointer). A prefix length is stored plus one: 0 is no prefix.
 type routeKey struct {
-	table    uint32
-	dst, src netip.Prefix
-	metric   uint32
+	dst, src       [16]byte
+	table, metric  uint32
+	dstLen, srcLen uint8
+}
+
+func prefixKey(p netip.Prefix) ([16]byte, uint8) {
+	if !p.IsValid() {
+		return [16]byte{}, 0
+	}
+	return p.Addr().As16(), uint8(p.Bits() + 1)
+}
+
+func keyPrefix(a [16]byte, n uint8) netip.Prefix {
+	if n == 0 {
+		return netip.Prefix{}
+	}
+	return netip.PrefixFrom(netip.AddrFrom16(a), int(n)-1)
+}
+
+// match is what deletes the route k names.
+func (k routeKey) match() fib6.Match {
+	return fib6.Match{Dst: keyPrefix(k.dst, k.dstLen), Src: keyPrefix(k.src, k.srcLen), Metric: k.metric}
+}
+
+// Groups whose members have not come yet are held, bounded: zebra's
+// replay walks its nexthop hash and may send every group before its
+// members, so waiting is right, but a session naming members that never
+// come must not hold memory without end. 65,536 groups is more than the
+// nexthop groups of any table zebra has sent us (a full table over a few
+// peers makes hundreds); 2,097,152 members (16 MiB of entries) is that
+// many groups of 32 ways. Past either, a group is refused and counted.
+const (
+	MaxPending        = 1 << 16
+	MaxPendingMembers = 1 << 21
+)
+
+// pendingGroup is a group waiting for member on, said by session gen.
+type pendingGroup struct {
+	msg NexthopMsg
+	gen uint32
+	on  uint32
 }
 
 // Applier applies decoded messages to a router, remembering what it
@@ -51,26 +94,28 @@ type Applier struct {
 
 	mu  sync.Mutex // one writer at a time; held while a batch applies
 	gen uint32
-	// owned is what earlier sessions installed (and the current one,
-	// once it settled). Until it settles, the current session's routes
-	// are only appended to replay: a set of a full table's keys costs as
-	// much as the table's load, so it is built once, by Sweep, after the
-	// load.
-	owned    map[routeKey]struct{}
-	replay   []routeKey
-	settled  bool
-	nexthops map[uint32]uint32    // id -> the session that last said it
-	txns     map[uint32]*fib6.Txn // open while a batch applies
-	// pending are groups that named a member not seen yet: zebra's replay
-	// may send a group before its members. Each is added once they are.
-	pending map[uint32]NexthopMsg
+	// routes is every route the feed installed, by the session that last
+	// said it: one entry per route, however often it is said. left is
+	// how many the sessions before had installed when this one began, old
+	// how many of those it has not said yet (so it has said
+	// len(routes)-old).
+	routes    map[routeKey]uint32
+	left, old int
+	nexthops  map[uint32]uint32    // id -> the session that last said it
+	txns      map[uint32]*fib6.Txn // open while a batch applies
+	// pending are groups that named a member not seen yet, each added once
+	// its members are; waiting finds them by the member they wait for.
+	pending        map[uint32]pendingGroup
+	waiting        map[uint32]map[uint32]struct{}
+	pendingMembers int
+	pendingCount   atomic.Int64 // len(pending), read without the lock
 }
 
 // NewApplier returns an applier into r; linkOf maps the kernel's interface
 // indexes to the router's links.
 func NewApplier(r *router.Router, linkOf func(int32) int32) *Applier {
-	return &Applier{r: r, linkOf: linkOf, gen: 1, owned: map[routeKey]struct{}{},
-		nexthops: map[uint32]uint32{}, txns: map[uint32]*fib6.Txn{}, pending: map[uint32]NexthopMsg{}}
+	return &Applier{r: r, linkOf: linkOf, gen: 1, routes: map[routeKey]uint32{}, nexthops: map[uint32]uint32{},
+		txns: map[uint32]*fib6.Txn{}, pending: map[uint32]pendingGroup{}, waiting: map[uint32]map[uint32]struct{}{}}
 }
 
 // LastError is the last message the router refused, and why.
@@ -87,11 +132,8 @@ func (a *Applier) LastError() string {
 func (a *Applier) Begin() Session {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for _, k := range a.replay {
-		a.owned[k] = struct{}{}
-	}
-	a.replay, a.settled = a.replay[:0], false
 	a.gen++
+	a.left, a.old = len(a.routes), len(a.routes)
 	return Session(a.gen)
 }
 
@@ -178,7 +220,9 @@ func (a *Applier) txn(t *fib6.Table) *fib6.Txn {
 }
 
 func keyOf(r *RouteMsg) routeKey {
-	k := routeKey{table: r.Table, dst: r.Dst, src: r.Src, metric: r.Metric}
+	k := routeKey{table: r.Table, metric: r.Metric}
+	k.dst, k.dstLen = prefixKey(r.Dst)
+	k.src, k.srcLen = prefixKey(r.Src)
 	if k.table == 0 {
 		k.table = fib6.TableMain
 	}
@@ -253,11 +297,12 @@ func (a *Applier) addRoute(m *Msg) error {
 	if err := a.txn(a.r.Tables.Ensure(k.table)).Replace(rt); err != nil {
 		return err
 	}
-	if a.settled {
-		a.owned[k] = struct{}{}
-	} else {
-		a.replay = append(a.replay, k)
+	if a.old > 0 { // else every route in routes is this session's: no need to look
+		if g, ok := a.routes[k]; ok && g != a.gen {
+			a.old--
+		}
 	}
+	a.routes[k] = a.gen
 	a.Stats.Routes.Add(1)
 	return nil
 }
@@ -268,40 +313,80 @@ func (a *Applier) delRoute(q *RouteMsg) error {
 	if t == nil {
 		return fib6.ErrNoRoute
 	}
-	m := fib6.Match{Dst: k.dst, Src: k.src, Metric: k.metric}
+	m := k.match()
 	if len(q.Paths) == 0 && q.NhID == 0 && q.Gateway.IsValid() {
 		m.Gateway = q.Gateway // one path of a multipath route, as the kernel says it
 	}
 	if _, err := a.txn(t).Delete(m); err != nil {
 		return err
 	}
-	if !m.Gateway.IsValid() && a.settled {
-		delete(a.owned, k) // one path gone leaves the route (and Sweep's claim on it)
+	if g, ok := a.routes[k]; ok && !m.Gateway.IsValid() { // one path gone leaves the route
+		delete(a.routes, k)
+		if g != a.gen {
+			a.old--
+		}
 	}
 	a.Stats.RouteDeletes.Add(1)
 	return nil
 }
 
 func (a *Applier) addNexthop(n *NexthopMsg) error {
+	a.unpend(n.ID) // this message is what the id is now
 	for _, e := range n.Group {
 		if a.r.Nexthops.Get(e.ID) == nil {
-			a.pending[n.ID] = *n // until its members come
-			return nil
+			return a.pend(n, e.ID)
 		}
 	}
-	delete(a.pending, n.ID)
 	if err := a.putNexthop(n); err != nil {
 		return err
 	}
-	for id, g := range a.pending { // groups that waited for it
-		if slices.ContainsFunc(g.Group, func(e GroupEntry) bool { return e.ID == n.ID }) {
-			if err := a.addNexthop(&g); err != nil {
-				delete(a.pending, id)
-				a.refused(&Msg{Kind: NexthopAdd, Nexthop: g}, err)
-			}
+	for id := range a.waiting[n.ID] { // groups that waited for it
+		g := a.pending[id].msg
+		a.unpend(id)
+		if err := a.addNexthop(&g); err != nil {
+			a.refused(&Msg{Kind: NexthopAdd, Nexthop: g}, err)
 		}
 	}
 	return nil
+}
+
+// errPendingFull refuses a group past the bound on waiting groups.
+var errPendingFull = &nexthop.Error{Errno: syscall.ENOSPC,
+	Msg: "too many nexthop groups wait for their members (" + strconv.Itoa(MaxPending) + " groups, " +
+		strconv.Itoa(MaxPendingMembers) + " members)"}
+
+// pend holds group n until member on (and the rest) have come.
+func (a *Applier) pend(n *NexthopMsg, on uint32) error {
+	if len(a.pending) >= MaxPending || a.pendingMembers+len(n.Group) > MaxPendingMembers {
+		a.Stats.PendingOverflow.Add(1)
+		return errPendingFull
+	}
+	a.pending[n.ID] = pendingGroup{msg: *n, gen: a.gen, on: on}
+	a.pendingMembers += len(n.Group)
+	if a.waiting[on] == nil {
+		a.waiting[on] = map[uint32]struct{}{}
+	}
+	a.waiting[on][n.ID] = struct{}{}
+	a.pendingCount.Store(int64(len(a.pending)))
+	return nil
+}
+
+// unpend forgets group id if it was waiting.
+func (a *Applier) unpend(id uint32) bool {
+	g, ok := a.pending[id]
+	if !ok {
+		return false
+	}
+	delete(a.pending, id)
+	a.pendingMembers -= len(g.msg.Group)
+	if w := a.waiting[g.on]; w != nil {
+		delete(w, id)
+		if len(w) == 0 {
+			delete(a.waiting, g.on)
+		}
+	}
+	a.pendingCount.Store(int64(len(a.pending)))
+	return true
 }
 
 func (a *Applier) putNexthop(n *NexthopMsg) error {
@@ -345,8 +430,7 @@ func (a *Applier) putNexthop(n *NexthopMsg) error {
 }
 
 func (a *Applier) delNexthop(id uint32) error {
-	if _, ok := a.pending[id]; ok {
-		delete(a.pending, id)
+	if a.unpend(id) {
 		return nil
 	}
 	if a.r.Nexthops.Get(id) == nil {
@@ -367,23 +451,25 @@ func (a *Applier) SweepIn(s Session) int {
 	if uint32(s) != a.gen {
 		return -1
 	}
-	said := make(map[routeKey]struct{}, len(a.replay))
-	for _, k := range a.replay {
-		said[k] = struct{}{}
-	}
 	n := 0
-	for k := range a.owned {
-		if _, ok := said[k]; ok {
+	for k, g := range a.routes {
+		if g == a.gen {
 			continue
 		}
+		delete(a.routes, k)
 		if t := a.r.Tables.Get(k.table); t != nil {
-			if _, err := a.txn(t).Delete(fib6.Match{Dst: k.dst, Src: k.src, Metric: k.metric}); err == nil {
+			if _, err := a.txn(t).Delete(k.match()); err == nil {
 				n++
 			}
 		}
 	}
 	a.commit()
-	a.owned, a.replay, a.settled = said, nil, true
+	a.left, a.old = 0, 0
+	for id, g := range a.pending { // zebra sends them again when it replays
+		if g.gen != a.gen {
+			a.unpend(id)
+		}
+	}
 	var groups, singles []uint32 // groups go first, as Linux flushes them
 	for id, g := range a.nexthops {
 		switch o := a.r.Nexthops.Get(id); {
@@ -405,20 +491,22 @@ func (a *Applier) SweepIn(s Session) int {
 }
 
 // Replayed reports whether the current session has said at least as many
-// routes as the sessions before left installed.
+// distinct routes as the sessions before left installed.
 func (a *Applier) Replayed() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return len(a.replay) >= len(a.owned)
+	return len(a.routes)-a.old >= a.left
 }
 
-// Owned is how many routes and nexthop objects the feed has installed
-// (before a session settles, routes it repeated count twice).
+// Owned is how many routes and nexthop objects the feed has installed.
 func (a *Applier) Owned() (routes, nexthops int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return len(a.owned) + len(a.replay), len(a.nexthops)
+	return len(a.routes), len(a.nexthops)
 }
+
+// Pending is how many nexthop groups wait for their members.
+func (a *Applier) Pending() int { return int(a.pendingCount.Load()) }
 
 func describe(m *Msg) string {
 	switch m.Kind {

@@ -3,6 +3,7 @@ package feed
 import (
 	"encoding/binary"
 	"errors"
+	"io"
 	"log"
 	"net"
 	"sync"
@@ -49,6 +50,9 @@ type FPM struct {
 	Connects atomic.Uint64
 	Frames   atomic.Uint64
 	Bytes    atomic.Uint64
+	// Connections the daemon closed: replaced by a newer one, after a
+	// malformed frame, or lost to a read error.
+	Replaced, Malformed, Lost atomic.Uint64
 }
 
 // Timers are a listener's sweep timers (see DefaultSettle); zero fields
@@ -101,13 +105,19 @@ func (f *FPM) accept() {
 			return
 		}
 		if f.conn != nil {
-			f.conn.Close() // the new session replaces it
+			log.Printf("fpm %s: replaced by %s: closing the connection", f.peer, c.RemoteAddr())
+			f.Replaced.Add(1)
+			f.conn.Close()
 		}
 		f.conn, f.peer, f.since, f.settled = c, c.RemoteAddr().String(), time.Now(), false
+		// The session begins here, in the order the connections came: begun
+		// in its goroutine, an older connection's Begin could come after
+		// the newer's and make the newer one's messages stale.
+		sess := f.Applier.Begin()
 		f.sessions.Add(1)
 		f.mu.Unlock()
 		f.Connects.Add(1)
-		go f.session(c)
+		go f.session(c, sess)
 	}
 }
 
@@ -127,10 +137,9 @@ func (f *FPM) Status() Status {
 	return Status{Listen: f.ln.Addr().String(), Connected: f.conn != nil, Peer: f.peer, Since: f.since, Settled: f.settled}
 }
 
-func (f *FPM) session(c net.Conn) {
+func (f *FPM) session(c net.Conn, sess Session) {
 	defer f.sessions.Done()
 	ap := f.Applier
-	sess := ap.Begin()
 	var settle *time.Timer
 	settle = time.AfterFunc(time.Hour, func() { f.sweep(c, sess, settle) })
 	settle.Stop()
@@ -162,16 +171,21 @@ func (f *FPM) session(c net.Conn) {
 		}
 		if bad != nil {
 			ap.Stats.Malformed.Add(1)
+			f.Malformed.Add(1)
 			log.Printf("fpm %s: %v: closing the connection", c.RemoteAddr(), bad)
 			return
 		}
 		have = copy(buf, buf[off:have])
-		if err != nil {
-			if !errors.Is(err, net.ErrClosed) {
-				log.Printf("fpm %s: %v", c.RemoteAddr(), err)
-			}
-			return // what was installed stays until the next session sweeps it
+		switch {
+		case err == nil:
+			continue
+		case errors.Is(err, io.EOF):
+			log.Printf("fpm %s: closed by the peer", c.RemoteAddr())
+		case !errors.Is(err, net.ErrClosed): // else closed here, and said why
+			f.Lost.Add(1)
+			log.Printf("fpm %s: %v: closing the connection", c.RemoteAddr(), err)
 		}
+		return // what was installed stays until the next session sweeps it
 	}
 }
 

@@ -72,6 +72,7 @@ var (
 	fpmConnects  = desc("fpm_connects_total", "FPM connections accepted.")
 	fpmFrames    = desc("fpm_frames_total", "FPM frames read.")
 	fpmBytes     = desc("fpm_bytes_total", "Bytes read from FPM connections.")
+	fpmClosed    = desc("fpm_closed_total", "FPM connections the router closed, by reason: replaced by a newer one, a malformed frame, a read error.", "reason")
 	mirrorEvents = desc("table_mirror_events_total", "Route and nexthop notifications read from the kernel.", "table")
 	mirrorResync = desc("table_mirror_resyncs_total", "Dumps of the kernel table (the first, and after an overrun).", "table")
 
@@ -89,17 +90,19 @@ var (
 		{desc("feed_malformed_total", "Frames or messages refused as malformed.", "feed"), func(s *feed.Stats) uint64 { return s.Malformed.Load() }},
 		{desc("feed_swept_total", "Routes and nexthops an earlier session left, swept.", "feed"), func(s *feed.Stats) uint64 { return s.Swept.Load() }},
 		{desc("feed_transactions_total", "Transactions committed.", "feed"), func(s *feed.Stats) uint64 { return s.Transactions.Load() }},
+		{desc("feed_pending_overflow_total", "Nexthop groups refused because too many already waited for their members.", "feed"), func(s *feed.Stats) uint64 { return s.PendingOverflow.Load() }},
 	}
 	feedRoutes   = desc("feed_installed_routes", "Routes the feed has installed.", "feed")
 	feedNexthops = desc("feed_installed_nexthops", "Nexthop objects the feed has installed.", "feed")
+	feedPending  = desc("feed_pending_groups", "Nexthop groups waiting for their members.", "feed")
 )
 
 // Describe sends every descriptor the collector uses.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{linkUp, linkMTU, rxPackets, rxBytes, txPackets, txBytes, rxErrors, txErrors,
 		drops, icmpLimited, mirrorUp, mirrorUpB, mirrorDown, mirrorDownB, mirrorDropped, neighbours, routes, publishes,
-		nexthops, rulesN, fpmConnected, fpmSettled, fpmConnects, fpmFrames, fpmBytes, mirrorEvents, mirrorResync,
-		feedRoutes, feedNexthops} {
+		nexthops, rulesN, fpmConnected, fpmSettled, fpmConnects, fpmFrames, fpmBytes, fpmClosed, mirrorEvents, mirrorResync,
+		feedRoutes, feedNexthops, feedPending} {
 		ch <- d
 	}
 	for _, f := range feedCounters {
@@ -185,6 +188,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(ch, fpmConnects, f.Connects.Load())
 		counter(ch, fpmFrames, f.Frames.Load())
 		counter(ch, fpmBytes, f.Bytes.Load())
+		counter(ch, fpmClosed, f.Replaced.Load(), "replaced")
+		counter(ch, fpmClosed, f.Malformed.Load(), "malformed")
+		counter(ch, fpmClosed, f.Lost.Load(), "lost")
 		feedMetrics(ch, "fpm", f.Applier)
 	}
 	for _, m := range c.feeds.Tables {
@@ -202,6 +208,7 @@ func feedMetrics(ch chan<- prometheus.Metric, name string, a *feed.Applier) {
 	rs, ns := a.Owned()
 	gauge(ch, feedRoutes, float64(rs), name)
 	gauge(ch, feedNexthops, float64(ns), name)
+	gauge(ch, feedPending, float64(a.Pending()), name)
 }
 
 func tableLabel(id uint32) string {

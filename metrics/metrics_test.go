@@ -84,6 +84,9 @@ func TestMetrics(t *testing.T) {
 		{"urouter_rules", nil, 2},
 		{"urouter_fpm_connected", nil, 0},
 		{"urouter_feed_routes_total", map[string]string{"feed": "fpm"}, 0},
+		{"urouter_feed_pending_groups", map[string]string{"feed": "fpm"}, 0},
+		{"urouter_feed_pending_overflow_total", map[string]string{"feed": "fpm"}, 0},
+		{"urouter_fpm_closed_total", map[string]string{"reason": "replaced"}, 0},
 		{"urouter_link_drops_total", map[string]string{"link": "d0", "reason": "no_route"}, 0},
 	} {
 		if v, ok := get(c.name, c.labels); !ok || v != c.want {

@@ -1,0 +1,211 @@
+package feed
+
+import (
+	"fmt"
+	"net"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"urouter/fib6"
+)
+
+// heapInUse is the heap in use after a collection.
+func heapInUse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse
+}
+
+// TestFPMRepeats: a session that says one route over and over (a zebra
+// re-sending a flapping route for days) holds memory for one route, and
+// says it installed one.
+func TestFPMRepeats(t *testing.T) {
+	_, ap := testRouter(t)
+	f, err := ListenFPM("127.0.0.1:0", ap, Timers{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	x := newRoute("2001:db8:2::/64")
+	x.gw, x.oif = gw1, kidx
+	one := frame(x.encode(unix.RTM_NEWROUTE, unix.NLM_F_CREATE|unix.NLM_F_REPLACE))
+	const perWrite = 10000
+	chunk := slices.Repeat(one, perWrite)
+	n := repeats
+	c, err := net.Dial("tcp", f.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write(chunk)
+	waitFor(t, "the first routes", func() bool { return ap.Stats.Messages.Load() == perWrite })
+	before := heapInUse()
+	start := time.Now()
+	for i := perWrite; i < n; i += perWrite {
+		if _, err := c.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "every message", func() bool { return ap.Stats.Messages.Load() == uint64(n) })
+	grew := int64(heapInUse()) - int64(before)
+	routes, _ := ap.Owned()
+	t.Logf("%d messages of one route in %v: heap in use grew %.1f MB, installed routes %d",
+		n, time.Since(start).Round(time.Millisecond), float64(grew)/(1<<20), routes)
+	if grew > 32<<20 {
+		t.Errorf("heap in use grew %.1f MB for one route said %d times", float64(grew)/(1<<20), n)
+	}
+	if routes != 1 {
+		t.Errorf("installed routes %d, want 1", routes)
+	}
+}
+
+// TestSweepCountsRoutes: a session that repeats one route has not
+// replayed the last session's table: the last session's routes stay
+// until the new one has said as many distinct routes, or the hold ends.
+func TestSweepCountsRoutes(t *testing.T) {
+	r, ap := testRouter(t)
+	settle, hold := 100*time.Millisecond, 1500*time.Millisecond
+	f, err := ListenFPM("127.0.0.1:0", ap, Timers{Settle: settle, Hold: hold})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rt := func(i int) []byte {
+		x := newRoute(fmt.Sprintf("2001:db8:%x::/48", i))
+		x.gw, x.oif = gw1, kidx
+		return frame(x.encode(unix.RTM_NEWROUTE, unix.NLM_F_CREATE|unix.NLM_F_REPLACE))
+	}
+	main := func() int { return len(routes(r, fib6.TableMain)) }
+	a := dial(t, f)
+	var all []byte
+	for i := 0; i < 200; i++ {
+		all = append(all, rt(i)...)
+	}
+	a.Write(all)
+	waitFor(t, "session A's 200 routes", func() bool { return main() == 200 })
+	a.Close()
+	waitFor(t, "session A to end", func() bool { return !f.Status().Connected })
+
+	b := dial(t, f)
+	defer b.Close()
+	began := time.Now()
+	b.Write(slices.Repeat(rt(0), 200))
+	for time.Since(began) < hold-2*settle {
+		if n := main(); n != 200 {
+			t.Fatalf("%v after session B began (200 repeats of one route): %d routes, want A's 200 until the hold", time.Since(began), n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	waitFor(t, "the hold to end and the sweep", func() bool { return main() == 1 })
+	if d := time.Since(began); d < hold {
+		t.Errorf("swept %v after session B began, before the hold (%v)", d, hold)
+	}
+}
+
+// TestNewestSessionStays: of two connections opened one after the other,
+// the second is the session, always: it stays open and what it says is
+// installed; the first is closed, logged and counted.
+func TestNewestSessionStays(t *testing.T) {
+	r, ap := testRouter(t)
+	f, err := ListenFPM("127.0.0.1:0", ap, Timers{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	has := func(p string) bool {
+		for _, s := range routes(r, fib6.TableMain) {
+			if strings.HasPrefix(s, p+" ") {
+				return true
+			}
+		}
+		return false
+	}
+	for i := 0; i < 500; i++ { // connections that come and go at once
+		c := dial(t, f)
+		c.Close()
+	}
+	for i := 0; i < 100; i++ {
+		a, b := dial(t, f), dial(t, f)
+		p := fmt.Sprintf("2001:db8:%x::/48", 0x100+i)
+		x := newRoute(p)
+		x.gw, x.oif = gw1, kidx
+		b.Write(frame(x.encode(unix.RTM_NEWROUTE, unix.NLM_F_CREATE|unix.NLM_F_REPLACE)))
+		for deadline := time.Now().Add(2 * time.Second); !has(p); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("trial %d: the newest connection's route was not installed (status %+v)", i, f.Status())
+			}
+		}
+		if st := f.Status(); !st.Connected || st.Peer != b.LocalAddr().String() {
+			t.Fatalf("trial %d: status %+v, want connected to the newest, %s", i, st, b.LocalAddr())
+		}
+		a.Close()
+		b.Close()
+	}
+	if n := f.Replaced.Load(); n < 100 {
+		t.Errorf("%d connections counted as replaced, want at least 100", n)
+	}
+}
+
+// TestPendingBounded: groups naming members that never come wait within
+// the bound (MaxPending); past it they are refused and counted. Groups
+// within the bound are added when their members come, and a new session's
+// sweep forgets the groups an earlier session left waiting.
+func TestPendingBounded(t *testing.T) {
+	r, ap := testRouter(t)
+	group := func(id uint32, members ...uint32) Msg {
+		m := Msg{Kind: NexthopAdd, Nexthop: NexthopMsg{ID: id}}
+		for _, e := range members {
+			m.Nexthop.Group = append(m.Nexthop.Group, GroupEntry{ID: e, Weight: 1})
+		}
+		return m
+	}
+	ap.Apply([]Msg{group(100, 10, 11), group(101, 11)})
+	before := heapInUse()
+	const flood = 8 * MaxPending
+	batch := make([]Msg, 0, 10000)
+	for id := uint32(1_000_000); id < 1_000_000+flood; id++ {
+		batch = append(batch, group(id, id+flood, id+flood+1))
+		if len(batch) == cap(batch) {
+			ap.Apply(batch)
+			batch = batch[:0]
+		}
+	}
+	ap.Apply(batch)
+	grew := int64(heapInUse()) - int64(before)
+	t.Logf("%d groups waiting for members that never come: %d pending, %d refused, heap in use grew %.1f MB",
+		flood, ap.Pending(), ap.Stats.PendingOverflow.Load(), float64(grew)/(1<<20))
+	if ap.Pending() != MaxPending || ap.Stats.PendingOverflow.Load() != flood-MaxPending+2 {
+		t.Fatalf("pending %d, overflow %d; want %d and %d", ap.Pending(), ap.Stats.PendingOverflow.Load(), MaxPending, flood-MaxPending+2)
+	}
+	if !strings.Contains(ap.LastError(), "too many nexthop groups wait for their members") {
+		t.Errorf("last error %q", ap.LastError())
+	}
+	if grew > 48<<20 {
+		t.Errorf("heap in use grew %.1f MB", float64(grew)/(1<<20))
+	}
+	if len(r.Nexthops.List()) != 0 {
+		t.Errorf("nexthop objects before any member came: %d", len(r.Nexthops.List()))
+	}
+	// the members of the first two groups come: both are added
+	ap.Apply([]Msg{{Kind: NexthopAdd, Nexthop: NexthopMsg{ID: 10, Gateway: gw1, OIF: kidx, Family: unix.AF_INET6}}})
+	if r.Nexthops.Get(100) != nil || r.Nexthops.Get(101) != nil || ap.Pending() != MaxPending {
+		t.Fatalf("after member 10: pending %d, group 100 %v", ap.Pending(), r.Nexthops.Get(100) != nil)
+	}
+	ap.Apply([]Msg{{Kind: NexthopAdd, Nexthop: NexthopMsg{ID: 11, Gateway: gw2, OIF: kidx, Family: unix.AF_INET6}}})
+	if r.Nexthops.Get(100) == nil || r.Nexthops.Get(101) == nil || ap.Pending() != MaxPending-2 {
+		t.Fatalf("after member 11: pending %d, groups %v %v (%s)", ap.Pending(), r.Nexthops.Get(100) != nil, r.Nexthops.Get(101) != nil, ap.LastError())
+	}
+	// a new session's sweep forgets what the last one left waiting
+	s := ap.Begin()
+	ap.ApplyIn(s, []Msg{group(102, 12)})
+	ap.SweepIn(s)
+	if ap.Pending() != 1 {
+		t.Errorf("pending after the next session's sweep: %d, want its own 1", ap.Pending())
+	}
+}
