@@ -38,10 +38,14 @@ type afPacket struct {
 
 	rx iovBatch
 
-	pool sync.Pool // *iovBatch for writers
 	// the interface's IPv6 switch before the router took it, restored on close
 	ipv6Was string
 }
+
+// iovPool holds the writers' *iovBatch, shared by every socket (see
+// scratchPool: a pool inside the afPacket would keep it, and the worker
+// buffers its receive iovecs point at, reachable after the link goes).
+var iovPool = sync.Pool{New: func() any { return new(iovBatch) }}
 
 func sysctlPath(dev string) string { return "/proc/sys/net/ipv6/conf/" + dev + "/disable_ipv6" }
 
@@ -57,7 +61,6 @@ func openAFPacket(dev string, groups []net.HardwareAddr) (*afPacket, *net.Interf
 		return nil, nil, fmt.Errorf("AF_PACKET socket: %w", err)
 	}
 	a := &afPacket{dev: dev, ifindex: ifi.Index, fd: fd}
-	a.pool.New = func() any { return new(iovBatch) }
 	fail := func(what string, err error) (*afPacket, *net.Interface, error) {
 		unix.Close(fd)
 		if a.txfd > 0 {
@@ -195,8 +198,8 @@ func (a *afPacket) sizes(got int, sizes []int) int {
 }
 
 func (a *afPacket) writeFrames(hdrs []ethHdr, pkts [][]byte) (int, error) {
-	b := a.pool.Get().(*iovBatch)
-	defer a.pool.Put(b)
+	b := iovPool.Get().(*iovBatch)
+	defer iovPool.Put(b)
 	done := 0
 	for done < len(pkts) {
 		n := min(len(pkts)-done, batchSize)

@@ -29,7 +29,6 @@ type ether struct {
 	neigh *neigh.Table
 	nd    *ndisc
 	rxh   [][batchSize]ethHdr // per queue: the headers of the frames read
-	wpool sync.Pool           // *etherScratch for writers
 	link  atomic.Pointer[Link]
 	// groups are the multicast MACs the link listens to (all-nodes,
 	// all-routers, its addresses' solicited-node groups)
@@ -66,6 +65,13 @@ func (s *EtherStats) String() string {
 		s.QueueDrops.Load())
 }
 
+// scratchPool holds the writers' *etherScratch, shared by every Ethernet
+// link: a sync.Pool is in the runtime's registry of pools until the second
+// collection after its last use, so a pool inside a link's ether would keep
+// the whole link (its socket's receive iovecs, and so its worker's 4 MiB of
+// buffers) reachable after the link is deleted.
+var scratchPool = sync.Pool{New: func() any { return new(etherScratch) }}
+
 type etherScratch struct {
 	hdrs [maxOut]ethHdr
 	pkts [maxOut][]byte
@@ -88,7 +94,6 @@ func randomMAC() neigh.MAC {
 
 func newEther(kind string, io frameIO, mac neigh.MAC, p neigh.Params) *ether {
 	e := &ether{kind: kind, io: io, mac: mac, rxh: make([][batchSize]ethHdr, io.Queues())}
-	e.wpool.New = func() any { return new(etherScratch) }
 	e.nd = newNDisc(e)
 	e.neigh = neigh.NewTable(e.nd, p)
 	e.setGroups(nil)
@@ -310,8 +315,8 @@ func isND(p []byte) bool {
 // A packet to a neighbour being resolved waits in its entry (a copy) and
 // counts as written.
 func (e *ether) WriteBatch(_ int, pkts [][]byte, via []netip.Addr) (int, error) {
-	s := e.wpool.Get().(*etherScratch)
-	defer e.wpool.Put(s)
+	s := scratchPool.Get().(*etherScratch)
+	defer scratchPool.Put(s)
 	n := 0
 	var last netip.Addr
 	var lastMAC neigh.MAC
@@ -356,8 +361,8 @@ func (e *ether) frame(h *ethHdr, mac neigh.MAC) {
 // writeTo sends packets the link makes itself (ND, packets that waited)
 // to mac, from the router's MAC.
 func (e *ether) writeTo(mac neigh.MAC, pkts [][]byte) {
-	s := e.wpool.Get().(*etherScratch)
-	defer e.wpool.Put(s)
+	s := scratchPool.Get().(*etherScratch)
+	defer scratchPool.Put(s)
 	for len(pkts) > 0 {
 		n := min(len(pkts), maxOut)
 		for i := 0; i < n; i++ {
