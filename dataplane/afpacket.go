@@ -1,10 +1,10 @@
 package dataplane
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
-	"strings"
 	"sync"
 	"syscall"
 
@@ -37,17 +37,14 @@ type afPacket struct {
 	txfd int
 
 	rx iovBatch
-
-	// the interface's IPv6 switch before the router took it, restored on close
-	ipv6Was string
+	// the kernel's IPv6 is switched off on the interface (ipv6switch.go)
+	tookIPv6 bool
 }
 
 // iovPool holds the writers' *iovBatch, shared by every socket (see
 // scratchPool: a pool inside the afPacket would keep it, and the worker
 // buffers its receive iovecs point at, reachable after the link goes).
 var iovPool = sync.Pool{New: func() any { return new(iovBatch) }}
-
-func sysctlPath(dev string) string { return "/proc/sys/net/ipv6/conf/" + dev + "/disable_ipv6" }
 
 // openAFPacket attaches to interface dev: the socket, and the kernel's own
 // IPv6 switched off there so that only the router answers on it.
@@ -94,12 +91,10 @@ func openAFPacket(dev string, groups []net.HardwareAddr) (*afPacket, *net.Interf
 			return fail("PACKET_ADD_MEMBERSHIP", err)
 		}
 	}
-	if old, err := os.ReadFile(sysctlPath(dev)); err == nil {
-		a.ipv6Was = strings.TrimSpace(string(old))
-		if err := os.WriteFile(sysctlPath(dev), []byte("1"), 0); err != nil {
-			return fail("disable_ipv6", err)
-		}
+	if err := takeIPv6(dev); err != nil {
+		return fail("disable_ipv6", err)
 	}
+	a.tookIPv6 = true
 	a.file = os.NewFile(uintptr(fd), "packet:"+dev)
 	if a.rc, err = a.file.SyscallConn(); err != nil {
 		a.close()
@@ -256,11 +251,12 @@ func (a *afPacket) drops() uint64 {
 
 func (a *afPacket) close() error {
 	unix.Close(a.txfd)
-	if a.ipv6Was != "" {
-		os.WriteFile(sysctlPath(a.dev), []byte(a.ipv6Was), 0)
+	var err error
+	if a.tookIPv6 {
+		err, a.tookIPv6 = giveIPv6(a.dev), false
 	}
 	if a.file != nil {
-		return a.file.Close()
+		return errors.Join(a.file.Close(), err)
 	}
-	return unix.Close(a.fd)
+	return errors.Join(unix.Close(a.fd), err)
 }

@@ -8,9 +8,11 @@ import (
 	"net"
 	"net/netip"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -435,4 +437,50 @@ func isFlowPacket(p []byte) bool {
 	}
 	port := binary.BigEndian.Uint16(p[42:])
 	return port >= 7000 && port < 7064
+}
+
+// TestIPv6GivenBack: an interface urouter takes has its kernel IPv6
+// switched off while it is attached and given back as it was, also after
+// a daemon killed with SIGKILL: the next daemon on the same socket
+// restores it at start, and one that attaches it again gives back what
+// the interface had before urouter ever took it.
+func TestIPv6GivenBack(t *testing.T) {
+	needRoot(t)
+	r, h := newNetns(t, "uro-er"), newNetns(t, "uro-e1")
+	mustRun(t, "ip", "-n", r, "link", "add", "r1", "type", "veth", "peer", "name", "eth0", "netns", h)
+	disabled := func() string {
+		return strings.TrimSpace(mustRun(t, "ip", "netns", "exec", r, "cat", "/proc/sys/net/ipv6/conf/r1/disable_ipv6"))
+	}
+	kill := func(d *daemon) {
+		syscall.Kill(d.cmd.Process.Pid, syscall.SIGKILL)
+		d.cmd.Wait()
+	}
+	sock := filepath.Join(t.TempDir(), "urouter.sock")
+	attach := []string{"link add lan1 type host dev r1", "link set lan1 up"}
+	if got := disabled(); got != "0" {
+		t.Fatalf("r1's disable_ipv6 before: %s", got)
+	}
+	d := startDaemonAt(t, r, sock, nil, attach...)
+	if got := disabled(); got != "1" {
+		t.Fatalf("r1's disable_ipv6 while attached: %s, want 1", got)
+	}
+	kill(d)
+	if got := disabled(); got != "1" {
+		t.Fatalf("r1's disable_ipv6 after kill -9: %s (the kernel kept it, as expected: 1)", got)
+	}
+	// the next daemon attaches it again, then lets it go
+	d = startDaemonAt(t, r, sock, nil, attach...)
+	if _, e, st := d.run("link", "del", "lan1"); st != 0 {
+		t.Fatalf("link del: %s", e)
+	}
+	if got := disabled(); got != "0" {
+		t.Errorf("r1's disable_ipv6 after the next daemon's link del: %s, want what it had before: 0", got)
+	}
+	// killed while attached again: the next start gives it back at once
+	d.run("link", "add", "lan1", "type", "host", "dev", "r1")
+	kill(d)
+	startDaemonAt(t, r, sock, nil)
+	if got := disabled(); got != "0" {
+		t.Errorf("r1's disable_ipv6 after a daemon started without it: %s, want 0", got)
+	}
 }

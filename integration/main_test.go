@@ -71,8 +71,14 @@ func startDaemon(t *testing.T, ns string, config ...string) *daemon {
 // startDaemonFlags is startDaemon with more daemon flags.
 func startDaemonFlags(t testing.TB, ns string, flags []string, config ...string) *daemon {
 	t.Helper()
+	return startDaemonAt(t, ns, filepath.Join(t.TempDir(), "urouter.sock"), flags, config...)
+}
+
+// startDaemonAt is startDaemonFlags with the control socket at sock.
+func startDaemonAt(t testing.TB, ns, sock string, flags []string, config ...string) *daemon {
+	t.Helper()
 	dir := t.TempDir()
-	d := &daemon{t: t, sock: filepath.Join(dir, "urouter.sock"), log: new(bytes.Buffer)}
+	d := &daemon{t: t, sock: sock, log: new(bytes.Buffer)}
 	args := append([]string{"daemon", "--socket", d.sock}, flags...)
 	if len(config) > 0 {
 		conf := filepath.Join(dir, "urouter.conf")

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"urouter/control"
+	"urouter/dataplane"
 	"urouter/feed"
 	"urouter/metrics"
 	"urouter/nexthop"
@@ -60,9 +61,17 @@ func daemon(args []string) int {
 	r.SetRouterProbeInterval(*probe)
 	r.DP.SetICMPRate(*icmpRate, *icmpBurst)
 	r.DP.SetICMPDestRate(time.Duration(*destRate)*time.Millisecond, *destBurst)
-	srv, err := control.Listen(control.SocketPath(*socket), r)
+	sock := control.SocketPath(*socket)
+	srv, err := control.Listen(sock, r)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "urouter daemon:", err)
+		return 1
+	}
+	// Beside the socket this daemon now owns: the IPv6 switches of the
+	// interfaces it takes, and of those a daemon killed before left off.
+	if err := dataplane.RecordIPv6Switches(sock + ".ipv6"); err != nil {
+		fmt.Fprintln(os.Stderr, "urouter daemon:", err)
+		srv.Close()
 		return 1
 	}
 	if *config != "" {
