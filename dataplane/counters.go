@@ -24,12 +24,15 @@ const (
 	DropOption                       // a hop-by-hop option that says drop, or a malformed one
 	DropChecksum                     // for the router, with a bad transport checksum
 	DropNeighbour                    // its neighbour did not answer resolution
+	DropNDInvalid                    // Neighbour Discovery that RFC 4861 says to discard, or with a group or zero MAC
+	DropNDQueue                      // Neighbour Discovery the link's ND goroutine had no room for
 	numDropReasons
 )
 
 var dropNames = [numDropReasons]string{
 	"truncated", "version", "length", "martian", "hop_limit", "no_route", "prohibited",
 	"blackhole", "too_big", "link_down", "local", "write", "option", "checksum", "neigh_failed",
+	"nd_invalid", "nd_queue_full",
 }
 
 func (d DropReason) String() string { return dropNames[d] }
@@ -54,6 +57,11 @@ type Counters struct {
 type Counter struct{ v atomic.Uint64 }
 
 func (c *Counter) add(n uint64) { c.v.Store(c.v.Load() + n) }
+
+// addShared adds for a counter with several writers (an Ethernet link's
+// Neighbour Discovery: its readers, its ND goroutine, administrative
+// calls), which use nothing else.
+func (c *Counter) addShared(n uint64) { c.v.Add(n) }
 
 // Load returns the count.
 func (c *Counter) Load() uint64 { return c.v.Load() }

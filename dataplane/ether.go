@@ -37,6 +37,9 @@ type ether struct {
 	dad    atomic.Pointer[map[netip.Addr]DADState] // published by the ND goroutine
 	dp     *Dataplane
 	stats  EtherStats
+	// ndCtrs are the link's counters of Neighbour Discovery in and out,
+	// written with addShared only
+	ndCtrs atomic.Pointer[Counters]
 	closed atomic.Bool // its readers end (see closedErr)
 }
 
@@ -159,6 +162,7 @@ func (l *Link) EtherStats() *EtherStats {
 func (e *ether) attach(dp *Dataplane, l *Link) {
 	e.dp = dp
 	e.link.Store(l)
+	e.ndCtrs.Store(l.NewCounters())
 	e.nd.start()
 }
 

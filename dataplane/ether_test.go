@@ -343,3 +343,76 @@ func BenchmarkEtherWrite(b *testing.B) {
 type discardFrames struct{ *fakeFrames }
 
 func (*discardFrames) writeFrames(_ []ethHdr, pkts [][]byte) (int, error) { return len(pkts), nil }
+
+// dropsOf is link l's count of drops for reason.
+func dropsOf(l *Link, reason DropReason) uint64 {
+	for _, d := range l.Stats().Drops {
+		if d.Reason == reason.String() {
+			return d.Count
+		}
+	}
+	return 0
+}
+
+// TestEtherCountsND: Neighbour Discovery in and out is in the link's
+// counters, as every other packet (Linux counts it in the interface's
+// statistics): 20 solicitations and their 20 advertisements.
+func TestEtherCountsND(t *testing.T) {
+	l, _, f := etherLink(t)
+	own := netip.MustParseAddr("2001:db8:91::1")
+	ns := ndFrame(header.ICMPv6NeighborSolicit, hostAddr, solicitedNode(own), nsBody(own, &hostMAC), 255)
+	before := l.Stats()
+	for i := 0; i < 20; i++ {
+		f.rx <- ns
+	}
+	nas := waitSent(t, f, 20)
+	after := l.Stats()
+	rx, rxB := after.RxPackets-before.RxPackets, after.RxBytes-before.RxBytes
+	tx, txB := after.TxPackets-before.TxPackets, after.TxBytes-before.TxBytes
+	if rx != 20 || rxB != 20*uint64(len(ns)-ethHdrLen) || tx != 20 || txB != 20*uint64(len(nas[0].pkt)) {
+		t.Errorf("20 NS in, 20 NA out: RX %d packets %d bytes, TX %d packets %d bytes; want 20 %d, 20 %d",
+			rx, rxB, tx, txB, 20*(len(ns)-ethHdrLen), 20*len(nas[0].pkt))
+	}
+}
+
+// TestEtherRefusesGroupMACs: a link-layer address option no unicast
+// neighbour can have (a multicast or broadcast MAC, all zeros) voids the
+// message, in a solicitation, an advertisement or a router solicitation:
+// no entry is made or changed, nothing is answered, the refusal counted.
+func TestEtherRefusesGroupMACs(t *testing.T) {
+	l, e, f := etherLink(t)
+	own := netip.MustParseAddr("2001:db8:91::1")
+	other := netip.MustParseAddr("2001:db8:91::3")
+	// the host is known, STALE with its own MAC
+	f.rx <- ndFrame(header.ICMPv6NeighborSolicit, hostAddr, solicitedNode(own), nsBody(own, &hostMAC), 255)
+	waitSent(t, f, 1)
+	rs := func(mac neigh.MAC) []byte {
+		return append(make([]byte, header.NDPRSMinimumSize), append([]byte{optSourceLL, 1}, mac[:]...)...)
+	}
+	for _, bad := range []neigh.MAC{{0x33, 0x33, 0, 0, 0, 1}, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, {}, {0x01, 0x00, 0x5e, 0, 0, 1}} {
+		before := dropsOf(l, DropNDInvalid)
+		f.rx <- ndFrame(header.ICMPv6NeighborSolicit, other, solicitedNode(own), nsBody(own, &bad), 255)
+		f.rx <- ndFrame(header.ICMPv6NeighborSolicit, hostAddr, solicitedNode(own), nsBody(own, &bad), 255)
+		f.rx <- ndFrame(header.ICMPv6NeighborAdvert, hostAddr, own, naBody(hostAddr, false, true, bad), 255)
+		f.rx <- ndFrame(header.ICMPv6RouterSolicit, hostAddr, netip.MustParseAddr("ff02::2"), rs(bad), 255)
+		waitFor(t, "the refusals", func() bool { return dropsOf(l, DropNDInvalid) == before+4 })
+		if st, mac := e.neigh.State(hostAddr); st != neigh.Stale || mac != hostMAC {
+			t.Errorf("%v: the host's entry became %v %v", bad, st, mac)
+		}
+		if st, _ := e.neigh.State(other); st != neigh.None {
+			t.Errorf("%v: a solicitation made an entry %v", bad, st)
+		}
+		if got := f.take(); len(got) != 0 {
+			t.Errorf("%v: %d answers", bad, len(got))
+		}
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(3 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}

@@ -66,13 +66,31 @@ func (n *ndisc) stop() {
 	})
 }
 
-// receive hands a message over, copied; a full queue drops it.
+// receive hands a message over, copied; a full queue drops it. Either way
+// it is counted as received, as Linux counts ND in the interface's
+// statistics.
 func (n *ndisc) receive(src neigh.MAC, p []byte) {
+	c := n.e.ndCtrs.Load()
+	if c != nil {
+		c.RxPackets.addShared(1)
+		c.RxBytes.addShared(uint64(len(p)))
+	}
 	select {
 	case n.in <- ndMsg{src: src, p: append([]byte(nil), p...)}:
 		n.e.stats.NDReceived.Add(1)
 	default:
 		n.e.stats.NDDropped.Add(1)
+		if c != nil {
+			c.Drops[DropNDQueue].addShared(1)
+		}
+	}
+}
+
+// refuse counts a message handle discards.
+func (n *ndisc) refuse() {
+	n.e.stats.NDDropped.Add(1)
+	if c := n.e.ndCtrs.Load(); c != nil {
+		c.Drops[DropNDInvalid].addShared(1)
 	}
 }
 
@@ -206,7 +224,7 @@ func (n *ndisc) linkLocal() (netip.Addr, bool) {
 func (n *ndisc) handle(srcMAC neigh.MAC, p header.IPv6) {
 	if !p.IsValid(len(p)) || p.HopLimit() != 255 || int(p.PayloadLength())+ipv6Len != len(p) ||
 		len(p) < ipv6Len+header.ICMPv6MinimumSize {
-		n.e.stats.NDDropped.Add(1)
+		n.refuse()
 		return
 	}
 	m := header.ICMPv6(p.Payload())
@@ -214,7 +232,7 @@ func (n *ndisc) handle(srcMAC neigh.MAC, p header.IPv6) {
 	sum := header.ICMPv6Checksum(header.ICMPv6ChecksumParams{Header: m, Src: tcpip.AddrFrom16Slice(p.SourceAddressSlice()),
 		Dst: tcpip.AddrFrom16Slice(p.DestinationAddressSlice())})
 	if m.Code() != 0 || m.Checksum() != sum {
-		n.e.stats.NDDropped.Add(1)
+		n.refuse()
 		return
 	}
 	body := m.MessageBody()
@@ -267,7 +285,7 @@ func (n *ndisc) handle(srcMAC neigh.MAC, p header.IPv6) {
 	default:
 		return // RAs of other routers and redirects: a router takes none
 	}
-	n.e.stats.NDDropped.Add(1)
+	n.refuse()
 }
 
 // Link-layer address options (RFC 4861 4.6.1).
@@ -282,7 +300,9 @@ func isSolicitedNode(a netip.Addr) bool {
 }
 
 // linkOption finds a link-layer address option of kind k; ok is false for
-// malformed options (a zero length, say), which void the message.
+// malformed options (a zero length, say) and for an address no unicast
+// neighbour has (a group's, broadcast, all zeros: traffic to it would
+// flood or vanish), which void the message.
 func linkOption(opts header.NDPOptions, k uint8) ([]byte, bool) {
 	it, err := opts.Iter(true)
 	if err != nil {
@@ -295,7 +315,7 @@ func linkOption(opts header.NDPOptions, k uint8) ([]byte, bool) {
 			return nil, false
 		}
 		if done {
-			return found, true
+			return found, found == nil || unicastMAC(found)
 		}
 		switch v := o.(type) {
 		case header.NDPSourceLinkLayerAddressOption:
@@ -397,7 +417,14 @@ func (n *ndisc) icmp(typ header.ICMPv6Type, src, dst [16]byte, body []byte) []by
 func (n *ndisc) send(b []byte, to neigh.MAC) {
 	n.e.writeTo(to, [][]byte{b})
 	n.e.stats.NDSent.Add(1)
+	if c := n.e.ndCtrs.Load(); c != nil {
+		c.TxPackets.addShared(1)
+		c.TxBytes.addShared(uint64(len(b) - vnetHdrLen))
+	}
 }
+
+// unicastMAC: neither a group's (the I/G bit), nor all zeros.
+func unicastMAC(m []byte) bool { return m[0]&1 == 0 && neigh.MAC(m) != neigh.MAC{} }
 
 // Solicit sends the cache's solicitations, from the link-local address as
 // Linux's ndisc_send_ns does when the packet's own source is not given.
