@@ -224,6 +224,18 @@ func TestMalformed(t *testing.T) {
 }
 
 // dial connects a fake zebra to f.
+// listen starts an FPM listener on a port of the loopback's, closed when
+// the test ends.
+func listen(t *testing.T, ap *Applier, tm Timers) *FPM {
+	t.Helper()
+	f, err := ListenFPM("127.0.0.1:0", ap, tm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	return f
+}
+
 func dial(t *testing.T, f *FPM) net.Conn {
 	t.Helper()
 	c, err := net.Dial("tcp", f.Addr().String())
@@ -250,11 +262,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestFPMSessions(t *testing.T) {
 	r, ap := testRouter(t)
 	settle := 200 * time.Millisecond
-	f, err := ListenFPM("127.0.0.1:0", ap, Timers{Settle: settle, Hold: 3 * settle})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := listen(t, ap, Timers{Settle: settle, Hold: 3 * settle})
 	rt := func(p string) []byte {
 		x := newRoute(p)
 		x.nhid = 10

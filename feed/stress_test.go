@@ -26,11 +26,7 @@ import (
 func TestFeedStress(t *testing.T) {
 	r, ap := testRouter(t)
 	settle := 150 * time.Millisecond
-	f, err := ListenFPM("127.0.0.1:0", ap, Timers{Settle: settle, Hold: 2 * settle})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := listen(t, ap, Timers{Settle: settle, Hold: 2 * settle})
 	prefix := func(i int) string { return fmt.Sprintf("2001:db8:%x::/48", 0x1000+i) }
 	route := func(i int, nh uint32) []byte {
 		x := newRoute(prefix(i))

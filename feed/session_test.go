@@ -27,11 +27,7 @@ func heapInUse() uint64 {
 // says it installed one.
 func TestFPMRepeats(t *testing.T) {
 	_, ap := testRouter(t)
-	f, err := ListenFPM("127.0.0.1:0", ap, Timers{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := listen(t, ap, Timers{})
 	x := newRoute("2001:db8:2::/64")
 	x.gw, x.oif = gw1, kidx
 	one := frame(x.encode(unix.RTM_NEWROUTE, unix.NLM_F_CREATE|unix.NLM_F_REPLACE))
@@ -71,11 +67,7 @@ func TestFPMRepeats(t *testing.T) {
 func TestSweepCountsRoutes(t *testing.T) {
 	r, ap := testRouter(t)
 	settle, hold := 100*time.Millisecond, 1500*time.Millisecond
-	f, err := ListenFPM("127.0.0.1:0", ap, Timers{Settle: settle, Hold: hold})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := listen(t, ap, Timers{Settle: settle, Hold: hold})
 	rt := func(i int) []byte {
 		x := newRoute(fmt.Sprintf("2001:db8:%x::/48", i))
 		x.gw, x.oif = gw1, kidx
@@ -113,11 +105,7 @@ func TestSweepCountsRoutes(t *testing.T) {
 // installed; the first is closed, logged and counted.
 func TestNewestSessionStays(t *testing.T) {
 	r, ap := testRouter(t)
-	f, err := ListenFPM("127.0.0.1:0", ap, Timers{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := listen(t, ap, Timers{})
 	has := func(p string) bool {
 		for _, s := range routes(r, fib6.TableMain) {
 			if strings.HasPrefix(s, p+" ") {
