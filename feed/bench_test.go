@@ -53,3 +53,35 @@ func BenchmarkFPMApply(b *testing.B) {
 	}
 	b.ReportMetric(float64(160147*b.N)/b.Elapsed().Seconds(), "routes/s")
 }
+
+// BenchmarkFPMApplySweep is BenchmarkFPMApply with the session's sweep
+// after the load, as a reconnect settles: the whole of what a session's
+// bookkeeping costs (one entry per route while it loads, none built at
+// the sweep).
+func BenchmarkFPMApplySweep(b *testing.B) {
+	stream := fullTableStream(b)
+	const chunk = 1 << 20
+	var msgs []Msg
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		r, ap := testRouter(b)
+		s := ap.Begin()
+		b.StartTimer()
+		for off := 0; off < len(stream); {
+			var used int
+			var err error
+			msgs, used, _, err = DecodeFrames(stream[off:min(off+chunk, len(stream))], msgs[:0])
+			if err != nil {
+				b.Fatal(err)
+			}
+			ap.ApplyIn(s, msgs)
+			off += used
+		}
+		if n := ap.SweepIn(s); n != 0 || r.Tables.Main().Len() < 160147 {
+			b.Fatalf("swept %d, %d routes in main", n, r.Tables.Main().Len())
+		}
+	}
+	b.ReportMetric(float64(160147*b.N)/b.Elapsed().Seconds(), "routes/s")
+}
