@@ -54,9 +54,15 @@ func keyPrefix(a [16]byte, n uint8) netip.Prefix {
 	return netip.PrefixFrom(netip.AddrFrom16(a), int(n)-1)
 }
 
+// prefixes are k's destination, source and metric.
+func (k routeKey) prefixes() (dst, src netip.Prefix, metric uint32) {
+	return keyPrefix(k.dst, k.dstLen), keyPrefix(k.src, k.srcLen), k.metric
+}
+
 // match is what deletes the route k names.
 func (k routeKey) match() fib6.Match {
-	return fib6.Match{Dst: keyPrefix(k.dst, k.dstLen), Src: keyPrefix(k.src, k.srcLen), Metric: k.metric}
+	dst, src, metric := k.prefixes()
+	return fib6.Match{Dst: dst, Src: src, Metric: metric}
 }
 
 // Groups whose members have not come yet are held, bounded: zebra's
@@ -71,12 +77,14 @@ const (
 	MaxPendingMembers = 1 << 21
 )
 
-// pendingGroup is a group waiting for member on, said by session gen.
+// pendingGroup is a group waiting for its member msg.Group[at] (the
+// members before it were there when it last looked).
 type pendingGroup struct {
 	msg NexthopMsg
-	gen uint32
-	on  uint32
+	at  int
 }
+
+func (g *pendingGroup) on() uint32 { return g.msg.Group[g.at].ID }
 
 // Applier applies decoded messages to a router, remembering what it
 // installed so that a new session can sweep what the last one left and
@@ -129,10 +137,26 @@ func (a *Applier) LastError() string {
 // Begin starts a new session: Sweep removes what the sessions before
 // installed and this one has not said again. What a session that never
 // settled said is kept for the next one to sweep.
+//
+// Groups the sessions before left waiting are dropped: a new session says
+// its groups again (zebra's replay), and the old ones would fill the
+// bound before it. Routes the router took away meanwhile (through a
+// nexthop deleted, a link gone down) are forgotten, so that the replay is
+// measured against what is still installed.
 func (a *Applier) Begin() Session {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.gen++
+	clear(a.pending)
+	clear(a.waiting)
+	a.pendingMembers = 0
+	a.pendingCount.Store(0)
+	for k := range a.routes {
+		if t := a.r.Tables.Get(k.table); t == nil || !a.txn(t).Has(k.prefixes()) {
+			delete(a.routes, k)
+		}
+	}
+	a.commit()
 	a.left, a.old = len(a.routes), len(a.routes)
 	return Session(a.gen)
 }
@@ -317,14 +341,18 @@ func (a *Applier) delRoute(q *RouteMsg) error {
 	if len(q.Paths) == 0 && q.NhID == 0 && q.Gateway.IsValid() {
 		m.Gateway = q.Gateway // one path of a multipath route, as the kernel says it
 	}
-	if _, err := a.txn(t).Delete(m); err != nil {
-		return err
-	}
-	if g, ok := a.routes[k]; ok && !m.Gateway.IsValid() { // one path gone leaves the route
+	x := a.txn(t)
+	_, err := x.Delete(m)
+	// A path deleted may have been the route's last; a route not there
+	// is not the feed's either.
+	if g, ok := a.routes[k]; ok && !x.Has(k.prefixes()) {
 		delete(a.routes, k)
 		if g != a.gen {
 			a.old--
 		}
+	}
+	if err != nil {
+		return err
 	}
 	a.Stats.RouteDeletes.Add(1)
 	return nil
@@ -332,19 +360,32 @@ func (a *Applier) delRoute(q *RouteMsg) error {
 
 func (a *Applier) addNexthop(n *NexthopMsg) error {
 	a.unpend(n.ID) // this message is what the id is now
-	for _, e := range n.Group {
-		if a.r.Nexthops.Get(e.ID) == nil {
-			return a.pend(n, e.ID)
+	return a.tryAdd(n, 0)
+}
+
+// tryAdd adds n if its members from n.Group[from] on exist (those before
+// did when it last looked), else holds it for the first missing one: a
+// group's members coming one by one cost a look each, not the group's
+// length each. Then it adds the groups that waited for n.
+func (a *Applier) tryAdd(n *NexthopMsg, from int) error {
+	for i := from; i < len(n.Group); i++ {
+		if a.r.Nexthops.Get(n.Group[i].ID) == nil {
+			return a.pend(n, i)
+		}
+	}
+	for i := 0; i < from; i++ { // once, as it completes: one may have gone since
+		if a.r.Nexthops.Get(n.Group[i].ID) == nil {
+			return a.pend(n, i)
 		}
 	}
 	if err := a.putNexthop(n); err != nil {
 		return err
 	}
-	for id := range a.waiting[n.ID] { // groups that waited for it
-		g := a.pending[id].msg
+	for id := range a.waiting[n.ID] {
+		g := a.pending[id]
 		a.unpend(id)
-		if err := a.addNexthop(&g); err != nil {
-			a.refused(&Msg{Kind: NexthopAdd, Nexthop: g}, err)
+		if err := a.tryAdd(&g.msg, g.at+1); err != nil {
+			a.refused(&Msg{Kind: NexthopAdd, Nexthop: g.msg}, err)
 		}
 	}
 	return nil
@@ -355,13 +396,15 @@ var errPendingFull = &nexthop.Error{Errno: syscall.ENOSPC,
 	Msg: "too many nexthop groups wait for their members (" + strconv.Itoa(MaxPending) + " groups, " +
 		strconv.Itoa(MaxPendingMembers) + " members)"}
 
-// pend holds group n until member on (and the rest) have come.
-func (a *Applier) pend(n *NexthopMsg, on uint32) error {
+// pend holds group n until its member n.Group[at] (and the rest) have
+// come.
+func (a *Applier) pend(n *NexthopMsg, at int) error {
 	if len(a.pending) >= MaxPending || a.pendingMembers+len(n.Group) > MaxPendingMembers {
 		a.Stats.PendingOverflow.Add(1)
 		return errPendingFull
 	}
-	a.pending[n.ID] = pendingGroup{msg: *n, gen: a.gen, on: on}
+	on := n.Group[at].ID
+	a.pending[n.ID] = pendingGroup{msg: *n, at: at}
 	a.pendingMembers += len(n.Group)
 	if a.waiting[on] == nil {
 		a.waiting[on] = map[uint32]struct{}{}
@@ -379,10 +422,10 @@ func (a *Applier) unpend(id uint32) bool {
 	}
 	delete(a.pending, id)
 	a.pendingMembers -= len(g.msg.Group)
-	if w := a.waiting[g.on]; w != nil {
+	if w := a.waiting[g.on()]; w != nil {
 		delete(w, id)
 		if len(w) == 0 {
-			delete(a.waiting, g.on)
+			delete(a.waiting, g.on())
 		}
 	}
 	a.pendingCount.Store(int64(len(a.pending)))
@@ -430,8 +473,8 @@ func (a *Applier) putNexthop(n *NexthopMsg) error {
 }
 
 func (a *Applier) delNexthop(id uint32) error {
-	if a.unpend(id) {
-		return nil
+	if a.unpend(id) && a.r.Nexthops.Get(id) == nil {
+		return nil // it only waited (else the installed one goes too)
 	}
 	if a.r.Nexthops.Get(id) == nil {
 		return &nexthop.Error{Errno: syscall.ENOENT, Msg: "Nexthop id does not exist."}
@@ -465,11 +508,6 @@ func (a *Applier) SweepIn(s Session) int {
 	}
 	a.commit()
 	a.left, a.old = 0, 0
-	for id, g := range a.pending { // zebra sends them again when it replays
-		if g.gen != a.gen {
-			a.unpend(id)
-		}
-	}
 	var groups, singles []uint32 // groups go first, as Linux flushes them
 	for id, g := range a.nexthops {
 		switch o := a.r.Nexthops.Get(id); {

@@ -3,6 +3,7 @@ package feed
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"runtime"
 	"slices"
 	"strings"
@@ -189,11 +190,97 @@ func TestPendingBounded(t *testing.T) {
 	if r.Nexthops.Get(100) == nil || r.Nexthops.Get(101) == nil || ap.Pending() != MaxPending-2 {
 		t.Fatalf("after member 11: pending %d, groups %v %v (%s)", ap.Pending(), r.Nexthops.Get(100) != nil, r.Nexthops.Get(101) != nil, ap.LastError())
 	}
-	// a new session's sweep forgets what the last one left waiting
+	// a new session forgets what the last one left waiting: its own
+	// groups wait, and are added, within the bound
 	s := ap.Begin()
-	ap.ApplyIn(s, []Msg{group(102, 12)})
-	ap.SweepIn(s)
-	if ap.Pending() != 1 {
-		t.Errorf("pending after the next session's sweep: %d, want its own 1", ap.Pending())
+	if ap.Pending() != 0 {
+		t.Fatalf("pending when the next session begins: %d", ap.Pending())
+	}
+	ap.ApplyIn(s, []Msg{group(102, 12), group(103, 10, 1_000_000+flood)})
+	ap.ApplyIn(s, []Msg{{Kind: NexthopAdd, Nexthop: NexthopMsg{ID: 12, Gateway: gw1, OIF: kidx, Family: unix.AF_INET6}}})
+	ap.ApplyIn(s, []Msg{{Kind: NexthopAdd, Nexthop: NexthopMsg{ID: 1_000_000 + flood, Gateway: gw2, OIF: kidx, Family: unix.AF_INET6}}})
+	if r.Nexthops.Get(102) == nil || r.Nexthops.Get(103) == nil || ap.Pending() != 0 {
+		t.Errorf("the next session's groups: 102 %v, 103 %v (a member the last session's group waited for), pending %d (%s)",
+			r.Nexthops.Get(102) != nil, r.Nexthops.Get(103) != nil, ap.Pending(), ap.LastError())
+	}
+	if r.Nexthops.Get(1_000_000) != nil {
+		t.Errorf("a group the last session left waiting was added by the next one's member")
+	}
+	// members that come one by one, in order, complete their groups
+	var ms []Msg
+	for g := uint32(0); g < 16; g++ {
+		var members []uint32
+		for m := uint32(0); m < 2000; m++ {
+			members = append(members, 10_000+g*2000+m)
+		}
+		ms = append(ms, group(200+g, members...))
+	}
+	for id := uint32(10_000); id < 10_000+16*2000; id++ {
+		ms = append(ms, Msg{Kind: NexthopAdd, Nexthop: NexthopMsg{ID: id, Gateway: gw1, OIF: kidx, Family: unix.AF_INET6}})
+	}
+	ap.ApplyIn(s, ms)
+	for g := uint32(200); g < 216; g++ {
+		if o := r.Nexthops.Get(g); o == nil || len(o.Load().Paths.Members()) != 2000 {
+			t.Fatalf("group %d of 2,000 members, each come after it: %v (%s)", g, o != nil, ap.LastError())
+		}
+	}
+	if ap.Pending() != 0 || ap.pendingMembers != 0 || len(ap.waiting) != 0 {
+		t.Errorf("after every group completed: pending %d, members %d, waiting %d", ap.Pending(), ap.pendingMembers, len(ap.waiting))
+	}
+}
+
+// TestInstalledCount: the routes the feed says it installed are the ones
+// in the tables: a route deleted by its gateway (as the kernel says it)
+// is gone from the count, routes the router took away with their nexthop
+// are forgotten by the next session, which is measured against what is
+// left; a group deleted while a new version of it waits goes whole.
+func TestInstalledCount(t *testing.T) {
+	r, ap := testRouter(t)
+	add := func(p string, nhid uint32) Msg {
+		m := Msg{Kind: RouteAdd, Route: RouteMsg{Dst: netip.MustParsePrefix(p), Table: fib6.TableMain, Metric: 20, Type: unix.RTN_UNICAST, Proto: unix.RTPROT_BGP}}
+		if nhid != 0 {
+			m.Route.NhID = nhid
+		} else {
+			m.Route.Path = Path{Gateway: gw1, OIF: kidx}
+		}
+		return m
+	}
+	nh := func(id uint32) Msg {
+		return Msg{Kind: NexthopAdd, Nexthop: NexthopMsg{ID: id, Gateway: gw1, OIF: kidx, Family: unix.AF_INET6}}
+	}
+	msgs := []Msg{nh(5)}
+	for i := 0; i < 10; i++ {
+		msgs = append(msgs, add(fmt.Sprintf("2001:db8:%x::/48", 0x100+i), 0), add(fmt.Sprintf("2001:db8:%x::/48", 0x200+i), 5))
+	}
+	ap.Apply(msgs)
+	del := Msg{Kind: RouteDel, Route: RouteMsg{Dst: netip.MustParsePrefix("2001:db8:100::/48"), Table: fib6.TableMain, Metric: 20}}
+	del.Route.Gateway = gw1
+	ap.Apply([]Msg{del})
+	if n, _ := ap.Owned(); n != 19 || len(routes(r, fib6.TableMain)) != 19 {
+		t.Fatalf("after a delete by gateway: installed %d, %d in main", n, len(routes(r, fib6.TableMain)))
+	}
+	r.DeleteNexthop(5) // a user's `nexthop del id 5`: its 10 routes go with it
+	s := ap.Begin()
+	if n, _ := ap.Owned(); n != 9 {
+		t.Errorf("installed when the next session begins: %d, want the 9 left", n)
+	}
+	var replay []Msg
+	for i := 1; i < 10; i++ {
+		replay = append(replay, add(fmt.Sprintf("2001:db8:%x::/48", 0x100+i), 0))
+	}
+	ap.ApplyIn(s, replay)
+	if !ap.Replayed() {
+		t.Errorf("a replay of the 9 routes left is not complete")
+	}
+	// group 7 installed, a new version waits for a member: deleting 7
+	// takes both
+	ap.ApplyIn(s, []Msg{nh(6), {Kind: NexthopAdd, Nexthop: NexthopMsg{ID: 7, Group: []GroupEntry{{6, 1}}}}, add("2001:db8:300::/48", 7),
+		{Kind: NexthopAdd, Nexthop: NexthopMsg{ID: 7, Group: []GroupEntry{{6, 1}, {8, 1}}}}})
+	if r.Nexthops.Get(7) == nil || ap.Pending() != 1 {
+		t.Fatalf("group 7: %v, pending %d", r.Nexthops.Get(7) != nil, ap.Pending())
+	}
+	ap.ApplyIn(s, []Msg{{Kind: NexthopDel, Nexthop: NexthopMsg{ID: 7}}})
+	if r.Nexthops.Get(7) != nil || ap.Pending() != 0 || len(routes(r, fib6.TableMain)) != 9 {
+		t.Errorf("after deleting group 7: installed %v, pending %d, %d routes", r.Nexthops.Get(7) != nil, ap.Pending(), len(routes(r, fib6.TableMain)))
 	}
 }

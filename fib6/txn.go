@@ -362,3 +362,17 @@ func (x *Txn) Lookup(dst netip.Addr) *Attrs {
 	}
 	return nil
 }
+
+// Has reports whether the table, as the open transaction sees it, has a
+// route of destination dst from src with metric: what a route's owner
+// (a route feed) asks after a delete that may have left it or not.
+func (x *Txn) Has(dst, src netip.Prefix, metric uint32) bool {
+	if !dst.IsValid() {
+		return false
+	}
+	if src.IsValid() && src.Bits() == 0 {
+		src = netip.Prefix{}
+	}
+	cur := x.tx.get(prefixKey(dst), dst.Bits())
+	return cur != nil && slices.ContainsFunc(cur.routes, func(a *attrsRef) bool { return a.Src == src && a.Metric == metric })
+}
