@@ -1,7 +1,6 @@
 package dataplane
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -91,7 +90,7 @@ func openAFPacket(dev string, groups []net.HardwareAddr) (*afPacket, *net.Interf
 			return fail("PACKET_ADD_MEMBERSHIP", err)
 		}
 	}
-	if err := takeIPv6(dev); err != nil {
+	if err := takeIPv6(ifi); err != nil {
 		return fail("disable_ipv6", err)
 	}
 	a.tookIPv6 = true
@@ -251,12 +250,12 @@ func (a *afPacket) drops() uint64 {
 
 func (a *afPacket) close() error {
 	unix.Close(a.txfd)
-	var err error
 	if a.tookIPv6 {
-		err, a.tookIPv6 = giveIPv6(a.dev), false
+		giveIPv6(a.ifindex)
+		a.tookIPv6 = false
 	}
 	if a.file != nil {
-		return errors.Join(a.file.Close(), err)
+		return a.file.Close()
 	}
-	return errors.Join(unix.Close(a.fd), err)
+	return unix.Close(a.fd)
 }

@@ -236,6 +236,8 @@ func TestEtherMalformed(t *testing.T) {
 		ndFrame(header.ICMPv6NeighborSolicit, netip.IPv6Unspecified(), solicitedNode(own), nsBody(own, &hostMAC), 255),
 		append(ndFrame(header.ICMPv6NeighborSolicit, hostAddr, own, nsBody(own, nil), 255), 0),
 		ndFrame(header.ICMPv6NeighborSolicit, hostAddr, own, append(nsBody(own, nil), 1, 0, 0, 0, 0, 0, 0, 0), 255),
+		// a source link-layer option of 14 bytes: no Ethernet address
+		ndFrame(header.ICMPv6NeighborSolicit, hostAddr, own, append(nsBody(own, nil), append([]byte{optSourceLL, 2}, make([]byte, 14)...)...), 255),
 	}
 	sum := ndFrame(header.ICMPv6NeighborSolicit, hostAddr, own, nsBody(own, &hostMAC), 255)
 	sum[ethHdrLen+ipv6Len+2] ^= 0xff
@@ -405,6 +407,13 @@ func TestEtherRefusesGroupMACs(t *testing.T) {
 		if got := f.take(); len(got) != 0 {
 			t.Errorf("%v: %d answers", bad, len(got))
 		}
+	}
+	// of two source link-layer options, the first is the one (as Linux)
+	two := append(nsBody(own, &hostMAC), append([]byte{optSourceLL, 1}, 2, 0, 0, 0, 9, 9)...)
+	f.rx <- ndFrame(header.ICMPv6NeighborSolicit, other, solicitedNode(own), two, 255)
+	waitSent(t, f, 1)
+	if _, mac := e.neigh.State(other); mac != hostMAC {
+		t.Errorf("of two source link-layer options: %v, want the first, %v", mac, hostMAC)
 	}
 }
 

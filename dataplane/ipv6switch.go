@@ -7,9 +7,13 @@ import (
 	"fmt"
 	"io/fs"
 	"log"
+	"net"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // An interface the router attaches to (AF_PACKET) has the kernel's own
@@ -18,103 +22,153 @@ import (
 // a file while a daemon names one (RecordIPv6Switches): the kernel keeps
 // the switch off after a daemon killed with SIGKILL, and the next daemon
 // restores it from the file, so no interface keeps urouter's value.
+//
+// Interfaces are known by index, which stays while the interface does,
+// whatever its name becomes; the record names its network namespace, and
+// a daemon in another one restores nothing of it.
 var ipv6Switches switchRecord
 
 type switchRecord struct {
 	sync.Mutex
 	path string // "": kept in memory only
-	was  map[string]taken
+	was  map[int]taken
 }
 
 type taken struct {
-	value string // the interface's disable_ipv6 before the router took it
+	name  string // when it was taken, for the reader of the file
+	value string // its disable_ipv6 before the router took it
 	links int    // the links attached to it
 }
 
 func sysctlPath(dev string) string { return "/proc/sys/net/ipv6/conf/" + dev + "/disable_ipv6" }
 
+// netnsID is the daemon's network namespace, as the kernel numbers it.
+func netnsID() string {
+	fi, err := os.Stat("/proc/self/ns/net")
+	if err != nil {
+		return "?"
+	}
+	return strconv.FormatUint(fi.Sys().(*syscall.Stat_t).Ino, 10)
+}
+
+// setIPv6 writes the disable_ipv6 of the interface of index i, by its
+// name now; an interface gone has nothing to set.
+func setIPv6(i int, value string) error {
+	ifi, err := net.InterfaceByIndex(i)
+	if err != nil {
+		return nil
+	}
+	return os.WriteFile(sysctlPath(ifi.Name), []byte(value), 0)
+}
+
 // RecordIPv6Switches keeps the interfaces' IPv6 switches in the file at
 // path from now on, after giving back those a daemon before left there
-// (it died with them taken). One daemon owns path at a time.
+// (it died with them taken). One daemon owns path at a time (the control
+// socket's owner): the file must be a regular file of the daemon's user.
 func RecordIPv6Switches(path string) error {
 	s := &ipv6Switches
 	s.Lock()
 	defer s.Unlock()
-	s.path = path
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return s.save()
+	fi, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return err
+	case !fi.Mode().IsRegular() || int(fi.Sys().(*syscall.Stat_t).Uid) != os.Geteuid():
+		return fmt.Errorf("%s: not a regular file of this user: not read", path)
+	default:
+		if err := s.restore(path); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
 	}
+	s.path = path
+	return s.save()
+}
+
+// restore gives back what the record at path says (under the lock).
+func (s *switchRecord) restore(path string) error {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
 	sc := bufio.NewScanner(bytes.NewReader(b))
+	if !sc.Scan() || sc.Text() != "netns "+netnsID() {
+		log.Printf("%s: left by a daemon of another network namespace (%q): nothing given back", path, sc.Text())
+		return nil
+	}
 	for sc.Scan() {
-		dev, v, ok := strings.Cut(sc.Text(), " ")
-		if !ok || v != "0" && v != "1" {
+		f := strings.Fields(sc.Text())
+		if len(f) != 3 || f[2] != "0" && f[2] != "1" {
 			continue
 		}
-		if _, mine := s.was[dev]; mine {
+		i, err := strconv.Atoi(f[0])
+		if _, mine := s.was[i]; err != nil || mine {
 			continue
 		}
-		if err := os.WriteFile(sysctlPath(dev), []byte(v), 0); err != nil {
-			log.Printf("giving %s back its disable_ipv6 %s: %v", dev, v, err) // gone, or moved away
+		if err := setIPv6(i, f[2]); err != nil {
+			log.Printf("giving interface %d (%s) back its disable_ipv6 %s: %v", i, f[1], f[2], err)
 		}
 	}
-	return s.save()
+	return sc.Err()
 }
 
-// takeIPv6 switches dev's IPv6 off, remembering what it was.
-func takeIPv6(dev string) error {
+// takeIPv6 switches ifi's IPv6 off, remembering what it was.
+func takeIPv6(ifi *net.Interface) error {
 	s := &ipv6Switches
 	s.Lock()
 	defer s.Unlock()
-	if t, ok := s.was[dev]; ok {
+	if t, ok := s.was[ifi.Index]; ok {
 		t.links++
-		s.was[dev] = t
+		s.was[ifi.Index] = t
 		return nil
 	}
-	old, err := os.ReadFile(sysctlPath(dev))
+	old, err := os.ReadFile(sysctlPath(ifi.Name))
 	if err != nil {
 		return nil // no IPv6 in the kernel there: nothing to switch
 	}
 	if s.was == nil {
-		s.was = map[string]taken{}
+		s.was = map[int]taken{}
 	}
-	s.was[dev] = taken{value: strings.TrimSpace(string(old)), links: 1}
+	s.was[ifi.Index] = taken{name: ifi.Name, value: strings.TrimSpace(string(old)), links: 1}
 	if err := s.save(); err != nil {
-		delete(s.was, dev)
+		delete(s.was, ifi.Index)
 		return fmt.Errorf("recording disable_ipv6: %w", err)
 	}
-	if err := os.WriteFile(sysctlPath(dev), []byte("1"), 0); err != nil {
-		delete(s.was, dev)
+	if err := os.WriteFile(sysctlPath(ifi.Name), []byte("1"), 0); err != nil {
+		delete(s.was, ifi.Index)
 		s.save()
 		return err
 	}
 	return nil
 }
 
-// giveIPv6 gives dev its IPv6 switch back once its last link lets go.
-func giveIPv6(dev string) error {
+// giveIPv6 gives interface i its IPv6 switch back once its last link
+// lets go. The link goes either way: a failure is logged, not returned.
+func giveIPv6(i int) {
 	s := &ipv6Switches
 	s.Lock()
 	defer s.Unlock()
-	t, ok := s.was[dev]
+	t, ok := s.was[i]
 	if !ok {
-		return nil
+		return
 	}
 	if t.links--; t.links > 0 {
-		s.was[dev] = t
-		return nil
+		s.was[i] = t
+		return
 	}
-	delete(s.was, dev)
-	err := os.WriteFile(sysctlPath(dev), []byte(t.value), 0)
-	return errors.Join(err, s.save())
+	delete(s.was, i)
+	if err := setIPv6(i, t.value); err != nil {
+		log.Printf("giving %s back its disable_ipv6 %s: %v", t.name, t.value, err)
+	}
+	if err := s.save(); err != nil {
+		log.Printf("%s: %v", s.path, err)
+	}
 }
 
-// save writes the record (under the lock): one "DEV VALUE" line per
-// interface taken, written whole and renamed into place, so a daemon
-// killed while it writes leaves the last whole record.
+// save writes the record (under the lock): the namespace, then one
+// "INDEX NAME VALUE" line per interface taken, written whole to a new
+// file of its own and renamed into place, so a daemon killed while it
+// writes leaves the last whole record; none when nothing is taken.
 func (s *switchRecord) save() error {
 	if s.path == "" {
 		return nil
@@ -125,13 +179,20 @@ func (s *switchRecord) save() error {
 		}
 		return nil
 	}
-	var b bytes.Buffer
-	for dev, t := range s.was {
-		fmt.Fprintf(&b, "%s %s\n", dev, t.value)
+	b := bytes.NewBufferString("netns " + netnsID() + "\n")
+	for i, t := range s.was {
+		fmt.Fprintf(b, "%d %s %s\n", i, t.name, t.value)
 	}
-	tmp := s.path + ".new"
-	if err := os.WriteFile(tmp, b.Bytes(), 0o600); err != nil {
+	f, err := os.CreateTemp(filepath.Dir(s.path), filepath.Base(s.path)+".*")
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, s.path)
+	_, err = f.Write(b.Bytes())
+	if err = errors.Join(err, f.Close()); err == nil {
+		err = os.Rename(f.Name(), s.path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
 }

@@ -300,9 +300,9 @@ func isSolicitedNode(a netip.Addr) bool {
 }
 
 // linkOption finds a link-layer address option of kind k; ok is false for
-// malformed options (a zero length, say) and for an address no unicast
-// neighbour has (a group's, broadcast, all zeros: traffic to it would
-// flood or vanish), which void the message.
+// malformed options (a zero length, say, or one longer than a MAC) and for
+// an address no unicast neighbour has (a group's, broadcast, all zeros:
+// traffic to it would flood or vanish), which void the message.
 func linkOption(opts header.NDPOptions, k uint8) ([]byte, bool) {
 	it, err := opts.Iter(true)
 	if err != nil {
@@ -317,15 +317,23 @@ func linkOption(opts header.NDPOptions, k uint8) ([]byte, bool) {
 		if done {
 			return found, found == nil || unicastMAC(found)
 		}
-		switch v := o.(type) {
+		var v []byte
+		switch o := o.(type) {
 		case header.NDPSourceLinkLayerAddressOption:
-			if k == optSourceLL && len(v) >= 6 {
-				found = []byte(v)[:6]
+			if k == optSourceLL {
+				v = []byte(o)
 			}
 		case header.NDPTargetLinkLayerAddressOption:
-			if k == optTargetLL && len(v) >= 6 {
-				found = []byte(v)[:6]
+			if k == optTargetLL {
+				v = []byte(o)
 			}
+		}
+		switch {
+		case v == nil || found != nil: // as Linux, the first of two is the one
+		case len(v) != 6:
+			return nil, false // not an Ethernet address: Linux drops the message
+		default:
+			found = v
 		}
 	}
 }

@@ -476,6 +476,18 @@ func TestIPv6GivenBack(t *testing.T) {
 	if got := disabled(); got != "0" {
 		t.Errorf("r1's disable_ipv6 after the next daemon's link del: %s, want what it had before: 0", got)
 	}
+	// renamed while attached: given back by its new name, and the link
+	// deleted without an error
+	d.run("link", "add", "lan1", "type", "host", "dev", "r1")
+	mustRun(t, "ip", "-n", r, "link", "set", "r1", "down")
+	mustRun(t, "ip", "-n", r, "link", "set", "r1", "name", "r1x")
+	if _, e, st := d.run("link", "del", "lan1"); st != 0 {
+		t.Errorf("link del after the interface was renamed: %d %s", st, e)
+	}
+	mustRun(t, "ip", "-n", r, "link", "set", "r1x", "name", "r1")
+	if got := disabled(); got != "0" {
+		t.Errorf("r1's disable_ipv6 after its link was deleted under another name: %s, want 0", got)
+	}
 	// killed while attached again: the next start gives it back at once
 	d.run("link", "add", "lan1", "type", "host", "dev", "r1")
 	kill(d)
