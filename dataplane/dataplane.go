@@ -116,14 +116,15 @@ func (dp *Dataplane) Remove(l *Link) error {
 	}
 	dp.synchronize()   // no worker is still writing to the port
 	err := ref.Close() // its own workers see the close and end
-	var ws []*worker
-	for _, w := range dp.snapshot() {
-		if w.in != l {
-			ws = append(ws, w)
-		}
-	}
-	dp.workers.Store(&ws)
+	dp.dropWorkers(func(w *worker) bool { return w.in == l })
 	return errors.Join(merr, err)
+}
+
+// dropWorkers takes the workers gone selects out of the list (under mu):
+// their ports are closed, so they end.
+func (dp *Dataplane) dropWorkers(gone func(*worker) bool) {
+	ws := slices.DeleteFunc(slices.Clone(dp.snapshot()), gone)
+	dp.workers.Store(&ws)
 }
 
 // synchronize waits until every worker has finished the batch it was

@@ -74,8 +74,8 @@ func mmsg(trap uintptr, fd int, msgs []unix.Mmsghdr, flags int) (int, error) {
 
 // closedErr is os.ErrClosed for the errors of a descriptor that is gone.
 // A read parked in the netpoller when its file closes gets internal/poll's
-// "use of closed file" instead, which os does not export: the ports set a
-// flag before they close and check it (closedErr's callers that have one).
+// "use of closed file" instead, which os does not export: so the ports
+// (tunPort, ether) also set a flag before they close and check it.
 func closedErr(err error) error {
 	if errors.Is(err, unix.EBADFD) || errors.Is(err, unix.EBADF) || errors.Is(err, os.ErrClosed) {
 		return os.ErrClosed

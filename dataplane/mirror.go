@@ -95,13 +95,7 @@ func (dp *Dataplane) ClearMirror(l *Link) error {
 	allMulti(l, false)
 	dp.synchronize() // no worker is still giving it packets
 	err := m.port.Close()
-	var ws []*worker
-	for _, w := range dp.snapshot() {
-		if w != m.w {
-			ws = append(ws, w)
-		}
-	}
-	dp.workers.Store(&ws)
+	dp.dropWorkers(func(w *worker) bool { return w == m.w })
 	return err
 }
 

@@ -92,7 +92,7 @@ func (w *worker) RoutineRead() {
 			w.epoch.Add(1)
 		}
 		if err != nil {
-			if errors.Is(err, os.ErrClosed) || w.in.portOf() == nil {
+			if errors.Is(err, os.ErrClosed) {
 				return
 			}
 			// EIO and the like while the other side is down: count, go on

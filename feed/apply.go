@@ -116,7 +116,6 @@ type Applier struct {
 	pending        map[uint32]pendingGroup
 	waiting        map[uint32]map[uint32]struct{}
 	pendingMembers int
-	pendingCount   atomic.Int64 // len(pending), read without the lock
 }
 
 // NewApplier returns an applier into r; linkOf maps the kernel's interface
@@ -150,7 +149,6 @@ func (a *Applier) Begin() Session {
 	clear(a.pending)
 	clear(a.waiting)
 	a.pendingMembers = 0
-	a.pendingCount.Store(0)
 	for k := range a.routes {
 		if t := a.r.Tables.Get(k.table); t == nil || !a.txn(t).Has(k.prefixes()) {
 			delete(a.routes, k)
@@ -410,7 +408,6 @@ func (a *Applier) pend(n *NexthopMsg, at int) error {
 		a.waiting[on] = map[uint32]struct{}{}
 	}
 	a.waiting[on][n.ID] = struct{}{}
-	a.pendingCount.Store(int64(len(a.pending)))
 	return nil
 }
 
@@ -428,7 +425,6 @@ func (a *Applier) unpend(id uint32) bool {
 			delete(a.waiting, g.on())
 		}
 	}
-	a.pendingCount.Store(int64(len(a.pending)))
 	return true
 }
 
@@ -544,7 +540,11 @@ func (a *Applier) Owned() (routes, nexthops int) {
 }
 
 // Pending is how many nexthop groups wait for their members.
-func (a *Applier) Pending() int { return int(a.pendingCount.Load()) }
+func (a *Applier) Pending() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.pending)
+}
 
 func describe(m *Msg) string {
 	switch m.Kind {
