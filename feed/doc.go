@@ -3,9 +3,10 @@
 // RTM_DELNEXTHOP), from FRR's zebra over FPM (fpm.go) or from a kernel
 // table followed through rtnetlink (kernel.go), decoded with
 // vishvananda/netlink's nl package (decode.go) and applied to the router's
-// tables and nexthop registry as transactions (apply.go). It remembers
-// what it installed, so a new session replaces the last one's routes by
-// mark and sweep, without a moment where they are missing.
+// tables and nexthop registry as transactions (apply.go; the nexthop
+// objects, and groups waiting for their members, in nexthops.go). It
+// remembers what it installed, so a new session replaces the last one's
+// routes by mark and sweep, without a moment where they are missing.
 //
 // feed imports router, fib6 and nexthop; nothing of ours imports it but
 // control (to print it) and the binary (to start it).
