@@ -22,7 +22,9 @@ func BenchmarkRuleLookup(b *testing.B) {
 			addAddr(b, r, ls[0], "2001:db8:91::1/64")
 			for _, tid := range []uint32{10, 20} {
 				x := r.Tables.Ensure(tid).Begin()
-				x.Add(fib6.Route{Dst: netip.MustParsePrefix("2001:db8:50::/48"), Attrs: via(ls[0].Index, "2001:db8:91::2")})
+				if err := x.Add(fib6.Route{Dst: netip.MustParsePrefix("2001:db8:50::/48"), Attrs: via(ls[0].Index, "2001:db8:91::2")}); err != nil {
+					b.Fatal(err)
+				}
 				x.Commit()
 			}
 			x := r.Rules.Begin()
@@ -40,7 +42,9 @@ func BenchmarkRuleLookup(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			x.Add(rules.Rule{Pref: uint32(n), Src: netip.MustParsePrefix("2001:db8:ffff::/48"), Action: rules.ToTable, Table: 10}, true)
+			if _, err := x.Add(rules.Rule{Pref: uint32(n), Src: netip.MustParsePrefix("2001:db8:ffff::/48"), Action: rules.ToTable, Table: 10}, true); err != nil {
+				b.Fatal(err)
+			}
 			x.Commit()
 			keys := make([]decide.Key, decide.MaxBatch)
 			for i := range keys {

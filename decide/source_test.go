@@ -83,7 +83,9 @@ func TestSourceSelection(t *testing.T) {
 	}
 	// with no address at all, not even ::1, there is none
 	r, ls := newRouter(t, 1)
-	r.DelAddr(r.Lo, netip.MustParsePrefix("::1/128"))
+	if _, err := r.DelAddr(r.Lo, netip.MustParsePrefix("::1/128")); err != nil {
+		t.Fatal(err)
+	}
 	if a, ok := r.Decider.SourceFor(netip.MustParseAddr("2001:db8::1"), ls[0].Index); ok {
 		t.Errorf("a source %s from no address", a)
 	}

@@ -8,6 +8,6 @@
 // remembers what it installed, so a new session replaces the last one's
 // routes by mark and sweep, without a moment where they are missing.
 //
-// feed imports router, fib6 and nexthop; nothing of ours imports it but
-// control (to print it) and the binary (to start it).
+// feed imports router, fib6 and nexthop; it is imported by control (to
+// print it), metrics (to report it) and the binary (to start it).
 package feed

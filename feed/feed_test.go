@@ -272,10 +272,12 @@ func TestFPMSessions(t *testing.T) {
 	main := func() int { return len(routes(r, fib6.TableMain)) }
 
 	c := dial(t, f)
-	c.Write(slices.Concat(nh, frame(rt("2001:db8:a::/48"), rt("2001:db8:b::/48")), frame(rt("2001:db8:c::/48"))))
+	if _, err := c.Write(slices.Concat(nh, frame(rt("2001:db8:a::/48"), rt("2001:db8:b::/48")), frame(rt("2001:db8:c::/48")))); err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, "3 routes", func() bool { return main() == 3 })
 	waitFor(t, "the first session to settle", func() bool { return f.Status().Settled })
-	c.Close() // zebra goes away: the routes stay
+	_ = c.Close() // zebra goes away: the routes stay
 	waitFor(t, "the session to end", func() bool { return !f.Status().Connected })
 	time.Sleep(2 * settle)
 	if main() != 3 {
@@ -286,9 +288,13 @@ func TestFPMSessions(t *testing.T) {
 	// settles, and the others never leave meanwhile.
 	c = dial(t, f)
 	replayed := time.Now()
-	c.Write(slices.Concat(nh, frame(rt("2001:db8:a::/48"))))
+	if _, err := c.Write(slices.Concat(nh, frame(rt("2001:db8:a::/48")))); err != nil {
+		t.Fatal(err)
+	}
 	time.Sleep(settle / 4)
-	c.Write(frame(rt("2001:db8:b::/48")))
+	if _, err := c.Write(frame(rt("2001:db8:b::/48"))); err != nil {
+		t.Fatal(err)
+	}
 	for deadline := time.Now().Add(5 * time.Second); main() != 2; time.Sleep(time.Millisecond) {
 		if main() < 2 || time.Now().After(deadline) {
 			t.Fatalf("during the replay: %q", routes(r, fib6.TableMain))
@@ -304,8 +310,10 @@ func TestFPMSessions(t *testing.T) {
 
 	// Cut mid-frame: nothing of the frame.
 	d := frame(rt("2001:db8:d::/48"))
-	c.Write(d[:len(d)-3])
-	c.Close()
+	if _, err := c.Write(d[:len(d)-3]); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Close()
 	waitFor(t, "the session to end", func() bool { return !f.Status().Connected })
 	if main() != 2 {
 		t.Fatalf("a frame cut short was applied: %q", routes(r, fib6.TableMain))
@@ -316,9 +324,11 @@ func TestFPMSessions(t *testing.T) {
 	c = dial(t, f)
 	badFrame := frame(rt("2001:db8:f::/48"))
 	badFrame[0] = 9
-	c.Write(slices.Concat(frame(rt("2001:db8:e::/48")), badFrame))
+	if _, err := c.Write(slices.Concat(frame(rt("2001:db8:e::/48")), badFrame)); err != nil {
+		t.Fatal(err)
+	}
 	buf := make([]byte, 1)
-	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if _, err := c.Read(buf); err == nil {
 		t.Fatal("the connection stayed open after a malformed frame")
 	}
@@ -330,8 +340,8 @@ func TestFPMSessions(t *testing.T) {
 	old := dial(t, f)
 	waitFor(t, "the first connection", func() bool { return f.Connects.Load() == 4 })
 	c = dial(t, f)
-	defer c.Close()
-	old.SetReadDeadline(time.Now().Add(5 * time.Second))
+	defer func() { _ = c.Close() }()
+	_ = old.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if _, err := old.Read(buf); err == nil {
 		t.Fatal("the lingering connection was not closed")
 	}
@@ -378,7 +388,9 @@ func TestZebraCapture(t *testing.T) {
 	}
 	r := router.New()
 	l, _ := r.AddDummy("d0", 1500)
-	r.SetUp(l, true)
+	if err := r.SetUp(l, true); err != nil {
+		t.Fatal(err)
+	}
 	ap := NewApplier(r, func(int32) int32 { return l.Index }) // every interface of the capture is d0
 	msgs := mustDecode(t, b)
 	live := map[netip.Prefix]uint32{}

@@ -85,10 +85,10 @@ func (f *FPM) Close() {
 	f.mu.Lock()
 	f.closed = true
 	if f.conn != nil {
-		f.conn.Close()
+		_ = f.conn.Close() // ends the session's read, which reports how it ended
 	}
 	f.mu.Unlock()
-	f.ln.Close()
+	_ = f.ln.Close() // ends accept's loop; a listener has nothing to flush
 	f.sessions.Wait()
 }
 
@@ -101,13 +101,13 @@ func (f *FPM) accept() {
 		f.mu.Lock()
 		if f.closed {
 			f.mu.Unlock()
-			c.Close()
+			_ = c.Close() // a connection that came after Close: never read
 			return
 		}
 		if f.conn != nil {
 			log.Printf("fpm %s: replaced by %s: closing the connection", f.peer, c.RemoteAddr())
 			f.Replaced.Add(1)
-			f.conn.Close()
+			_ = f.conn.Close() // its session ends on the read this cuts short
 		}
 		f.conn, f.peer, f.since, f.settled = c, c.RemoteAddr().String(), time.Now(), false
 		// The session begins here, in the order the connections came: begun
@@ -145,7 +145,7 @@ func (f *FPM) session(c net.Conn, sess Session) {
 	settle.Stop()
 	defer func() {
 		settle.Stop()
-		c.Close()
+		_ = c.Close() // the session is over, however it ended; nothing is written to zebra
 		f.mu.Lock()
 		if f.conn == c {
 			f.conn = nil

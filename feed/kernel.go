@@ -40,7 +40,11 @@ func MirrorTable(r *router.Router, id uint32) (*TableMirror, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.SetReceiveBufferSize(8<<20, true) // a full table's worth of notifications in a burst
+	// A full table's worth of notifications in a burst. Without it an
+	// overrun makes the mirror resync, so a refusal costs time, not routes.
+	if err := s.SetReceiveBufferSize(8<<20, true); err != nil {
+		log.Printf("table mirror %d: receive buffer: %v", id, err)
+	}
 	m := &TableMirror{Table: id, Applier: NewApplier(r, r.LinkOfKernel), sock: s}
 	if err := m.resync(); err != nil {
 		s.Close()

@@ -133,7 +133,9 @@ func (a *Applier) putNexthop(n *NexthopMsg) error {
 		// An id reused for what the registry does not replace in place
 		// (a group where a nexthop was: zebra's ids after it restarted).
 		a.commit()
-		a.r.DeleteNexthop(s.ID)
+		if err := a.r.DeleteNexthop(s.ID); err != nil {
+			return err
+		}
 		if _, err := a.r.Nexthops.Add(s, false); err != nil {
 			return err
 		}

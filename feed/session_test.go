@@ -39,8 +39,10 @@ func TestFPMRepeats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	c.Write(chunk)
+	defer func() { _ = c.Close() }()
+	if _, err := c.Write(chunk); err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, "the first routes", func() bool { return ap.Stats.Messages.Load() == perWrite })
 	before := heapInUse()
 	start := time.Now()
@@ -80,15 +82,19 @@ func TestSweepCountsRoutes(t *testing.T) {
 	for i := 0; i < 200; i++ {
 		all = append(all, rt(i)...)
 	}
-	a.Write(all)
+	if _, err := a.Write(all); err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, "session A's 200 routes", func() bool { return main() == 200 })
-	a.Close()
+	_ = a.Close()
 	waitFor(t, "session A to end", func() bool { return !f.Status().Connected })
 
 	b := dial(t, f)
-	defer b.Close()
+	defer func() { _ = b.Close() }()
 	began := time.Now()
-	b.Write(slices.Repeat(rt(0), 200))
+	if _, err := b.Write(slices.Repeat(rt(0), 200)); err != nil {
+		t.Fatal(err)
+	}
 	for time.Since(began) < hold-2*settle {
 		if n := main(); n != 200 {
 			t.Fatalf("%v after session B began (200 repeats of one route): %d routes, want A's 200 until the hold", time.Since(began), n)
@@ -117,14 +123,16 @@ func TestNewestSessionStays(t *testing.T) {
 	}
 	for i := 0; i < 500; i++ { // connections that come and go at once
 		c := dial(t, f)
-		c.Close()
+		_ = c.Close()
 	}
 	for i := 0; i < 100; i++ {
 		a, b := dial(t, f), dial(t, f)
 		p := fmt.Sprintf("2001:db8:%x::/48", 0x100+i)
 		x := newRoute(p)
 		x.gw, x.oif = gw1, kidx
-		b.Write(frame(x.encode(unix.RTM_NEWROUTE, unix.NLM_F_CREATE|unix.NLM_F_REPLACE)))
+		if _, err := b.Write(frame(x.encode(unix.RTM_NEWROUTE, unix.NLM_F_CREATE|unix.NLM_F_REPLACE))); err != nil {
+			t.Fatal(err)
+		}
 		for deadline := time.Now().Add(2 * time.Second); !has(p); time.Sleep(time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatalf("trial %d: the newest connection's route was not installed (status %+v)", i, f.Status())
@@ -133,8 +141,8 @@ func TestNewestSessionStays(t *testing.T) {
 		if st := f.Status(); !st.Connected || st.Peer != b.LocalAddr().String() {
 			t.Fatalf("trial %d: status %+v, want connected to the newest, %s", i, st, b.LocalAddr())
 		}
-		a.Close()
-		b.Close()
+		_ = a.Close()
+		_ = b.Close()
 	}
 	if n := f.Replaced.Load(); n < 100 {
 		t.Errorf("%d connections counted as replaced, want at least 100", n)
@@ -259,7 +267,9 @@ func TestInstalledCount(t *testing.T) {
 	if n, _ := ap.Owned(); n != 19 || len(routes(r, fib6.TableMain)) != 19 {
 		t.Fatalf("after a delete by gateway: installed %d, %d in main", n, len(routes(r, fib6.TableMain)))
 	}
-	r.DeleteNexthop(5) // a user's `nexthop del id 5`: its 10 routes go with it
+	if err := r.DeleteNexthop(5); err != nil {
+		t.Fatal(err)
+	} // a user's `nexthop del id 5`: its 10 routes go with it
 	s := ap.Begin()
 	if n, _ := ap.Owned(); n != 9 {
 		t.Errorf("installed when the next session begins: %d, want the 9 left", n)

@@ -54,7 +54,9 @@ func TestFeedStress(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			c.Write(nhs)
+			if _, err := c.Write(nhs); err != nil {
+				t.Error(err)
+			}
 			for k := 0; k < 20; k++ {
 				var b []byte
 				for j := 0; j < 50; j++ {
@@ -68,13 +70,17 @@ func TestFeedStress(t *testing.T) {
 				}
 				if rnd.IntN(10) == 0 {
 					b = b[:len(b)-3] // cut mid-frame
-					c.Write(b)
+					if _, err := c.Write(b); err != nil {
+						t.Error(err)
+					}
 					break
 				}
-				c.Write(b)
+				if _, err := c.Write(b); err != nil {
+					t.Error(err)
+				}
 			}
 			if rnd.IntN(3) > 0 {
-				c.Close()
+				_ = c.Close()
 			} // else left open: the next connection replaces it
 		}
 	}()
@@ -94,12 +100,18 @@ func TestFeedStress(t *testing.T) {
 			x := r.Tables.Main().Begin()
 			rt := fib6.Route{Dst: user(n % 64)}
 			rt.Metric, rt.Type, rt.Proto, rt.Object = 1024, fib6.Unicast, fib6.ProtoStatic, r.Nexthops.Get(1000)
-			x.Replace(rt)
+			if err := x.Replace(rt); err != nil {
+				t.Error(err)
+			}
 			x.Commit()
 			s := userNh
 			s.ID = 1001
-			r.Nexthops.Add(s, true)
-			r.DeleteNexthop(1001)
+			if _, err := r.Nexthops.Add(s, true); err != nil {
+				t.Error(err)
+			}
+			if err := r.DeleteNexthop(1001); err != nil {
+				t.Error(err)
+			}
 		}
 	}()
 	go func() { // readers
@@ -126,14 +138,16 @@ func TestFeedStress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	var b []byte
 	want := map[string]bool{}
 	for i := 0; i < 400; i += 3 {
 		b = append(b, frame(route(i, 12))...)
 		want[prefix(i)] = true
 	}
-	c.Write(slices.Concat(nhs, b))
+	if _, err := c.Write(slices.Concat(nhs, b)); err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, "the last session to settle", func() bool { return f.Status().Settled })
 	got, users := map[string]bool{}, 0
 	r.Tables.Main().Dump(fib6.Filter{}, func(rt fib6.Route) bool {

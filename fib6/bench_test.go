@@ -255,7 +255,9 @@ func BenchmarkLookupUnderWrites(b *testing.B) {
 					if x.Add(Route{Dst: p, Attrs: benchRoute}) == nil {
 						x.Commit()
 						x = t.Begin()
-						x.Delete(Match{Dst: p})
+						if _, err := x.Delete(Match{Dst: p}); err != nil {
+							b.Error(err)
+						}
 					}
 					x.Commit()
 				}

@@ -1,7 +1,6 @@
 package fib6
 
 import (
-	"fmt"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -90,7 +89,9 @@ func TestStress(t *testing.T) {
 			p := netip.PrefixFrom(netip.AddrFrom16([16]byte{0x20, byte(i % 4), byte(i * 37), byte(i % 64), 0x80, byte(i)}), 64)
 			x := tab.Begin()
 			if x.Add(Route{Dst: p, Attrs: version(0)}) == nil && i%2 == 0 {
-				x.Delete(Match{Dst: p})
+				if _, err := x.Delete(Match{Dst: p}); err != nil {
+					t.Error(err)
+				}
 			}
 			x.Commit()
 		}
@@ -106,7 +107,10 @@ func TestStress(t *testing.T) {
 			}
 			p := netip.PrefixFrom(netip.AddrFrom16([16]byte{0x20, 1, byte(i)}), 24)
 			x := other.Begin()
-			x.Replace(Route{Dst: p, Attrs: version(i)})
+			// version(0) is no route (no device): start at 1
+			if err := x.Replace(Route{Dst: p, Attrs: version(i + 1)}); err != nil {
+				t.Error(err)
+			}
 			x.Commit()
 			other.Lookup(p.Addr(), netip.Addr{})
 		}
@@ -139,5 +143,5 @@ func TestStress(t *testing.T) {
 	if err := tab.trie.checkInvariants(); err != nil {
 		t.Fatal(err)
 	}
-	t.Log(fmt.Sprintf("%d consistent reads", seen.Load()))
+	t.Logf("%d consistent reads", seen.Load())
 }

@@ -383,7 +383,7 @@ func ExampleTable_Dump() {
 	ts := NewTables()
 	x := ts.Main().Begin()
 	for _, p := range []string{"2001:db8:1::/48", "2001:db8::/32", "2001:db8::/48"} {
-		x.Add(Route{Dst: netip.MustParsePrefix(p), Attrs: Attrs{Metric: DefaultMetric, Nexthop: nexthop.Nexthop{Link: 1}}})
+		_ = x.Add(Route{Dst: netip.MustParsePrefix(p), Attrs: Attrs{Metric: DefaultMetric, Nexthop: nexthop.Nexthop{Link: 1}}})
 	}
 	x.Commit()
 	ts.Main().Dump(Filter{}, func(r Route) bool { fmt.Println(r.Dst, r.Metric); return true })
@@ -416,11 +416,15 @@ func TestECMP(t *testing.T) {
 	if err := x.Append(Route{Dst: dst, Attrs: Attrs{Metric: 10, Nexthop: nexthop.Nexthop{Link: 1, Gateway: gw(2)}}}); !errors.Is(err, syscall.EEXIST) {
 		t.Errorf("a path twice: %v", err)
 	}
-	x.Append(Route{Dst: dst, Attrs: Attrs{Metric: 20, Nexthop: nexthop.Nexthop{Link: 2}}})
+	if err := x.Append(Route{Dst: dst, Attrs: Attrs{Metric: 20, Nexthop: nexthop.Nexthop{Link: 2}}}); err != nil {
+		t.Fatal(err)
+	}
 	other := netip.MustParsePrefix("2001:db9::/32")
-	x.Add(Route{Dst: other, Attrs: Attrs{Metric: 10, Group: nexthop.NewGroup([]nexthop.Member{
+	if err := x.Add(Route{Dst: other, Attrs: Attrs{Metric: 10, Group: nexthop.NewGroup([]nexthop.Member{
 		{Nexthop: nexthop.Nexthop{Link: 1, Gateway: gw(1)}, Weight: 1}, {Nexthop: nexthop.Nexthop{Link: 1, Gateway: gw(2)}, Weight: 1},
-		{Nexthop: nexthop.Nexthop{Link: 1, Gateway: gw(3)}, Weight: 1}})}})
+		{Nexthop: nexthop.Nexthop{Link: 1, Gateway: gw(3)}, Weight: 1}})}}); err != nil {
+		t.Fatal(err)
+	}
 	x.Commit()
 	if tab.Len() != 3 {
 		t.Errorf("%d routes, want 3 (one multipath of 3 paths, one plain, one more multipath)", tab.Len())
@@ -449,13 +453,17 @@ func TestECMP(t *testing.T) {
 		t.Errorf("oif 2 lookup found %+v", only)
 	}
 	x = tab.Begin()
-	x.Delete(Match{Dst: dst, Gateway: gw(2)})
+	if _, err := x.Delete(Match{Dst: dst, Gateway: gw(2)}); err != nil {
+		t.Fatal(err)
+	}
 	x.Commit()
 	if p := tab.Lookup(a, netip.Addr{}); p.Group == nil || p.Group.Len() != 2 || p.Group.Member(1).Gateway != gw(3) {
 		t.Errorf("after deleting one path: %+v", p)
 	}
 	x = tab.Begin()
-	x.Delete(Match{Dst: dst, Gateway: gw(1)})
+	if _, err := x.Delete(Match{Dst: dst, Gateway: gw(1)}); err != nil {
+		t.Fatal(err)
+	}
 	x.Commit()
 	if p := tab.Lookup(a, netip.Addr{}); p.Group != nil || p.Nexthop.Gateway != gw(3) || tab.Len() != 3 {
 		t.Errorf("one path left: %+v", p)
@@ -481,9 +489,13 @@ func TestLinkChanged(t *testing.T) {
 	mp := netip.MustParsePrefix("2001:db8:1::/48")
 	plain := netip.MustParsePrefix("2001:db8:2::/48")
 	x := tab.Begin()
-	x.Add(Route{Dst: mp, Attrs: Attrs{Metric: 1024, Group: nexthop.NewGroup([]nexthop.Member{
-		{Nexthop: nexthop.Nexthop{Link: 1, Gateway: gw(1)}, Weight: 1}, {Nexthop: nexthop.Nexthop{Link: 2, Gateway: gw(2)}, Weight: 2}})}})
-	x.Add(Route{Dst: plain, Attrs: Attrs{Metric: 1024, Nexthop: nexthop.Nexthop{Link: 2, Gateway: gw(2)}}})
+	if err := x.Add(Route{Dst: mp, Attrs: Attrs{Metric: 1024, Group: nexthop.NewGroup([]nexthop.Member{
+		{Nexthop: nexthop.Nexthop{Link: 1, Gateway: gw(1)}, Weight: 1}, {Nexthop: nexthop.Nexthop{Link: 2, Gateway: gw(2)}, Weight: 2}})}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Add(Route{Dst: plain, Attrs: Attrs{Metric: 1024, Nexthop: nexthop.Nexthop{Link: 2, Gateway: gw(2)}}}); err != nil {
+		t.Fatal(err)
+	}
 	x.Commit()
 	change := func(ev LinkEvent) {
 		x := tab.Begin()
@@ -520,8 +532,12 @@ func TestExpire(t *testing.T) {
 	tab := newTable(100, nil)
 	x := tab.Begin()
 	dst := netip.MustParsePrefix("2001:db8:1::/48")
-	x.Add(Route{Dst: dst, Attrs: Attrs{Metric: 1, Nexthop: nexthop.Nexthop{Link: 1}, Expires: 1000}})
-	x.Add(Route{Dst: dst, Attrs: Attrs{Metric: 2, Nexthop: nexthop.Nexthop{Link: 1}}})
+	if err := x.Add(Route{Dst: dst, Attrs: Attrs{Metric: 1, Nexthop: nexthop.Nexthop{Link: 1}, Expires: 1000}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Add(Route{Dst: dst, Attrs: Attrs{Metric: 2, Nexthop: nexthop.Nexthop{Link: 1}}}); err != nil {
+		t.Fatal(err)
+	}
 	x.Commit()
 	if !tab.Expiring() {
 		t.Fatal("a route with an expiry time, and the table says none")

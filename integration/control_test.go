@@ -40,7 +40,9 @@ func TestDaemonCLI(t *testing.T) {
 	check([]string{"-foo", "route"}, "", "Option \"-foo\" is unknown, try \"ip -help\".\n", 255)
 
 	batch := filepath.Join(t.TempDir(), "routes.batch")
-	os.WriteFile(batch, []byte("route add 2001:db8:10::/48 dev d0\nroute add 2001:db8:10::/48 dev d0\nroute add 2001:db8:11::/48 dev d0\n"), 0o644)
+	if err := os.WriteFile(batch, []byte("route add 2001:db8:10::/48 dev d0\nroute add 2001:db8:10::/48 dev d0\nroute add 2001:db8:11::/48 dev d0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	check([]string{"-batch", batch}, "", "RTNETLINK answers: File exists\nCommand failed "+batch+":2\n", 1)
 	check([]string{"route", "show", "root", "2001:db8:10::/47"}, "2001:db8:10::/48 dev d0 metric 1024 pref medium\n", "", 0)
 	check([]string{"-force", "-batch", batch}, "", "RTNETLINK answers: File exists\nCommand failed "+batch+":1\nRTNETLINK answers: File exists\nCommand failed "+batch+":2\n", 1)
@@ -76,7 +78,9 @@ func TestDaemonCLI(t *testing.T) {
 func TestConfigError(t *testing.T) {
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "bad.conf")
-	os.WriteFile(conf, []byte("link add d0 type dummy\nroute add 2001:db8::/32 dev d0\n"), 0o644)
+	if err := os.WriteFile(conf, []byte("link add d0 type dummy\nroute add 2001:db8::/32 dev d0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	_, errs, st := runCmd(urouter, "daemon", "--socket", filepath.Join(dir, "s"), "--config", conf)
 	if st == 0 || !strings.Contains(errs, "Error: Nexthop device is not up.") || !strings.Contains(errs, "Command failed "+conf+":2") {
 		t.Errorf("bad config: %d %q", st, errs)
@@ -86,9 +90,11 @@ func TestConfigError(t *testing.T) {
 func runWithStdin(t *testing.T, stdin, name string, args ...string) int {
 	t.Helper()
 	f := filepath.Join(t.TempDir(), "stdin")
-	os.WriteFile(f, []byte(stdin), 0o644)
+	if err := os.WriteFile(f, []byte(stdin), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	in, _ := os.Open(f)
-	defer in.Close()
+	defer func() { _ = in.Close() }()
 	_, errs, st := runCmdIn(in, name, args...)
 	if st != 0 {
 		t.Log(errs)
@@ -124,22 +130,27 @@ func TestClientThatDoesNotRead(t *testing.T) {
 		b.WriteString("route add 2001:db8:5::/48 dev d0\n") // File exists
 	}
 	f := filepath.Join(t.TempDir(), "F")
-	os.WriteFile(f, []byte(b.String()), 0o644)
+	if err := os.WriteFile(f, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	hostile := exec.Command("sh", "-c", urouter+" --socket "+d.sock+" -force -batch "+f+" 2>&1 | sleep 30")
 	hostile.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := hostile.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() {
-		syscall.Kill(-hostile.Process.Pid, syscall.SIGKILL)
-		hostile.Wait()
+		_ = syscall.Kill(-hostile.Process.Pid, syscall.SIGKILL)
+		_ = hostile.Wait()
 	}()
 	time.Sleep(500 * time.Millisecond) // its answers fill the pipe and the socket
 	for i := 10; i < 30; i++ {
 		during = max(during, add(i))
 	}
 	t.Logf("the slowest route add (a client process each): %v before, %v while a client did not read", before, during)
-	if during > before+20*time.Millisecond {
+	// against the same test's baseline: a client process takes tens of
+	// milliseconds on a loaded machine; a lock held on the hostile client
+	// would take until it is killed
+	if during > max(2*before, before+50*time.Millisecond) {
 		t.Errorf("route adds took up to %v while a client did not read, %v before", during, before)
 	}
 	for {

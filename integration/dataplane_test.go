@@ -211,21 +211,26 @@ func TestMalformed(t *testing.T) {
 func inNetns(t *testing.T, ns string, f func()) {
 	t.Helper()
 	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	orig, err := netns.Get()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer orig.Close()
+	defer func() { _ = orig.Close() }()
 	h, err := netns.GetFromName(ns)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer h.Close()
+	defer func() { _ = h.Close() }()
 	if err := netns.Set(h); err != nil {
 		t.Fatal(err)
 	}
-	defer netns.Set(orig)
+	defer func() {
+		// a thread that cannot go back stays locked, so the runtime ends it
+		// with this goroutine rather than run others in ns
+		if err := netns.Set(orig); err == nil {
+			runtime.UnlockOSThread()
+		}
+	}()
 	f()
 }
 
@@ -245,7 +250,7 @@ func rawSender(t *testing.T, ns, dev string) func([]byte) {
 			t.Fatal(err)
 		}
 	})
-	t.Cleanup(func() { unix.Close(fd) })
+	t.Cleanup(func() { _ = unix.Close(fd) })
 	return func(p []byte) {
 		sa := &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_IPV6), Ifindex: ifi.Index}
 		if err := unix.Sendto(fd, p, 0, sa); err != nil {
@@ -283,16 +288,20 @@ func capture(t *testing.T, ns, dev string, keep func(p []byte) bool) func(n int,
 		if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_IPV6), Ifindex: ifi.Index}); err != nil {
 			t.Fatal(err)
 		}
-		unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 16<<20)
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 16<<20); err != nil {
+			t.Fatal(err)
+		}
 	})
-	t.Cleanup(func() { unix.Close(fd) })
+	t.Cleanup(func() { _ = unix.Close(fd) })
 	return func(n int, wait time.Duration) [][]byte {
 		var got [][]byte
 		deadline := time.Now().Add(wait)
 		buf := make([]byte, 65536)
 		for len(got) < n && time.Now().Before(deadline) {
 			tv := unix.NsecToTimeval(int64(time.Until(deadline)))
-			unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
+			if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+				t.Fatal(err)
+			}
 			m, from, err := unix.Recvfrom(fd, buf, 0)
 			if err != nil {
 				continue

@@ -99,7 +99,9 @@ func leaveBy(t *testing.T, l *lab, flows []udpFlow, routeGet func(udpFlow) strin
 		batch.WriteString(routeGet(f) + "\n")
 	}
 	file := filepath.Join(t.TempDir(), "gets")
-	os.WriteFile(file, []byte(batch.String()), 0o644)
+	if err := os.WriteFile(file, []byte(batch.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	out, e, st := l.d.run("-6", "-batch", file)
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	if st != 0 || len(lines) != len(flows) {

@@ -61,7 +61,7 @@ func BenchmarkBGPFullTable(b *testing.B) {
 		}
 		tick.Stop()
 		close(done)
-		h.Close()
+		_ = h.Close()
 		b.ReportMetric(urouterDone.Seconds(), "urouter-s")
 		b.ReportMetric(kernelDone.Seconds(), "kernel-s")
 		b.ReportMetric(urouterDone.Seconds()/kernelDone.Seconds(), "urouter/kernel")

@@ -65,7 +65,9 @@ func newFRRLab(t testing.TB, n int, kernelOnly bool, announce ...[]string) *frrL
 	l := &frrLab{t: t, r: newNetns(t, "uro-fr"), h: newNetns(t, "uro-fh"), n: n, dir: t.TempDir(),
 		withdrawn: map[int]bool{}, kernelOnly: kernelOnly}
 	copy(l.announce[:], announce)
-	os.Chmod(l.dir, 0o755)
+	if err := os.Chmod(l.dir, 0o755); err != nil { // FRR's daemons drop to user frr
+		t.Fatal(err)
+	}
 	for i := range l.p {
 		l.p[i] = newNetns(t, fmt.Sprintf("uro-fp%d", i+1))
 	}
@@ -155,7 +157,7 @@ func (l *frrLab) frr(name string, extra ...string) *proc {
 // interfaces yet), which they never send again.
 func (l *frrLab) startZebra() {
 	zserv := filepath.Join(l.dir, "zserv.api")
-	os.Remove(zserv) // a killed zebra's
+	_ = os.Remove(zserv) // a killed zebra's
 	if l.kernelOnly {
 		l.zebra = l.frr("zebra")
 	} else {
@@ -299,8 +301,8 @@ func TestFRR(t *testing.T) {
 	waitUntil(t, "the withdrawn prefix to go", func() bool { return !strings.Contains(l.urouterRoutes(), prefixOf(7)) })
 
 	// zebra killed: forwarding stays; a prefix goes while it is away.
-	l.zebra.cmd.Process.Kill()
-	l.zebra.cmd.Wait()
+	_ = l.zebra.cmd.Process.Kill()
+	_ = l.zebra.cmd.Wait()
 	waitUntil(t, "FPM to see zebra go", func() bool {
 		o, _, _ := l.d.run("fpm", "show")
 		return strings.Contains(o, "disconnected")
@@ -318,8 +320,8 @@ func TestFRR(t *testing.T) {
 	}
 	// bgpd restarts with zebra: FRR 8.4's bgpd does not send a restarted
 	// zebra its multipath routes again.
-	l.bgpd.cmd.Process.Kill()
-	l.bgpd.cmd.Wait()
+	_ = l.bgpd.cmd.Process.Kill()
+	_ = l.bgpd.cmd.Wait()
 	l.startZebra()
 	l.bgpd = l.frr("bgpd")
 	waitUntil(t, "zebra's new session", func() bool {

@@ -29,7 +29,9 @@ func TestMain(m *testing.M) {
 		// A race-built client sleeps a second at exit by default (for
 		// other goroutines' reports): a poll of the daemon would measure
 		// that. Races are reported as they are found either way.
-		os.Setenv("GORACE", "atexit_sleep_ms=0")
+		if err := os.Setenv("GORACE", "atexit_sleep_ms=0"); err != nil {
+			panic(err)
+		}
 	}
 	args := []string{"build", "-o", urouter}
 	if raceBuild {
@@ -42,7 +44,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }
 
@@ -126,13 +128,13 @@ func (d *daemon) stop() {
 // stopGroup ends a started command's process group: SIGTERM, then
 // SIGKILL after grace.
 func stopGroup(cmd *exec.Cmd, grace time.Duration) {
-	syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
+	go func() { _ = cmd.Wait(); close(done) }() // the exit status of a daemon told to stop is not the test's
 	select {
 	case <-done:
 	case <-time.After(grace):
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-done
 	}
 }
@@ -175,8 +177,8 @@ func newNetns(t testing.TB, name string) string {
 		if out, _, _ := runCmd("ip", "netns", "pids", name); out != "" {
 			for _, p := range strings.Fields(out) {
 				var pid int
-				fmt.Sscan(p, &pid)
-				syscall.Kill(pid, syscall.SIGKILL)
+				_, _ = fmt.Sscan(p, &pid)
+				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}
 		}
 		runCmd("ip", "netns", "del", name)

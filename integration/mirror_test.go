@@ -141,7 +141,9 @@ func TestKernelMirror(t *testing.T) {
 			} `json:"sum_received"`
 		} `json:"end"`
 	}
-	json.Unmarshal([]byte(o), &res)
+	if err := json.Unmarshal([]byte(o), &res); err != nil {
+		t.Fatalf("iperf3 -J: %v", err)
+	}
 	t.Logf("iperf3 host -> kernel through the mirror: %.2f Gbit/s", res.End.SumReceived.BitsPerSecond/1e9)
 	if res.End.SumReceived.BitsPerSecond < 1e6 {
 		t.Fatalf("iperf3 moved %.0f bit/s", res.End.SumReceived.BitsPerSecond)
@@ -245,18 +247,26 @@ func TestTableMirror(t *testing.T) {
 			obj, kernel = kernel[0], kernel[1:]
 		}
 		mustRun(t, "ip", append([]string{"-n", l.r, "-6", obj}, kernel...)...)
+		// A poll is a client process, slow on a loaded machine: what the
+		// router certainly took is when the last poll that missed the
+		// change began, not when the one that saw it ended.
 		start := time.Now()
-		for show() != want {
-			if time.Since(start) > 2*time.Second {
+		var missed time.Duration
+		for {
+			began := time.Since(start)
+			if show() == want {
+				break
+			}
+			missed = began
+			if began > 2*time.Second {
 				t.Fatalf("%s: urouter's table 100 is\n%s\nwant\n%s", what, show(), want)
 			}
 			time.Sleep(2 * time.Millisecond)
 		}
-		d := time.Since(start)
-		if d > 100*time.Millisecond {
-			t.Errorf("%s: followed in %v (want within 100 ms)", what, d)
+		if missed > 100*time.Millisecond {
+			t.Errorf("%s: not yet followed %v after the change (want within 100 ms)", what, missed)
 		}
-		slowest = max(slowest, d)
+		slowest = max(slowest, time.Since(start))
 	}
 	bh := "blackhole 2001:db8:e0::/48 dev lo metric 1024 pref medium\n"
 	waitUntil(t, "the first dump", func() bool { return show() == bh })
@@ -368,14 +378,16 @@ func scrape(t *testing.T, ns, addr string) map[string]*dto.MetricFamily {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer conn.Close()
-		conn.SetDeadline(time.Now().Add(5 * time.Second))
-		fmt.Fprint(conn, "GET /metrics HTTP/1.0\r\nHost: urouter\r\n\r\n")
+		defer func() { _ = conn.Close() }()
+		_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := fmt.Fprint(conn, "GET /metrics HTTP/1.0\r\nHost: urouter\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
 		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
 			t.Fatalf("/metrics: %s %s", resp.Status, resp.Header.Get("Content-Type"))
 		}

@@ -33,7 +33,9 @@ func TestOSPF(t *testing.T) {
 		"address add 2001:db8:e1::1/64 dev lan1", "address add 2001:db8:e2::1/64 dev lan2",
 		"link set lan1 mirror km1", "link set lan2 mirror km2")
 	l := &frrLab{t: t, r: r, dir: t.TempDir(), d: d}
-	os.Chmod(l.dir, 0o755)
+	if err := os.Chmod(l.dir, 0o755); err != nil { // FRR's daemons drop to user frr
+		t.Fatal(err)
+	}
 	files := map[string]string{
 		"zebra.conf": "hostname uro-or\nfpm address 127.0.0.1 port 2620\n",
 		"ospf6d.conf": "hostname uro-or\ninterface km1\n ipv6 ospf6 area 0.0.0.0\n ipv6 ospf6 network broadcast\n" +

@@ -143,7 +143,7 @@ func perFlow(stdout, stderr string, n int) []string {
 	for _, l := range strings.Split(stderr, "\n") {
 		if i := strings.LastIndex(l, ":"); strings.HasPrefix(l, "Command failed ") && i > 0 {
 			var line int
-			fmt.Sscan(l[i+1:], &line)
+			_, _ = fmt.Sscan(l[i+1:], &line)
 			if f := (line - 1) / 2; f < n {
 				ans[f] += strings.Join(msg, "\n")
 			}

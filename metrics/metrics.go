@@ -3,8 +3,8 @@
 // nexthops, neighbours, rules, route feeds) when it is scraped, so nothing
 // is added to the packet path, and the HTTP server that serves /metrics.
 //
-// metrics imports router, dataplane, fib6, neigh and feed; only the binary
-// imports it.
+// metrics imports router, fib6 and feed (the links' and neighbours'
+// counters come through router); only the binary imports it.
 package metrics
 
 import (

@@ -25,8 +25,12 @@ func TestMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.SetUp(l, true)
-	r.AddAddr(l, netip.MustParsePrefix("2001:db8:1::1/64"))
+	if err := r.SetUp(l, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.AddAddr(l, netip.MustParsePrefix("2001:db8:1::1/64")); err != nil {
+		t.Fatal(err)
+	}
 	ap := feed.NewApplier(r, r.LinkOfKernel)
 	f, err := feed.ListenFPM("127.0.0.1:0", ap, feed.Timers{})
 	if err != nil {
@@ -41,13 +45,13 @@ func TestMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 	resp, err := http.Get("http://" + s.Addr().String() + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := p.TextToMetricFamilies(strings.NewReader(string(body)))
 	if err != nil {

@@ -102,7 +102,9 @@ func BenchmarkSelect(b *testing.B) {
 	r := NewRegistry(func() int64 { return 0 })
 	for i := range ms {
 		ms[i] = Member{Nexthop: gw(byte(i + 1)), Weight: uint32(1 + i%4)}
-		r.Add(Spec{ID: uint32(i + 1), Nexthop: ms[i].Nexthop}, false)
+		if _, err := r.Add(Spec{ID: uint32(i + 1), Nexthop: ms[i].Nexthop}, false); err != nil {
+			b.Fatal(err)
+		}
 		es[i] = Entry{ID: uint32(i + 1), Weight: ms[i].Weight}
 	}
 	res, err := r.Add(Spec{ID: 100, Group: es, Type: ResilientType, Buckets: 128, BucketsSet: true}, false)

@@ -102,7 +102,9 @@ func TestRegistryLinkDown(t *testing.T) {
 	up := map[int32]bool{1: true, 2: true}
 	r, _ := newTestRegistry(t, 1, 2)
 	r.LinkUp = func(l int32) bool { return up[l] }
-	r.Add(Spec{ID: 10, Group: []Entry{{1, 1}, {2, 1}}}, false)
+	if _, err := r.Add(Spec{ID: 10, Group: []Entry{{1, 1}, {2, 1}}}, false); err != nil {
+		t.Fatal(err)
+	}
 	up[2] = false
 	if removed := r.RemoveOnLink(2); len(removed) != 1 || removed[0].ID() != 2 {
 		t.Errorf("removed %v", removed)
@@ -149,7 +151,9 @@ func TestResilient(t *testing.T) {
 		t.Errorf("weights 1/2/3 split flows %v", count)
 	}
 	c.ms += 1000
-	r.Delete(3)
+	if _, err := r.Delete(3); err != nil {
+		t.Fatal(err)
+	}
 	r.Upkeep()
 	c.ms++
 	r.Upkeep() // the clock the flows below stamp their buckets with
@@ -167,8 +171,12 @@ func TestResilient(t *testing.T) {
 
 	// 3 is back: nothing is idle (every bucket was used since it last
 	// moved), so no bucket moves until idle_timer (10 s) passes
-	r.Add(Spec{ID: 3, Nexthop: gw(3)}, false)
-	r.Add(Spec{ID: 13, Group: []Entry{{1, 1}, {2, 1}, {3, 1}}, Type: ResilientType}, true)
+	if _, err := r.Add(Spec{ID: 3, Nexthop: gw(3)}, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Add(Spec{ID: 13, Group: []Entry{{1, 1}, {2, 1}, {3, 1}}, Type: ResilientType}, true); err != nil {
+		t.Fatal(err)
+	}
 	c.ms += 5000
 	r.Upkeep()
 	stamp := func() {

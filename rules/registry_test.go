@@ -55,23 +55,35 @@ func TestDefaultPref(t *testing.T) {
 		t.Fatalf("defaults: %s", got)
 	}
 	for _, tb := range []uint32{10, 11, 12} {
-		add(t, g, lookup(tb), false)
+		if err := add(t, g, lookup(tb), false); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if got := list(g.Load()); got != "0:255 32763:12 32764:11 32765:10 32766:254" {
 		t.Errorf("three adds: %s", got)
 	}
 
 	g = NewRegistry(resolveTest, 1)
-	add(t, g, Rule{Pref: 100, Action: ToTable, Table: 100}, true)
-	add(t, g, lookup(10), false)
+	if err := add(t, g, Rule{Pref: 100, Action: ToTable, Table: 100}, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := add(t, g, lookup(10), false); err != nil {
+		t.Fatal(err)
+	}
 	if got := list(g.Load()); got != "0:255 99:10 100:100 32766:254" {
 		t.Errorf("below 100: %s", got)
 	}
 
 	g = NewRegistry(resolveTest, 1)
-	del(g, Selector{PrefSet: true}) // pref 0
-	add(t, g, lookup(10), false)
-	add(t, g, lookup(11), false)
+	if err := del(g, Selector{PrefSet: true}); err != nil {
+		t.Fatal(err)
+	} // pref 0
+	if err := add(t, g, lookup(10), false); err != nil {
+		t.Fatal(err)
+	}
+	if err := add(t, g, lookup(11), false); err != nil {
+		t.Fatal(err)
+	}
 	if got := list(g.Load()); got != "0:10 32765:11 32766:254" {
 		t.Errorf("without rule 0: %s", got)
 	}
@@ -82,8 +94,12 @@ func TestDefaultPref(t *testing.T) {
 	x := g.Begin()
 	x.DeleteWhere(func(r *Rule) bool { return r.Pref != 0 })
 	x.Commit()
-	add(t, g, lookup(10), false)
-	add(t, g, lookup(11), false)
+	if err := add(t, g, lookup(10), false); err != nil {
+		t.Fatal(err)
+	}
+	if err := add(t, g, lookup(11), false); err != nil {
+		t.Fatal(err)
+	}
 	if err := add(t, g, lookup(10), false); !errors.Is(err, syscall.EEXIST) {
 		t.Errorf("the same rule at 0 again: %v", err)
 	}
@@ -111,11 +127,15 @@ func TestDuplicates(t *testing.T) {
 		t.Errorf("another protocol: %v", err)
 	}
 	g = NewRegistry(resolveTest, 1)
-	add(t, g, Rule{Pref: 100, Action: ToTable, Table: 10}, true)
+	if err := add(t, g, Rule{Pref: 100, Action: ToTable, Table: 10}, true); err != nil {
+		t.Fatal(err)
+	}
 	if err := add(t, g, Rule{Pref: 100, Src: src, Action: ToTable, Table: 10}, true); err != nil {
 		t.Errorf("from %s after from all: %v (Linux takes it)", src, err)
 	}
-	add(t, g, Rule{Pref: 200, Action: Goto, Target: 300}, true)
+	if err := add(t, g, Rule{Pref: 200, Action: Goto, Target: 300}, true); err != nil {
+		t.Fatal(err)
+	}
 	if err := add(t, g, Rule{Pref: 200, Action: Goto, Target: 400}, true); !errors.Is(err, syscall.EEXIST) {
 		t.Errorf("another goto target: %v, want File exists", err)
 	}
@@ -141,8 +161,12 @@ func TestDuplicates(t *testing.T) {
 func TestDeleteSelects(t *testing.T) {
 	g := NewRegistry(resolveTest, 1)
 	a := netip.MustParsePrefix("2001:db8:1::/48")
-	add(t, g, Rule{Pref: 100, Src: a, Action: ToTable, Table: 10}, true)
-	add(t, g, Rule{Pref: 200, Src: a, Action: ToTable, Table: 20}, true)
+	if err := add(t, g, Rule{Pref: 100, Src: a, Action: ToTable, Table: 10}, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := add(t, g, Rule{Pref: 200, Src: a, Action: ToTable, Table: 20}, true); err != nil {
+		t.Fatal(err)
+	}
 	if err := del(g, Selector{Rule: Rule{Src: a}}); err != nil {
 		t.Fatal(err)
 	}
@@ -164,21 +188,31 @@ func TestDeleteSelects(t *testing.T) {
 // preference; while there is none it is unresolved, and skipped.
 func TestGotoResolves(t *testing.T) {
 	g := NewRegistry(resolveTest, 1)
-	add(t, g, Rule{Pref: 100, Action: Goto, Target: 200}, true)
+	if err := add(t, g, Rule{Pref: 100, Action: Goto, Target: 200}, true); err != nil {
+		t.Fatal(err)
+	}
 	if got := list(g.Load()); got != "0:255 100:goto>200! 32766:254" {
 		t.Fatalf("goto without a target: %s", got)
 	}
-	add(t, g, Rule{Pref: 200, Action: ToTable, Table: 10}, true)
-	add(t, g, Rule{Pref: 200, Action: ToTable, Table: 11}, true)
+	if err := add(t, g, Rule{Pref: 200, Action: ToTable, Table: 10}, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := add(t, g, Rule{Pref: 200, Action: ToTable, Table: 11}, true); err != nil {
+		t.Fatal(err)
+	}
 	s := g.Load()
 	if s.State(1).Unresolved || s.Target(1) != 2 || s.Rule(2).Table != 10 {
 		t.Fatalf("resolved: %s, target %d", list(s), s.Target(1))
 	}
-	del(g, Selector{Rule: Rule{Pref: 200, Table: 10}, PrefSet: true})
+	if err := del(g, Selector{Rule: Rule{Pref: 200, Table: 10}, PrefSet: true}); err != nil {
+		t.Fatal(err)
+	}
 	if s := g.Load(); s.Rule(s.Target(1)).Table != 11 {
 		t.Errorf("the target gone, the next of its preference: %s", list(s))
 	}
-	del(g, Selector{Rule: Rule{Pref: 200}, PrefSet: true})
+	if err := del(g, Selector{Rule: Rule{Pref: 200}, PrefSet: true}); err != nil {
+		t.Fatal(err)
+	}
 	if got := list(g.Load()); got != "0:255 100:goto>200! 32766:254" {
 		t.Errorf("no target left: %s", got)
 	}
@@ -189,7 +223,9 @@ func TestGotoResolves(t *testing.T) {
 func TestRelink(t *testing.T) {
 	links := map[string]int32{}
 	g := NewRegistry(func(n string) int32 { return links[n] }, 1)
-	add(t, g, Rule{Pref: 5, Iif: "t0", Action: ToTable, Table: 10}, true)
+	if err := add(t, g, Rule{Pref: 5, Iif: "t0", Action: ToTable, Table: 10}, true); err != nil {
+		t.Fatal(err)
+	}
 	p := Packet{Iif: 7}
 	var c Cursor
 	c.Reset(g.Load(), &p)

@@ -128,7 +128,7 @@ func (r *Rule) check() error {
 // PortRange selects nothing), an end of 65535, a range that runs
 // backwards.
 func CheckPorts(p PortRange, src bool) error {
-	if p.Lo == 0 || p.Hi >= 65535 || p.Lo > p.Hi {
+	if p.Lo == 0 || p.Hi == 65535 || p.Lo > p.Hi {
 		if src {
 			return invalid("Invalid sport range.")
 		}

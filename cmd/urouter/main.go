@@ -96,7 +96,7 @@ func daemon(args []string) int {
 			srv.Close()
 			return 1
 		}
-		defer ms.Close()
+		defer func() { _ = ms.Close() }() // at exit: nobody is left to hear of it
 	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
@@ -113,7 +113,9 @@ func daemon(args []string) int {
 	for _, l := range r.Links.All() {
 		if s := l.EtherStats(); s != nil {
 			fmt.Fprintf(os.Stderr, "urouter daemon: %s: %s\n", l.Name, s)
-			r.DeleteLink(l) // gives an interface back its own IPv6
+			if err := r.DeleteLink(l); err != nil { // gives an interface back its own IPv6
+				fmt.Fprintf(os.Stderr, "urouter daemon: %s: %v\n", l.Name, err)
+			}
 		}
 	}
 	return 0

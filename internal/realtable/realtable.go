@@ -24,7 +24,7 @@ func Load() ([]netip.Prefix, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: a close loses nothing
 	z, err := gzip.NewReader(f)
 	if err != nil {
 		return nil, err
