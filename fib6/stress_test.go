@@ -27,12 +27,9 @@ func TestStress(t *testing.T) {
 		b := [16]byte{0x20, byte(i % 4), byte(i * 37), byte(i), 0, 0, byte(i), 0}
 		dsts = append(dsts, netip.PrefixFrom(netip.AddrFrom16(b), 32+(i%5)*8).Masked())
 	}
-	version := func(v int) Attrs {
-		return Attrs{Metric: 10, Nexthop: nexthop.Nexthop{Link: int32(v)}}
-	}
 	x := tab.Begin()
 	for _, d := range dsts {
-		if err := x.Add(Route{Dst: d, Attrs: version(1)}); err != nil {
+		if err := x.Add(Route{Dst: d, Attrs: stressVersion(1)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -41,84 +38,16 @@ func TestStress(t *testing.T) {
 	const versions = 400
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	var torn atomic.Int64
-	var seen atomic.Int64
-	for w := 0; w < 3; w++ { // readers
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			addrs := make([]netip.Addr, len(dsts))
-			for i, d := range dsts {
-				addrs[i] = d.Addr()
-			}
-			out := make([]*Attrs, len(addrs))
-			keys := keysOf(addrs)
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				first := tab.Lookup(addrs[0], netip.Addr{})
-				if first == nil {
-					torn.Add(1)
-					continue
-				}
-				v := first.Nexthop.Link
-				tab.LookupKeys(keys, nil, out)
-				for i, p := range out {
-					if p == nil || p.Nexthop.Link < v {
-						torn.Add(1)
-						t.Errorf("route %s at version %v after seeing version %d", dsts[i], p, v)
-						return
-					}
-				}
-				seen.Add(1)
-			}
-		}()
+	var torn, seen atomic.Int64
+	for w := 0; w < 3; w++ {
+		wg.Go(func() { readVersions(t, tab, dsts, stop, &torn, &seen) })
 	}
-	wg.Add(1)
-	go func() { // noise in the same table: single-route transactions
-		defer wg.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			p := netip.PrefixFrom(netip.AddrFrom16([16]byte{0x20, byte(i % 4), byte(i * 37), byte(i % 64), 0x80, byte(i)}), 64)
-			x := tab.Begin()
-			if x.Add(Route{Dst: p, Attrs: version(0)}) == nil && i%2 == 0 {
-				if _, err := x.Delete(Match{Dst: p}); err != nil {
-					t.Error(err)
-				}
-			}
-			x.Commit()
-		}
-	}()
-	wg.Add(1)
-	go func() { // a writer on another table, in parallel
-		defer wg.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			p := netip.PrefixFrom(netip.AddrFrom16([16]byte{0x20, 1, byte(i)}), 24)
-			x := other.Begin()
-			// version(0) is no route (no device): start at 1
-			if err := x.Replace(Route{Dst: p, Attrs: version(i + 1)}); err != nil {
-				t.Error(err)
-			}
-			x.Commit()
-			other.Lookup(p.Addr(), netip.Addr{})
-		}
-	}()
+	wg.Go(func() { writeNoise(t, tab, stop) })
+	wg.Go(func() { writeOther(t, other, stop) })
 	for v := 2; v <= versions; v++ {
 		x := tab.Begin()
 		for _, d := range dsts {
-			if err := x.Replace(Route{Dst: d, Attrs: version(v)}); err != nil {
+			if err := x.Replace(Route{Dst: d, Attrs: stressVersion(v)}); err != nil {
 				t.Error(err)
 			}
 		}
@@ -144,4 +73,82 @@ func TestStress(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%d consistent reads", seen.Load())
+}
+
+// stressVersion is version v of the stress test's routes: its link.
+func stressVersion(v int) Attrs {
+	return Attrs{Metric: 10, Nexthop: nexthop.Nexthop{Link: int32(v)}}
+}
+
+// readVersions looks up every route of dsts, until stop, and counts a
+// read torn if a route shows an older version than the first one did.
+func readVersions(t *testing.T, tab *Table, dsts []netip.Prefix, stop chan struct{}, torn, seen *atomic.Int64) {
+	addrs := make([]netip.Addr, len(dsts))
+	for i, d := range dsts {
+		addrs[i] = d.Addr()
+	}
+	out := make([]*Attrs, len(addrs))
+	keys := keysOf(addrs)
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		first := tab.Lookup(addrs[0], netip.Addr{})
+		if first == nil {
+			torn.Add(1)
+			continue
+		}
+		v := first.Nexthop.Link
+		tab.LookupKeys(keys, nil, out)
+		for i, p := range out {
+			if p == nil || p.Nexthop.Link < v {
+				torn.Add(1)
+				t.Errorf("route %s at version %v after seeing version %d", dsts[i], p, v)
+				return
+			}
+		}
+		seen.Add(1)
+	}
+}
+
+// writeNoise makes single-route transactions in the same table, until
+// stop: /64s beside the versioned routes, added and every other one
+// deleted again.
+func writeNoise(t *testing.T, tab *Table, stop chan struct{}) {
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		p := netip.PrefixFrom(netip.AddrFrom16([16]byte{0x20, byte(i % 4), byte(i * 37), byte(i % 64), 0x80, byte(i)}), 64)
+		x := tab.Begin()
+		// an add of a /64 kept from an earlier round is refused (exists)
+		if x.Add(Route{Dst: p, Attrs: stressVersion(1)}) == nil && i%2 == 0 {
+			if _, err := x.Delete(Match{Dst: p}); err != nil {
+				t.Error(err)
+			}
+		}
+		x.Commit()
+	}
+}
+
+// writeOther writes another table in parallel, until stop.
+func writeOther(t *testing.T, other *Table, stop chan struct{}) {
+	for i := 1; ; i++ {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		p := netip.PrefixFrom(netip.AddrFrom16([16]byte{0x20, 1, byte(i)}), 24)
+		x := other.Begin()
+		if err := x.Replace(Route{Dst: p, Attrs: stressVersion(i)}); err != nil {
+			t.Error(err)
+		}
+		x.Commit()
+		other.Lookup(p.Addr(), netip.Addr{})
+	}
 }

@@ -1,13 +1,10 @@
 package integration
 
 import (
-	"bufio"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"net"
 	"net/netip"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -128,40 +125,7 @@ func TestEthernetNeighbours(t *testing.T) {
 		}
 	}
 
-	out := mustRun(t, "ip", "-n", l.e1, "-6", "neigh", "show", "2001:db8:a1::1", "dev", "eth0")
-	if want := "2001:db8:a1::1 lladdr " + l.lanMAC["lan1"] + " router REACHABLE"; !strings.Contains(out, want) {
-		t.Errorf("e1's neighbour entry for urouter: %q, want %q", out, want)
-	}
-	out = mustRun(t, "ip", "-n", l.e2, "-6", "route", "show", "default")
-	if !strings.Contains(out, "via "+l.lanLLA["lan2"]+" dev eth0 proto ra") {
-		t.Errorf("e2's default route is not through urouter's link-local %s: %q", l.lanLLA["lan2"], out)
-	}
-	for _, c := range []struct{ dev, addr, mac string }{{"lan1", "2001:db8:a1::2", l.mac[l.e1]}, {"lan3", "2001:db8:a3::2", l.mac[l.e3]}} {
-		out, _, _ := l.d.run("neigh", "show", "dev", c.dev)
-		if !regexp.MustCompile(regexp.QuoteMeta(c.addr+" lladdr "+c.mac+" ") + `(REACHABLE|STALE|DELAY|PROBE) \n`).MatchString(out) {
-			t.Errorf("urouter's neigh show dev %s lacks %s at %s:\n%s", c.dev, c.addr, c.mac, out)
-		}
-	}
-	out, _, _ = l.d.run("-j", "neigh", "show")
-	var entries []struct {
-		Dst, Dev, Lladdr string
-		State            []string
-	}
-	if err := json.Unmarshal([]byte(out), &entries); err != nil || len(entries) < 3 {
-		t.Errorf("neigh show -j: %v %s", err, out)
-	}
-
-	out, _, st := l.in(l.e1, "ndisc6", "-1", "-r", "3", "-w", "1000", "2001:db8:a1::1", "eth0")
-	if st != 0 || !strings.Contains(strings.ToLower(out), "target link-layer address: "+l.lanMAC["lan1"]) {
-		t.Errorf("ndisc6 2001:db8:a1::1 (urouter's MAC %s):\n%s", l.lanMAC["lan1"], out)
-	}
-	out, _, st = l.in(l.e2, "rdisc6", "-1", "-r", "3", "-w", "2000", "eth0")
-	for _, want := range []string{" Prefix                   : 2001:db8:a2::/64", "Router lifetime           :           12 (0x0000000c) seconds",
-		"Hop limit                 :           64 ", "Router preference         :       medium", " from " + l.lanLLA["lan2"]} {
-		if st != 0 || !strings.Contains(out, want) {
-			t.Errorf("rdisc6 eth0 lacks %q:\n%s", want, out)
-		}
-	}
+	checkNeighbourViews(t, l)
 
 	for _, dst := range []struct{ ns, addr string }{{l.e3, "2001:db8:a3::2"}, {l.e2, l.e2addr}} {
 		l.in(dst.ns, "iperf3", "-s", "-1", "-D", "-p", "5299")
@@ -181,7 +145,7 @@ func TestEthernetNeighbours(t *testing.T) {
 	// a neighbour that answers only its second solicitation: what waited
 	// for it arrives
 	l.in(l.e3, "sh", "-c", "sleep 0.4; ip addr add 2001:db8:a3::7/64 dev lan3 nodad")
-	out, _, _ = l.in(l.e1, "ping", "-6", "-c", "5", "-i", "0.02", "-W", "3", "2001:db8:a3::7")
+	out, _, _ := l.in(l.e1, "ping", "-6", "-c", "5", "-i", "0.02", "-W", "3", "2001:db8:a3::7")
 	if !strings.Contains(out, " 5 received") {
 		t.Errorf("packets queued while urouter resolved 2001:db8:a3::7 were lost:\n%s", out)
 	}
@@ -235,6 +199,47 @@ func TestEthernetNeighbours(t *testing.T) {
 	}
 }
 
+// checkNeighbourViews: the hosts see urouter as a REACHABLE router (e2's
+// default route through its link-local address), urouter's neigh show
+// lists the hosts, and ndisc6 and rdisc6 get its answers.
+func checkNeighbourViews(t *testing.T, l *etherLab) {
+	t.Helper()
+	out := mustRun(t, "ip", "-n", l.e1, "-6", "neigh", "show", "2001:db8:a1::1", "dev", "eth0")
+	if want := "2001:db8:a1::1 lladdr " + l.lanMAC["lan1"] + " router REACHABLE"; !strings.Contains(out, want) {
+		t.Errorf("e1's neighbour entry for urouter: %q, want %q", out, want)
+	}
+	out = mustRun(t, "ip", "-n", l.e2, "-6", "route", "show", "default")
+	if !strings.Contains(out, "via "+l.lanLLA["lan2"]+" dev eth0 proto ra") {
+		t.Errorf("e2's default route is not through urouter's link-local %s: %q", l.lanLLA["lan2"], out)
+	}
+	for _, c := range []struct{ dev, addr, mac string }{{"lan1", "2001:db8:a1::2", l.mac[l.e1]}, {"lan3", "2001:db8:a3::2", l.mac[l.e3]}} {
+		out, _, _ := l.d.run("neigh", "show", "dev", c.dev)
+		if !regexp.MustCompile(regexp.QuoteMeta(c.addr+" lladdr "+c.mac+" ") + `(REACHABLE|STALE|DELAY|PROBE) \n`).MatchString(out) {
+			t.Errorf("urouter's neigh show dev %s lacks %s at %s:\n%s", c.dev, c.addr, c.mac, out)
+		}
+	}
+	out, _, _ = l.d.run("-j", "neigh", "show")
+	var entries []struct {
+		Dst, Dev, Lladdr string
+		State            []string
+	}
+	if err := json.Unmarshal([]byte(out), &entries); err != nil || len(entries) < 3 {
+		t.Errorf("neigh show -j: %v %s", err, out)
+	}
+
+	out, _, st := l.in(l.e1, "ndisc6", "-1", "-r", "3", "-w", "1000", "2001:db8:a1::1", "eth0")
+	if st != 0 || !strings.Contains(strings.ToLower(out), "target link-layer address: "+l.lanMAC["lan1"]) {
+		t.Errorf("ndisc6 2001:db8:a1::1 (urouter's MAC %s):\n%s", l.lanMAC["lan1"], out)
+	}
+	out, _, st = l.in(l.e2, "rdisc6", "-1", "-r", "3", "-w", "2000", "eth0")
+	for _, want := range []string{" Prefix                   : 2001:db8:a2::/64", "Router lifetime           :           12 (0x0000000c) seconds",
+		"Hop limit                 :           64 ", "Router preference         :       medium", " from " + l.lanLLA["lan2"]} {
+		if st != 0 || !strings.Contains(out, want) {
+			t.Errorf("rdisc6 eth0 lacks %q:\n%s", want, out)
+		}
+	}
+}
+
 // TestRedirect: a packet e1 sends urouter that goes back out of lan1
 // (through a link-local gateway there) is forwarded and earns e1 a
 // Redirect naming that gateway, within Linux's limit of a burst of 6 and
@@ -274,172 +279,6 @@ func TestRedirect(t *testing.T) {
 	if fmt.Sprint(kinds) != "[2 4]" {
 		t.Errorf("redirect options %v, want the target's link-layer address and the redirected header [2 4]", kinds)
 	}
-}
-
-// TestGatewayFailure: a multipath route through two gateways; one stops
-// answering, its entry goes DELAY -> PROBE -> FAILED on Linux's schedule
-// (here delay_probe 500 ms, 3 probes 250 ms apart), its member stops
-// carrying flows, and it carries them again once it answers.
-func TestGatewayFailure(t *testing.T) {
-	l := newEtherLab(t, []string{"--router-probe-interval", "1s", "--multipath-hash-policy", "1"},
-		"ntable change name ndisc_cache dev lan3 base_reachable 2000 delay_probe 500 retrans 250")
-	if _, e, st := l.d.run("route", "add", "2001:db8:f0::/48", "nexthop", "via", l.e2addr, "dev", "lan2",
-		"nexthop", "via", "2001:db8:a3::2", "dev", "lan3"); st != 0 {
-		t.Fatalf("route add: %s", e)
-	}
-	onE2 := capture(t, l.e2, "eth0", isFlowPacket)
-	onE3 := capture(t, l.e3, "lan3", isFlowPacket)
-	var sock *net.UDPConn
-	inNetns(t, l.e1, func() {
-		var err error
-		if sock, err = net.ListenUDP("udp6", &net.UDPAddr{IP: net.ParseIP("2001:db8:a1::2")}); err != nil {
-			t.Fatal(err)
-		}
-	})
-	defer func() { _ = sock.Close() }()
-	// send sends one packet of each of 64 flows (ports 7000-7063) and
-	// returns how many each gateway took.
-	send := func() (e2, e3 int) {
-		for i := 0; i < 64; i++ {
-			if _, err := sock.WriteToUDP([]byte("flow"), &net.UDPAddr{IP: net.ParseIP("2001:db8:f0::1"), Port: 7000 + i}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return len(onE2(64, 500*time.Millisecond)), len(onE3(64, 300*time.Millisecond))
-	}
-	send() // resolves both gateways
-	if e2, e3 := send(); e2 == 0 || e3 == 0 || e2+e3 != 64 {
-		t.Fatalf("both gateways up: e2 took %d flows, e3 %d; want all 64 spread over both", e2, e3)
-	}
-
-	// from here traffic flows all the time, so the gateway's entry is in
-	// use and goes REACHABLE -> DELAY, never STALE
-	flowing := make(chan struct{})
-	go func() {
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-flowing:
-				return
-			case <-tick.C:
-				for i := 0; i < 64; i++ {
-					// keeps the entry in use; what it delivers is not counted
-					_, _ = sock.WriteToUDP([]byte("flow"), &net.UDPAddr{IP: net.ParseIP("2001:db8:f0::1"), Port: 7000 + i})
-				}
-			}
-		}
-	}()
-	waitNeigh := func(want string) {
-		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			out, _, _ := l.d.run("neigh", "show", "2001:db8:a3::2", "dev", "lan3")
-			if strings.HasSuffix(out, want+" \n") {
-				return
-			}
-			if time.Now().After(deadline) {
-				close(flowing)
-				t.Fatalf("the gateway's entry is %q, want %s", out, want)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-	// ip monitor neigh times the gateway's states as they change
-	mon := exec.Command(urouter, "--socket", l.d.sock, "monitor", "neigh")
-	events, err := mon.StdoutPipe()
-	if err != nil || mon.Start() != nil {
-		t.Fatalf("monitor neigh: %v", err)
-	}
-	defer func() { _ = mon.Process.Kill() }()
-	type change struct {
-		state string
-		at    time.Time
-	}
-	changes := make(chan change, 256)
-	go func() {
-		sc := bufio.NewScanner(events)
-		for sc.Scan() {
-			if f := strings.Fields(sc.Text()); len(f) > 2 && f[0] == "2001:db8:a3::2" {
-				changes <- change{f[len(f)-1], time.Now()}
-			}
-		}
-		close(changes)
-	}()
-	time.Sleep(300 * time.Millisecond) // the monitor listens
-	waitNeigh("REACHABLE")
-	mustRun(t, "ip", "-n", l.e3, "addr", "del", "2001:db8:a3::2/64", "dev", "lan3")
-	// the states it went through (the same state twice counts once), from
-	// the monitor's start to FAILED: it may have been in DELAY already when
-	// the gateway went quiet
-	var seen []change
-	timeout := time.After(15 * time.Second)
-Watch:
-	for {
-		select {
-		case c, ok := <-changes:
-			if !ok {
-				break Watch
-			}
-			if len(seen) == 0 || seen[len(seen)-1].state != c.state {
-				seen = append(seen, c)
-			}
-			if c.state == "FAILED" {
-				break Watch
-			}
-		case <-timeout:
-			break Watch
-		}
-	}
-	close(flowing)
-	onE2(1<<20, 300*time.Millisecond) // drain what went before the failure
-	onE3(1<<20, 100*time.Millisecond)
-	var names []string
-	for _, c := range seen {
-		names = append(names, c.state)
-	}
-	n := len(seen) // REACHABLE may have gone by before the monitor listened
-	if got := strings.Join(names, " "); n < 3 || strings.Join(names[n-3:], " ") != "DELAY PROBE FAILED" ||
-		n > 3 && names[n-4] != "REACHABLE" {
-		t.Fatalf("the gateway's entry went %s; want it to end REACHABLE DELAY PROBE FAILED", got)
-	}
-	delay, probe := seen[n-2].at.Sub(seen[n-3].at), seen[n-1].at.Sub(seen[n-2].at)
-	if delay < 450*time.Millisecond || delay > 700*time.Millisecond || probe < 700*time.Millisecond || probe > 950*time.Millisecond {
-		t.Errorf("DELAY lasted %v (delay_probe 500 ms), PROBE %v (3 probes 250 ms apart)", delay, probe)
-	}
-	t.Logf("DELAY lasted %v, PROBE %v", delay, probe)
-	out, _, _ := l.d.run("route", "show", "2001:db8:f0::/48")
-	if !strings.Contains(out, "via 2001:db8:a3::2 dev lan3 weight 1 dead") {
-		t.Errorf("the failed gateway's path is not dead:\n%s", out)
-	}
-	if e2, e3 := send(); e2 != 64 || e3 != 0 {
-		t.Errorf("gateway e3 failed: e2 took %d flows, e3 %d; want all 64 on e2", e2, e3)
-	}
-
-	mustRun(t, "ip", "-n", l.e3, "addr", "add", "2001:db8:a3::2/64", "dev", "lan3", "nodad")
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		out, _, _ := l.d.run("route", "show", "2001:db8:f0::/48")
-		if !strings.Contains(out, "dead") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the gateway answers again but its path stays dead:\n%s", out)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if e2, e3 := send(); e2 == 0 || e3 == 0 || e2+e3 != 64 {
-		t.Errorf("gateway e3 back: e2 took %d flows, e3 %d; want all 64 spread over both", e2, e3)
-	}
-}
-
-// isFlowPacket: a UDP datagram of TestGatewayFailure's flows.
-func isFlowPacket(p []byte) bool {
-	if len(p) < 48 || p[6] != 17 {
-		return false
-	}
-	port := binary.BigEndian.Uint16(p[42:])
-	return port >= 7000 && port < 7064
 }
 
 // TestIPv6GivenBack: an interface urouter takes has its kernel IPv6

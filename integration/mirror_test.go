@@ -123,7 +123,58 @@ func TestKernelMirror(t *testing.T) {
 	want = "mtu 1400 UP 2001:db8:c1::1/64 " + l.rLLA + "/64"
 	waitUntil(t, "km1 to come back", func() bool { return kernelAddrs(t, l.r, "km1") == want })
 
-	// The kernel's TCP through the mirror, both ways, and iperf3.
+	checkKernelThroughMirror(t, l)
+	before := mirrorCounter(t, l.d, "up_packets")
+	if o, e, st := runCmd("ip", "netns", "exec", l.h, "ping", "-6", "-c", "3", "-i", "0.2", "-W", "2", "2001:db8:c1::1"); st != 0 {
+		t.Fatalf("ping to the router: %s%s", o, e)
+	}
+	if after := mirrorCounter(t, l.d, "up_packets"); after != before {
+		t.Errorf("echo requests went up to the kernel (%d -> %d packets): urouter answers them", before, after)
+	}
+
+	// mirror none: km1 goes, TCP to the router is refused by urouter.
+	if _, e, st := l.d.run("link", "set", "lan1", "mirror", "none"); st != 0 {
+		t.Fatal(e)
+	}
+	if _, _, st := runCmd("ip", "-n", l.r, "link", "show", "km1"); st == 0 {
+		t.Error("km1 is still there after mirror none")
+	}
+	if o, _, _ := l.d.run("link", "show", "lan1"); strings.Contains(o, "mirror") {
+		t.Errorf("link show still names a mirror:\n%s", o)
+	}
+	o, e, _ := runCmd("ip", "netns", "exec", l.h, "iperf3", "-c", "2001:db8:c1::1", "-t", "1")
+	if !strings.Contains(o+e, "refused") {
+		t.Errorf("TCP to the router without a mirror: %s%s", o, e)
+	}
+	// The mirror comes and goes while the host sends to the router and
+	// the kernel answers through it: nothing races, nothing is left.
+	flood := startIn(t, l.h, "ping", "-6", "-i", "0.002", "-s", "1200", "2001:db8:c1::1")
+	for i := 0; i < 10; i++ {
+		if _, e, st := l.d.run("link", "set", "lan1", "mirror", "km1"); st != 0 {
+			t.Fatalf("mirror km1 (round %d): %s", i, e)
+		}
+		runCmd("ip", "netns", "exec", l.r, "ping", "-6", "-c", "1", "-W", "0.2", "2001:db8:c1::2")
+		if _, e, st := l.d.run("link", "set", "lan1", "mirror", "none"); st != 0 {
+			t.Fatalf("mirror none (round %d): %s", i, e)
+		}
+	}
+	flood.stop()
+	if _, _, st := runCmd("ip", "-n", l.r, "link", "show", "km1"); st == 0 {
+		t.Error("km1 is left after the mirror came and went")
+	}
+	// Bad input: a name the kernel would refuse, and the loopback.
+	if _, e, st := l.d.run("link", "set", "lan1", "mirror", "a/b"); st == 0 || !strings.Contains(e, "not a valid ifname") {
+		t.Errorf("mirror a/b: %d %s", st, e)
+	}
+	if _, e, st := l.d.run("link", "set", "lo", "mirror", "klo"); st == 0 {
+		t.Errorf("mirror of lo: %s", e)
+	}
+}
+
+// checkKernelThroughMirror: the kernel's TCP through the mirror, both
+// ways (iperf3), and its pings to the host.
+func checkKernelThroughMirror(t *testing.T, l *mirrorLab) {
+	t.Helper()
 	srv := startIn(t, l.r, "iperf3", "-s", "-1", "-B", "2001:db8:c1::1")
 	defer srv.stop()
 	waitUntil(t, "iperf3 to listen", func() bool {
@@ -161,51 +212,6 @@ func TestKernelMirror(t *testing.T) {
 		if o, e, st := runCmd("ip", "netns", "exec", l.r, "ping", "-6", "-c", "2", "-i", "0.2", "-W", "2", dst); st != 0 {
 			t.Errorf("ping from the kernel to %s: %s%s", dst, o, e)
 		}
-	}
-	before := mirrorCounter(t, l.d, "up_packets")
-	if o, e, st := runCmd("ip", "netns", "exec", l.h, "ping", "-6", "-c", "3", "-i", "0.2", "-W", "2", "2001:db8:c1::1"); st != 0 {
-		t.Fatalf("ping to the router: %s%s", o, e)
-	}
-	if after := mirrorCounter(t, l.d, "up_packets"); after != before {
-		t.Errorf("echo requests went up to the kernel (%d -> %d packets): urouter answers them", before, after)
-	}
-
-	// mirror none: km1 goes, TCP to the router is refused by urouter.
-	if _, e, st := l.d.run("link", "set", "lan1", "mirror", "none"); st != 0 {
-		t.Fatal(e)
-	}
-	if _, _, st := runCmd("ip", "-n", l.r, "link", "show", "km1"); st == 0 {
-		t.Error("km1 is still there after mirror none")
-	}
-	if o, _, _ := l.d.run("link", "show", "lan1"); strings.Contains(o, "mirror") {
-		t.Errorf("link show still names a mirror:\n%s", o)
-	}
-	o, e, _ = runCmd("ip", "netns", "exec", l.h, "iperf3", "-c", "2001:db8:c1::1", "-t", "1")
-	if !strings.Contains(o+e, "refused") {
-		t.Errorf("TCP to the router without a mirror: %s%s", o, e)
-	}
-	// The mirror comes and goes while the host sends to the router and
-	// the kernel answers through it: nothing races, nothing is left.
-	flood := startIn(t, l.h, "ping", "-6", "-i", "0.002", "-s", "1200", "2001:db8:c1::1")
-	for i := 0; i < 10; i++ {
-		if _, e, st := l.d.run("link", "set", "lan1", "mirror", "km1"); st != 0 {
-			t.Fatalf("mirror km1 (round %d): %s", i, e)
-		}
-		runCmd("ip", "netns", "exec", l.r, "ping", "-6", "-c", "1", "-W", "0.2", "2001:db8:c1::2")
-		if _, e, st := l.d.run("link", "set", "lan1", "mirror", "none"); st != 0 {
-			t.Fatalf("mirror none (round %d): %s", i, e)
-		}
-	}
-	flood.stop()
-	if _, _, st := runCmd("ip", "-n", l.r, "link", "show", "km1"); st == 0 {
-		t.Error("km1 is left after the mirror came and went")
-	}
-	// Bad input: a name the kernel would refuse, and the loopback.
-	if _, e, st := l.d.run("link", "set", "lan1", "mirror", "a/b"); st == 0 || !strings.Contains(e, "not a valid ifname") {
-		t.Errorf("mirror a/b: %d %s", st, e)
-	}
-	if _, e, st := l.d.run("link", "set", "lo", "mirror", "klo"); st == 0 {
-		t.Errorf("mirror of lo: %s", e)
 	}
 }
 

@@ -19,40 +19,50 @@ func TestKernelOracleRules(t *testing.T) {
 	ns, d := rulesPair(t, "uro-rules")
 	six := func(args []string) []string { return append([]string{"-6"}, args...) }
 
-	askBoth(t, ns, d, []string{
-		"rule show", "-j rule show", "-d rule show", "-d -j rule show",
-		"rule add from all table 10", "rule add from all table 11", "rule show",
-		"rule add pref 100 not from 2001:db8:1::/48 to 2001:db8:2::/64 iif d0 oif d1 ipproto tcp sport 80 dport 1000-2000 dsfield 0x10 lookup 10 suppress_prefixlength 0 protocol static",
-		"rule add pref 101 from 2001:db8::1 tos 0x20 lookup 20", "rule add pref 102 to :: iif nosuch ipproto 58 lookup 4000000000",
-		"rule add pref 103 from 2001:db8::1/64 sport 7-8 lookup main", "rule add pref 104 goto 200", "rule add pref 105 nop",
-		"rule add pref 106 unreachable", "rule add pref 107 prohibit", "rule add pref 108 blackhole", "rule add pref 109 protocol 99",
-		"rule show", "-j rule show", "-d rule show", "-j -p rule show",
-		"rule add pref 200 table 10", "rule show pref 104", "rule del pref 200", "rule show pref 104",
-		"rule show from 2001:db8::/32", "rule show iif d0", "rule show lookup 10", "rule show not", "rule show to 2001:db8:2::/64",
-		// what they refuse
-		"rule add pref 100 not from 2001:db8:1::/48 to 2001:db8:2::/64 iif d0 oif d1 ipproto tcp sport 80 dport 1000-2000 dsfield 0x10 lookup 10 suppress_prefixlength 0 protocol static",
-		"rule add pref 300 goto 200", "rule add tos 0x11 table 3", "rule add dsfield 0x100 table 3", "rule add sport 0 table 3",
-		"rule add sport 2000-1000 table 3", "rule add dport 65535 table 3", "rule add from 2001:db8::1/129 table 3",
-		"rule add from 1.2.3.4 table 3", "rule add iif aaaaaaaaaaaaaaaaa table 3", "rule add pref -1 table 3",
-		"rule add pref 4294967296 table 3", "rule add foo", "rule add ipproto bogus table 3", "rule add protocol bogus table 3",
-		"rule add suppress_prefixlength -1 table 3", "rule add table 0", "rule add type unicast", "rule add goto abc",
-		"rule add", "rule del", "rule del pref 555", "rule del from 2001:db8:1::/48", "rule del table 11", "rule show",
-		"rule show bogus", "rule flush table 10", "rule show", "rule flush", "rule show", "rule blah",
-		"rule add pref 32766 lookup main", "-d rule show",
-		// a gateway not in the route's table is looked up through the rules,
-		// out of its link, as the router's own packets would be (iif none)
-		"route add 2001:db8:5::/48 via 2001:db8:91::1 dev d0", "route add 2001:db8:5::/48 via 2001:db8:91::1 table 10",
-		"rule add pref 500 lookup 10", "route add default via 2001:db8:91::9 dev d0 table 10",
-		"route add 2001:db8:7::/48 via 2001:db8:91::2 dev d0 table 20", "route add 2001:db8:7::/48 via 2001:db8:91::2 table 21",
-		"rule del pref 500", "route add 2001:db8:7::/48 via 2001:db8:91::2 dev d0 table 22",
-		"rule add pref 50 iif lo lookup 30", "route add unreachable 2001:db8:91::/64 table 30",
-		"route add 2001:db8:8::/48 via 2001:db8:91::2 dev d0 table 23",
-		"rule add pref 40 oif d0 lookup 31", "route add prohibit 2001:db8:91::/64 table 31",
-		"route add 2001:db8:9::/48 via 2001:db8:91::2 dev d0 table 24", "route add 2001:db8:9::/48 via 2001:db8:92::2 table 25",
-		"route show table 22", "route show table 23", "route show table 24", "route show table 25",
-	}, six)
+	askBoth(t, ns, d, ruleOracle, six)
 
-	// random rules and routes, then random flows, as batches
+	randomRuleRounds(t)
+
+}
+
+// ruleOracle are the rule commands TestKernelOracleRules asks both routers,
+// in order.
+var ruleOracle = []string{
+	"rule show", "-j rule show", "-d rule show", "-d -j rule show",
+	"rule add from all table 10", "rule add from all table 11", "rule show",
+	"rule add pref 100 not from 2001:db8:1::/48 to 2001:db8:2::/64 iif d0 oif d1 ipproto tcp sport 80 dport 1000-2000 dsfield 0x10 lookup 10 suppress_prefixlength 0 protocol static",
+	"rule add pref 101 from 2001:db8::1 tos 0x20 lookup 20", "rule add pref 102 to :: iif nosuch ipproto 58 lookup 4000000000",
+	"rule add pref 103 from 2001:db8::1/64 sport 7-8 lookup main", "rule add pref 104 goto 200", "rule add pref 105 nop",
+	"rule add pref 106 unreachable", "rule add pref 107 prohibit", "rule add pref 108 blackhole", "rule add pref 109 protocol 99",
+	"rule show", "-j rule show", "-d rule show", "-j -p rule show",
+	"rule add pref 200 table 10", "rule show pref 104", "rule del pref 200", "rule show pref 104",
+	"rule show from 2001:db8::/32", "rule show iif d0", "rule show lookup 10", "rule show not", "rule show to 2001:db8:2::/64",
+	// what they refuse
+	"rule add pref 100 not from 2001:db8:1::/48 to 2001:db8:2::/64 iif d0 oif d1 ipproto tcp sport 80 dport 1000-2000 dsfield 0x10 lookup 10 suppress_prefixlength 0 protocol static",
+	"rule add pref 300 goto 200", "rule add tos 0x11 table 3", "rule add dsfield 0x100 table 3", "rule add sport 0 table 3",
+	"rule add sport 2000-1000 table 3", "rule add dport 65535 table 3", "rule add from 2001:db8::1/129 table 3",
+	"rule add from 1.2.3.4 table 3", "rule add iif aaaaaaaaaaaaaaaaa table 3", "rule add pref -1 table 3",
+	"rule add pref 4294967296 table 3", "rule add foo", "rule add ipproto bogus table 3", "rule add protocol bogus table 3",
+	"rule add suppress_prefixlength -1 table 3", "rule add table 0", "rule add type unicast", "rule add goto abc",
+	"rule add", "rule del", "rule del pref 555", "rule del from 2001:db8:1::/48", "rule del table 11", "rule show",
+	"rule show bogus", "rule flush table 10", "rule show", "rule flush", "rule show", "rule blah",
+	"rule add pref 32766 lookup main", "-d rule show",
+	// a gateway not in the route's table is looked up through the rules,
+	// out of its link, as the router's own packets would be (iif none)
+	"route add 2001:db8:5::/48 via 2001:db8:91::1 dev d0", "route add 2001:db8:5::/48 via 2001:db8:91::1 table 10",
+	"rule add pref 500 lookup 10", "route add default via 2001:db8:91::9 dev d0 table 10",
+	"route add 2001:db8:7::/48 via 2001:db8:91::2 dev d0 table 20", "route add 2001:db8:7::/48 via 2001:db8:91::2 table 21",
+	"rule del pref 500", "route add 2001:db8:7::/48 via 2001:db8:91::2 dev d0 table 22",
+	"rule add pref 50 iif lo lookup 30", "route add unreachable 2001:db8:91::/64 table 30",
+	"route add 2001:db8:8::/48 via 2001:db8:91::2 dev d0 table 23",
+	"rule add pref 40 oif d0 lookup 31", "route add prohibit 2001:db8:91::/64 table 31",
+	"route add 2001:db8:9::/48 via 2001:db8:91::2 dev d0 table 24", "route add 2001:db8:9::/48 via 2001:db8:92::2 table 25",
+	"route show table 22", "route show table 23", "route show table 24", "route show table 25",
+}
+
+// randomRuleRounds builds random rules and routes, alike in a netns and in
+// urouter, and compares their answers for random flows, as batches.
+func randomRuleRounds(t *testing.T) {
 	dir := t.TempDir()
 	batch := func(name string, lines []string) string {
 		p := filepath.Join(dir, name)
