@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"urouter/decide"
-	"urouter/neigh"
+	"urouter/ndisc"
 )
 
 // Dataplane runs the packet workers of the router's links: one goroutine
@@ -25,7 +25,7 @@ type Dataplane struct {
 
 	// neighWatch hears the Ethernet links' neighbour changes (the
 	// router's gateway probing); it must not block.
-	neighWatch atomic.Pointer[func(l *Link, addr netip.Addr, from, to neigh.State)]
+	neighWatch atomic.Pointer[func(l *Link, addr netip.Addr, from, to ndisc.State)]
 
 	mu      sync.Mutex // link I/O set-up and tear-down
 	workers atomic.Pointer[[]*worker]
@@ -58,7 +58,7 @@ func (dp *Dataplane) SetICMPDestRate(interval time.Duration, burst int) {
 // WatchNeighbours makes fn hear every change of state of the Ethernet
 // links' neighbours; it runs on the link's ND goroutine or in the caller
 // of a cache's administrative call, and must not block.
-func (dp *Dataplane) WatchNeighbours(fn func(l *Link, addr netip.Addr, from, to neigh.State)) {
+func (dp *Dataplane) WatchNeighbours(fn func(l *Link, addr netip.Addr, from, to ndisc.State)) {
 	dp.neighWatch.Store(&fn)
 }
 

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"urouter/neigh"
+	"urouter/ndisc"
 )
 
 // ether is an Ethernet link's device: frames through a frameIO (a TAP or
@@ -25,14 +25,14 @@ import (
 type ether struct {
 	kind  string
 	io    frameIO
-	mac   neigh.MAC
-	neigh *neigh.Table
-	nd    *ndisc
+	mac   ndisc.MAC
+	neigh *ndisc.Table
+	nd    *ndProto
 	rxh   [][batchSize]ethHdr // per queue: the headers of the frames read
 	link  atomic.Pointer[Link]
 	// groups are the multicast MACs the link listens to (all-nodes,
 	// all-routers, its addresses' solicited-node groups)
-	groups atomic.Pointer[[]neigh.MAC]
+	groups atomic.Pointer[[]ndisc.MAC]
 	ra     atomic.Pointer[RAConfig]
 	dad    atomic.Pointer[map[netip.Addr]DADState] // published by the ND goroutine
 	dp     *Dataplane
@@ -84,21 +84,21 @@ type etherScratch struct {
 // EtherOptions are what every Ethernet link takes.
 type EtherOptions struct {
 	MAC   []byte // the router's MAC; nil: the kind's default
-	Neigh neigh.Params
+	Neigh ndisc.Params
 }
 
 // randomMAC is a locally administered unicast MAC, as Linux gives a TAP.
-func randomMAC() neigh.MAC {
-	var m neigh.MAC
+func randomMAC() ndisc.MAC {
+	var m ndisc.MAC
 	rand.Read(m[:])
 	m[0] = m[0]&^1 | 2
 	return m
 }
 
-func newEther(kind string, io frameIO, mac neigh.MAC, p neigh.Params) *ether {
+func newEther(kind string, io frameIO, mac ndisc.MAC, p ndisc.Params) *ether {
 	e := &ether{kind: kind, io: io, mac: mac, rxh: make([][batchSize]ethHdr, io.Queues())}
 	e.nd = newNDisc(e)
-	e.neigh = neigh.NewTable(e.nd, p)
+	e.neigh = ndisc.NewTable(e.nd, p)
 	e.setGroups(nil)
 	ra := DefaultRA()
 	e.ra.Store(&ra)
@@ -113,7 +113,7 @@ func OpenTAP(name string, o TAPOptions, eo EtherOptions) (Device, error) {
 	}
 	mac := randomMAC()
 	if len(eo.MAC) == 6 {
-		mac = neigh.MAC(eo.MAC)
+		mac = ndisc.MAC(eo.MAC)
 	}
 	return newEther("tap", t, mac, eo.Neigh), nil
 }
@@ -126,9 +126,9 @@ func OpenHost(dev string, eo EtherOptions) (Device, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	mac := neigh.MAC(ifi.HardwareAddr)
-	if len(eo.MAC) == 6 && neigh.MAC(eo.MAC) != mac {
-		mac = neigh.MAC(eo.MAC)
+	mac := ndisc.MAC(ifi.HardwareAddr)
+	if len(eo.MAC) == 6 && ndisc.MAC(eo.MAC) != mac {
+		mac = ndisc.MAC(eo.MAC)
 		if err := a.promisc(); err != nil {
 			a.close()
 			return nil, 0, err
@@ -138,7 +138,7 @@ func OpenHost(dev string, eo EtherOptions) (Device, int, error) {
 }
 
 // Neigh returns an Ethernet link's neighbour cache, nil for other links.
-func (l *Link) Neigh() *neigh.Table {
+func (l *Link) Neigh() *ndisc.Table {
 	if e, ok := l.hw.(*ether); ok {
 		return e.neigh
 	}
@@ -169,7 +169,7 @@ func (e *ether) attach(dp *Dataplane, l *Link) {
 // setGroups makes the groups the link listens to: all-nodes, all-routers
 // and the solicited-node group of each address.
 func (e *ether) setGroups(addrs []netip.Prefix) {
-	gs := []neigh.MAC{{0x33, 0x33, 0, 0, 0, 1}, {0x33, 0x33, 0, 0, 0, 2}}
+	gs := []ndisc.MAC{{0x33, 0x33, 0, 0, 0, 1}, {0x33, 0x33, 0, 0, 0, 2}}
 	for _, a := range addrs {
 		m := multicastMAC(solicitedNode(a.Addr()))
 		if !containsMAC(gs, m) {
@@ -194,7 +194,7 @@ func (e *ether) setGroups(addrs []netip.Prefix) {
 	e.groups.Store(&gs)
 }
 
-func containsMAC(ms []neigh.MAC, m neigh.MAC) bool {
+func containsMAC(ms []ndisc.MAC, m ndisc.MAC) bool {
 	for _, x := range ms {
 		if x == m {
 			return true
@@ -212,22 +212,22 @@ func solicitedNode(a netip.Addr) netip.Addr {
 
 // multicastMAC is the Ethernet group of an IPv6 multicast address
 // (RFC 2464: 33:33 and its last 32 bits).
-func multicastMAC(a netip.Addr) neigh.MAC {
+func multicastMAC(a netip.Addr) ndisc.MAC {
 	b := a.As16()
-	return neigh.MAC{0x33, 0x33, b[12], b[13], b[14], b[15]}
+	return ndisc.MAC{0x33, 0x33, b[12], b[13], b[14], b[15]}
 }
 
 // accepts reports whether a frame to dst is the link's: its MAC, a group
 // it listens to, or broadcast.
 func (e *ether) accepts(dst []byte) bool {
-	m := neigh.MAC(dst)
+	m := ndisc.MAC(dst)
 	if m == e.mac {
 		return true
 	}
 	if dst[0]&1 == 0 {
 		return false
 	}
-	if m == (neigh.MAC{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}) {
+	if m == (ndisc.MAC{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}) {
 		return true
 	}
 	if m[0] == 0x33 && m[1] == 0x33 && e.mirrored() {
@@ -294,7 +294,7 @@ func (e *ether) routes(h *ethHdr, b []byte) bool {
 	case binary.BigEndian.Uint16(h[12:]) != etherTypeIPv6 || !e.accepts(h[:6]):
 		e.stats.NotForUs.Add(1)
 	case isND(b[vnetHdrLen:]):
-		e.nd.receive(neigh.MAC(h[6:12]), b[vnetHdrLen:])
+		e.nd.receive(ndisc.MAC(h[6:12]), b[vnetHdrLen:])
 	case h[0]&1 != 0:
 		e.stats.Multicast.Add(1)
 		if l := e.link.Load(); l != nil && l.Mirror() != nil && len(b) > vnetHdrLen {
@@ -323,7 +323,7 @@ func (e *ether) WriteBatch(_ int, pkts [][]byte, via []netip.Addr) (int, error) 
 	defer scratchPool.Put(s)
 	n := 0
 	var last netip.Addr
-	var lastMAC neigh.MAC
+	var lastMAC ndisc.MAC
 	lastOK := false
 	for i, p := range pkts {
 		mac, ok := lastMAC, lastOK && via[i] == last
@@ -356,7 +356,7 @@ func (e *ether) WriteBatch(_ int, pkts [][]byte, via []netip.Addr) (int, error) 
 }
 
 // frame makes h the header of an IPv6 frame from the router to mac.
-func (e *ether) frame(h *ethHdr, mac neigh.MAC) {
+func (e *ether) frame(h *ethHdr, mac ndisc.MAC) {
 	copy(h[0:6], mac[:])
 	copy(h[6:12], e.mac[:])
 	binary.BigEndian.PutUint16(h[12:], etherTypeIPv6)
@@ -364,7 +364,7 @@ func (e *ether) frame(h *ethHdr, mac neigh.MAC) {
 
 // writeTo sends packets the link makes itself (ND, packets that waited)
 // to mac, from the router's MAC.
-func (e *ether) writeTo(mac neigh.MAC, pkts [][]byte) {
+func (e *ether) writeTo(mac ndisc.MAC, pkts [][]byte) {
 	s := scratchPool.Get().(*etherScratch)
 	defer scratchPool.Put(s)
 	for len(pkts) > 0 {
@@ -397,7 +397,7 @@ func (*ether) Broadcast() net.HardwareAddr {
 }
 func (*ether) TxQueueLen() int { return 1000 }
 
-const neighValid = neigh.Valid
+const neighValid = ndisc.Valid
 
 // linkLocalAddr is the link's link-local address, if it has one.
 func (l *Link) linkLocalAddr() (netip.Addr, bool) {

@@ -13,7 +13,7 @@ import (
 
 	"urouter/decide"
 	"urouter/fib6"
-	"urouter/neigh"
+	"urouter/ndisc"
 	"urouter/rules"
 )
 
@@ -76,8 +76,8 @@ func (f *fakeFrames) close() error {
 }
 
 var (
-	routerMAC = neigh.MAC{2, 0, 0, 0, 1, 1}
-	hostMAC   = neigh.MAC{2, 0, 0, 0, 2, 2}
+	routerMAC = ndisc.MAC{2, 0, 0, 0, 1, 1}
+	hostMAC   = ndisc.MAC{2, 0, 0, 0, 2, 2}
 	hostAddr  = netip.MustParseAddr("2001:db8:91::2")
 )
 
@@ -90,7 +90,7 @@ func etherLink(t testing.TB) (*Link, *ether, *fakeFrames) {
 	dp := New(links, decide.New(fib6.NewTables(), rs, links))
 	dp.AddLoopback()
 	f := newFakeFrames()
-	e := newEther("tap", f, routerMAC, neigh.DefaultParams())
+	e := newEther("tap", f, routerMAC, ndisc.DefaultParams())
 	l, err := dp.AddLink("e0", e, 1500)
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +130,7 @@ func ndFrame(typ header.ICMPv6Type, src, dst netip.Addr, body []byte, hopLimit u
 	return b
 }
 
-func naBody(target netip.Addr, solicited, override bool, mac neigh.MAC) []byte {
+func naBody(target netip.Addr, solicited, override bool, mac ndisc.MAC) []byte {
 	b := make([]byte, header.NDPNAMinimumSize+8)
 	na := header.NDPNeighborAdvert(b)
 	na.SetTargetAddress(tcpip.AddrFrom16(target.As16()))
@@ -140,7 +140,7 @@ func naBody(target netip.Addr, solicited, override bool, mac neigh.MAC) []byte {
 	return b
 }
 
-func nsBody(target netip.Addr, sll *neigh.MAC) []byte {
+func nsBody(target netip.Addr, sll *ndisc.MAC) []byte {
 	b := make([]byte, header.NDPNSMinimumSize)
 	header.NDPNeighborSolicit(b).SetTargetAddress(tcpip.AddrFrom16(target.As16()))
 	if sll != nil {
@@ -186,14 +186,14 @@ func TestEtherResolve(t *testing.T) {
 	}
 	f.rx <- ndFrame(header.ICMPv6NeighborAdvert, hostAddr, ll.Addr(), naBody(hostAddr, true, true, hostMAC), 255)
 	rel := waitSent(t, f, 1)[0]
-	if neigh.MAC(rel.hdr[:6]) != hostMAC || neigh.MAC(rel.hdr[6:12]) != routerMAC {
+	if ndisc.MAC(rel.hdr[:6]) != hostMAC || ndisc.MAC(rel.hdr[6:12]) != routerMAC {
 		t.Fatalf("the waiting packet went to %x from %x", rel.hdr[:6], rel.hdr[6:12])
 	}
-	if st, _ := e.neigh.State(hostAddr); st != neigh.Reachable {
+	if st, _ := e.neigh.State(hostAddr); st != ndisc.Reachable {
 		t.Fatalf("after a solicited advertisement: %v", st)
 	}
 	e.WriteBatch(0, [][]byte{pkt}, []netip.Addr{hostAddr})
-	if got := f.take(); len(got) != 1 || neigh.MAC(got[0].hdr[:6]) != hostMAC {
+	if got := f.take(); len(got) != 1 || ndisc.MAC(got[0].hdr[:6]) != hostMAC {
 		t.Fatalf("a packet to a reachable neighbour: %v", got)
 	}
 
@@ -212,7 +212,7 @@ func TestEtherResolve(t *testing.T) {
 		_, hasTLL := linkOption(adv.Options(), optTargetLL)
 		tll, _ := linkOption(adv.Options(), optTargetLL)
 		if m.Type() != header.ICMPv6NeighborAdvert || !adv.RouterFlag() || !adv.SolicitedFlag() || adv.OverrideFlag() != c.override ||
-			(tll != nil) != c.tll || !hasTLL || neigh.MAC(na.hdr[:6]) != hostMAC {
+			(tll != nil) != c.tll || !hasTLL || ndisc.MAC(na.hdr[:6]) != hostMAC {
 			t.Errorf("answer to a solicitation to %v: type %d R %v S %v O %v TLL %x to %x", c.dst, m.Type(),
 				adv.RouterFlag(), adv.SolicitedFlag(), adv.OverrideFlag(), tll, na.hdr[:6])
 		}
@@ -305,10 +305,10 @@ func TestEtherRace(t *testing.T) {
 	for i := 0; i < 300; i++ {
 		f.rx <- ndFrame(header.ICMPv6NeighborAdvert, hostAddr, ll.Addr(), naBody(hostAddr, i%2 == 0, true, hostMAC), 255)
 		if i%50 == 0 {
-			e.neigh.Flush(func(neigh.Info) bool { return true })
+			e.neigh.Flush(func(ndisc.Info) bool { return true })
 		}
 		for _, s := range f.take() {
-			if d := neigh.MAC(s.hdr[:6]); d != hostMAC && d[0] != 0x33 {
+			if d := ndisc.MAC(s.hdr[:6]); d != hostMAC && d[0] != 0x33 {
 				t.Fatalf("a frame went to %v", d)
 			}
 		}
@@ -321,7 +321,7 @@ func TestEtherRace(t *testing.T) {
 // neighbour: the fast path, 0 allocations.
 func BenchmarkEtherWrite(b *testing.B) {
 	_, e, f := etherLink(b)
-	e.neigh.Set(hostAddr, hostMAC, true, neigh.Reachable, 0, neigh.Add)
+	e.neigh.Set(hostAddr, hostMAC, true, ndisc.Reachable, 0, ndisc.Add)
 	f.mu.Lock()
 	f.sent = make([]sentFrame, 0, 1)
 	f.mu.Unlock()
@@ -388,20 +388,20 @@ func TestEtherRefusesGroupMACs(t *testing.T) {
 	// the host is known, STALE with its own MAC
 	f.rx <- ndFrame(header.ICMPv6NeighborSolicit, hostAddr, solicitedNode(own), nsBody(own, &hostMAC), 255)
 	waitSent(t, f, 1)
-	rs := func(mac neigh.MAC) []byte {
+	rs := func(mac ndisc.MAC) []byte {
 		return append(make([]byte, header.NDPRSMinimumSize), append([]byte{optSourceLL, 1}, mac[:]...)...)
 	}
-	for _, bad := range []neigh.MAC{{0x33, 0x33, 0, 0, 0, 1}, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, {}, {0x01, 0x00, 0x5e, 0, 0, 1}} {
+	for _, bad := range []ndisc.MAC{{0x33, 0x33, 0, 0, 0, 1}, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, {}, {0x01, 0x00, 0x5e, 0, 0, 1}} {
 		before := dropsOf(l, DropNDInvalid)
 		f.rx <- ndFrame(header.ICMPv6NeighborSolicit, other, solicitedNode(own), nsBody(own, &bad), 255)
 		f.rx <- ndFrame(header.ICMPv6NeighborSolicit, hostAddr, solicitedNode(own), nsBody(own, &bad), 255)
 		f.rx <- ndFrame(header.ICMPv6NeighborAdvert, hostAddr, own, naBody(hostAddr, false, true, bad), 255)
 		f.rx <- ndFrame(header.ICMPv6RouterSolicit, hostAddr, netip.MustParseAddr("ff02::2"), rs(bad), 255)
 		waitFor(t, "the refusals", func() bool { return dropsOf(l, DropNDInvalid) == before+4 })
-		if st, mac := e.neigh.State(hostAddr); st != neigh.Stale || mac != hostMAC {
+		if st, mac := e.neigh.State(hostAddr); st != ndisc.Stale || mac != hostMAC {
 			t.Errorf("%v: the host's entry became %v %v", bad, st, mac)
 		}
-		if st, _ := e.neigh.State(other); st != neigh.None {
+		if st, _ := e.neigh.State(other); st != ndisc.None {
 			t.Errorf("%v: a solicitation made an entry %v", bad, st)
 		}
 		if got := f.take(); len(got) != 0 {

@@ -11,7 +11,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 
-	"urouter/neigh"
+	"urouter/ndisc"
 )
 
 // ndisc is an Ethernet link's Neighbour Discovery (RFC 4861), run by one
@@ -21,7 +21,7 @@ import (
 // the router's new addresses for duplicates (DAD), and sends Router
 // Advertisements (radv.go). The packet path only hands it messages,
 // through a bounded queue, and never waits for it.
-type ndisc struct {
+type ndProto struct {
 	e    *ether
 	in   chan ndMsg
 	kick chan struct{} // addresses or RA settings changed
@@ -39,7 +39,7 @@ type ndisc struct {
 }
 
 type ndMsg struct {
-	src neigh.MAC
+	src ndisc.MAC
 	p   []byte
 }
 
@@ -50,14 +50,14 @@ type ownAddr struct {
 	until     time.Time
 }
 
-func newNDisc(e *ether) *ndisc {
-	return &ndisc{e: e, in: make(chan ndMsg, 256), kick: make(chan struct{}, 1), quit: make(chan struct{}),
+func newNDisc(e *ether) *ndProto {
+	return &ndProto{e: e, in: make(chan ndMsg, 256), kick: make(chan struct{}, 1), quit: make(chan struct{}),
 		done: make(chan struct{}), addrs: map[netip.Addr]*ownAddr{}, b: make([]byte, 2048)}
 }
 
-func (n *ndisc) start() { go n.run() }
+func (n *ndProto) start() { go n.run() }
 
-func (n *ndisc) stop() {
+func (n *ndProto) stop() {
 	n.once.Do(func() {
 		close(n.quit)
 		if n.e.link.Load() != nil {
@@ -69,7 +69,7 @@ func (n *ndisc) stop() {
 // receive hands a message over, copied; a full queue drops it. Either way
 // it is counted as received, as Linux counts ND in the interface's
 // statistics.
-func (n *ndisc) receive(src neigh.MAC, p []byte) {
+func (n *ndProto) receive(src ndisc.MAC, p []byte) {
 	c := n.e.ndCtrs.Load()
 	if c != nil {
 		c.RxPackets.addShared(1)
@@ -87,7 +87,7 @@ func (n *ndisc) receive(src neigh.MAC, p []byte) {
 }
 
 // refuse counts a message handle discards.
-func (n *ndisc) refuse() {
+func (n *ndProto) refuse() {
 	n.e.stats.NDDropped.Add(1)
 	if c := n.e.ndCtrs.Load(); c != nil {
 		c.Drops[DropNDInvalid].addShared(1)
@@ -95,14 +95,14 @@ func (n *ndisc) refuse() {
 }
 
 // changed asks the goroutine to look at the link's addresses and RA again.
-func (n *ndisc) changed() {
+func (n *ndProto) changed() {
 	select {
 	case n.kick <- struct{}{}:
 	default:
 	}
 }
 
-func (n *ndisc) run() {
+func (n *ndProto) run() {
 	defer close(n.done)
 	t := time.NewTimer(time.Millisecond)
 	defer t.Stop()
@@ -118,7 +118,7 @@ func (n *ndisc) run() {
 		case <-t.C:
 		}
 		now := time.Now()
-		next := time.Duration(n.e.neigh.Run(neigh.Now()) - neigh.Now())
+		next := time.Duration(n.e.neigh.Run(ndisc.Now()) - ndisc.Now())
 		next = min(next, n.dadTimers(now), n.raTimer(now))
 		n.publishDAD()
 		t.Reset(max(next, time.Millisecond))
@@ -128,7 +128,7 @@ func (n *ndisc) run() {
 // syncAddrs notices the link's new and removed addresses: a new one is
 // tentative while DAD runs (one solicitation, a retrans time to answer),
 // and the link listens to its solicited-node group.
-func (n *ndisc) syncAddrs() {
+func (n *ndProto) syncAddrs() {
 	l := n.e.link.Load()
 	cur := l.Addrs()
 	n.e.setGroups(cur) // before DAD: another node's probe comes to the group
@@ -151,7 +151,7 @@ func (n *ndisc) syncAddrs() {
 
 // dadTimers ends the DAD of addresses nobody claimed; it returns when it
 // wants to run next.
-func (n *ndisc) dadTimers(now time.Time) time.Duration {
+func (n *ndProto) dadTimers(now time.Time) time.Duration {
 	next := time.Hour
 	for _, o := range n.addrs {
 		if o.tentative && !o.failed {
@@ -167,7 +167,7 @@ func (n *ndisc) dadTimers(now time.Time) time.Duration {
 }
 
 // publishDAD makes the addresses' DAD states what `address show` reads.
-func (n *ndisc) publishDAD() {
+func (n *ndProto) publishDAD() {
 	m := map[netip.Addr]DADState{}
 	for a, o := range n.addrs {
 		switch {
@@ -210,7 +210,7 @@ func (l *Link) DAD(a netip.Addr) DADState {
 }
 
 // linkLocal is the link's link-local address once past DAD.
-func (n *ndisc) linkLocal() (netip.Addr, bool) {
+func (n *ndProto) linkLocal() (netip.Addr, bool) {
 	for a, o := range n.addrs {
 		if a.IsLinkLocalUnicast() && !o.tentative && !o.failed {
 			return a, true
@@ -221,7 +221,7 @@ func (n *ndisc) linkLocal() (netip.Addr, bool) {
 
 // handle checks a message as RFC 4861 section 7.1 and 6.1 ask (hop limit
 // 255, checksum, code 0, length, options) and acts on it.
-func (n *ndisc) handle(srcMAC neigh.MAC, p header.IPv6) {
+func (n *ndProto) handle(srcMAC ndisc.MAC, p header.IPv6) {
 	if !p.IsValid(len(p)) || p.HopLimit() != 255 || int(p.PayloadLength())+ipv6Len != len(p) ||
 		len(p) < ipv6Len+header.ICMPv6MinimumSize {
 		n.refuse()
@@ -263,9 +263,9 @@ func (n *ndisc) handle(srcMAC neigh.MAC, p header.IPv6) {
 			o.duplicate() // someone else has the router's address
 			return
 		}
-		adv := neigh.Advert{Solicited: na.SolicitedFlag(), Override: na.OverrideFlag(), Router: na.RouterFlag()}
+		adv := ndisc.Advert{Solicited: na.SolicitedFlag(), Override: na.OverrideFlag(), Router: na.RouterFlag()}
 		if tll != nil {
-			adv.MAC, adv.HasMAC = neigh.MAC(tll), true
+			adv.MAC, adv.HasMAC = ndisc.MAC(tll), true
 		}
 		n.e.neigh.Advertised(target, adv)
 		return
@@ -278,7 +278,7 @@ func (n *ndisc) handle(srcMAC neigh.MAC, p header.IPv6) {
 			break
 		}
 		if sll != nil {
-			n.e.neigh.Solicited(src, neigh.MAC(sll))
+			n.e.neigh.Solicited(src, ndisc.MAC(sll))
 		}
 		n.raSolicited(src, srcMAC)
 		return
@@ -344,7 +344,7 @@ func linkOption(opts header.NDPOptions, k uint8) ([]byte, bool) {
 // solicited one with override and the target's link-layer address; a
 // unicast one (a NUD probe) a solicited one without either. The router
 // flag is always set.
-func (n *ndisc) solicited(src, dst, target netip.Addr, sll []byte, srcMAC neigh.MAC) {
+func (n *ndProto) solicited(src, dst, target netip.Addr, sll []byte, srcMAC ndisc.MAC) {
 	o := n.addrs[target]
 	if o == nil || o.failed {
 		return
@@ -361,7 +361,7 @@ func (n *ndisc) solicited(src, dst, target netip.Addr, sll []byte, srcMAC neigh.
 	}
 	multicast := dst.IsMulticast()
 	if sll != nil {
-		n.e.neigh.Solicited(src, neigh.MAC(sll))
+		n.e.neigh.Solicited(src, ndisc.MAC(sll))
 	}
 	n.send(n.na(target, src.As16(), true, multicast, multicast), srcMAC)
 }
@@ -378,7 +378,7 @@ func (o *ownAddr) duplicate() {
 
 // ns builds a Neighbour Solicitation for target, from src to dst, with the
 // link's MAC as source link-layer option unless src is ::.
-func (n *ndisc) ns(src, dst, target netip.Addr) []byte {
+func (n *ndProto) ns(src, dst, target netip.Addr) []byte {
 	opts := header.NDPOptionsSerializer{}
 	if !src.IsUnspecified() {
 		opts = append(opts, header.NDPSourceLinkLayerAddressOption(tcpip.LinkAddress(n.e.mac[:])))
@@ -392,7 +392,7 @@ func (n *ndisc) ns(src, dst, target netip.Addr) []byte {
 
 // na builds a Neighbour Advertisement for target (the router's, so the
 // router flag), to dst.
-func (n *ndisc) na(target netip.Addr, dst [16]byte, solicited, override, withLL bool) []byte {
+func (n *ndProto) na(target netip.Addr, dst [16]byte, solicited, override, withLL bool) []byte {
 	opts := header.NDPOptionsSerializer{}
 	if withLL {
 		opts = append(opts, header.NDPTargetLinkLayerAddressOption(tcpip.LinkAddress(n.e.mac[:])))
@@ -409,7 +409,7 @@ func (n *ndisc) na(target netip.Addr, dst [16]byte, solicited, override, withLL 
 
 // icmp wraps an ND message body in ICMPv6 and IPv6 (hop limit 255),
 // behind a zeroed virtio_net_hdr.
-func (n *ndisc) icmp(typ header.ICMPv6Type, src, dst [16]byte, body []byte) []byte {
+func (n *ndProto) icmp(typ header.ICMPv6Type, src, dst [16]byte, body []byte) []byte {
 	b := make([]byte, vnetHdrLen+ipv6Len+header.ICMPv6HeaderSize+len(body))
 	p := header.IPv6(b[vnetHdrLen:])
 	p.Encode(&header.IPv6Fields{PayloadLength: uint16(header.ICMPv6HeaderSize + len(body)),
@@ -422,7 +422,7 @@ func (n *ndisc) icmp(typ header.ICMPv6Type, src, dst [16]byte, body []byte) []by
 	return b
 }
 
-func (n *ndisc) send(b []byte, to neigh.MAC) {
+func (n *ndProto) send(b []byte, to ndisc.MAC) {
 	n.e.writeTo(to, [][]byte{b})
 	n.e.stats.NDSent.Add(1)
 	if c := n.e.ndCtrs.Load(); c != nil {
@@ -432,11 +432,11 @@ func (n *ndisc) send(b []byte, to neigh.MAC) {
 }
 
 // unicastMAC: neither a group's (the I/G bit), nor all zeros.
-func unicastMAC(m []byte) bool { return m[0]&1 == 0 && neigh.MAC(m) != neigh.MAC{} }
+func unicastMAC(m []byte) bool { return m[0]&1 == 0 && ndisc.MAC(m) != ndisc.MAC{} }
 
 // Solicit sends the cache's solicitations, from the link-local address as
 // Linux's ndisc_send_ns does when the packet's own source is not given.
-func (n *ndisc) Solicit(target netip.Addr, mac neigh.MAC, unicast bool) {
+func (n *ndProto) Solicit(target netip.Addr, mac ndisc.MAC, unicast bool) {
 	l := n.e.link.Load()
 	if l == nil {
 		return
@@ -454,12 +454,12 @@ func (n *ndisc) Solicit(target netip.Addr, mac neigh.MAC, unicast bool) {
 }
 
 // Release sends the packets that waited for target.
-func (n *ndisc) Release(target netip.Addr, mac neigh.MAC, pkts [][]byte) { n.e.writeTo(mac, pkts) }
+func (n *ndProto) Release(target netip.Addr, mac ndisc.MAC, pkts [][]byte) { n.e.writeTo(mac, pkts) }
 
 // Unreachable answers each packet that waited in vain with ICMPv6
 // Destination Unreachable, Address Unreachable (code 3), as Linux's
 // ndisc_error_report, within the ICMPv6 limits.
-func (n *ndisc) Unreachable(target netip.Addr, pkts [][]byte) {
+func (n *ndProto) Unreachable(target netip.Addr, pkts [][]byte) {
 	l := n.e.link.Load()
 	if l == nil || n.e.dp == nil {
 		return
@@ -483,7 +483,7 @@ func (n *ndisc) Unreachable(target netip.Addr, pkts [][]byte) {
 
 // Changed passes the cache's news on to whoever watches neighbours (the
 // router, for the gateways it probes).
-func (n *ndisc) Changed(target netip.Addr, from, to neigh.State) {
+func (n *ndProto) Changed(target netip.Addr, from, to ndisc.State) {
 	if dp, l := n.e.dp, n.e.link.Load(); dp != nil && l != nil {
 		if fn := dp.neighWatch.Load(); fn != nil {
 			(*fn)(l, target, from, to)

@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"net/netip"
 	"time"
-	"urouter/neigh"
+	"urouter/ndisc"
 
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 )
@@ -93,7 +93,7 @@ func (l *Link) RA() (RAConfig, bool) {
 
 // raSync takes new settings: enabling starts the initial advertisements,
 // disabling owes a last one with a lifetime of 0 (RFC 4861 6.2.5).
-func (n *ndisc) raSync(l *Link) {
+func (n *ndProto) raSync(l *Link) {
 	c := *n.e.ra.Load()
 	was := n.ra.cfg.Enabled
 	n.ra.cfg = c
@@ -108,7 +108,7 @@ func (n *ndisc) raSync(l *Link) {
 // soliciter is a host whose Router Solicitation is answered unicast.
 type soliciter struct {
 	addr netip.Addr
-	mac  neigh.MAC
+	mac  ndisc.MAC
 	at   time.Time
 }
 
@@ -119,7 +119,7 @@ const maxSoliciters = 64
 // raSolicited answers a Router Solicitation within 500 ms (RFC 4861
 // 6.2.6): unicast to a host that gave its address (as radvd does), else to
 // all-nodes, but not within 3 s of the last multicast one.
-func (n *ndisc) raSolicited(src netip.Addr, mac neigh.MAC) {
+func (n *ndProto) raSolicited(src netip.Addr, mac ndisc.MAC) {
 	if !n.ra.cfg.Enabled {
 		return
 	}
@@ -141,7 +141,7 @@ func (n *ndisc) raSolicited(src netip.Addr, mac neigh.MAC) {
 // raTimer sends the advertisement that is due and plans the next: the
 // first three at most 16 s apart, then a random time between the
 // intervals. It returns when it wants to run next.
-func (n *ndisc) raTimer(now time.Time) time.Duration {
+func (n *ndProto) raTimer(now time.Time) time.Duration {
 	r := &n.ra
 	if len(r.unicast) == 0 && (r.next.IsZero() || (!r.cfg.Enabled && !r.stopped)) {
 		return time.Hour
@@ -190,7 +190,7 @@ func (n *ndisc) raTimer(now time.Time) time.Duration {
 // raMsg builds an advertisement from src to dst: the settings, the
 // link's MAC, and the prefixes (the link's own /64s unless some are
 // given); final: a router lifetime of 0.
-func (n *ndisc) raMsg(src, dst [16]byte, final bool) []byte {
+func (n *ndProto) raMsg(src, dst [16]byte, final bool) []byte {
 	c := &n.ra.cfg
 	life := c.Lifetime
 	if final {

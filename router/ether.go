@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"urouter/dataplane"
-	"urouter/neigh"
+	"urouter/ndisc"
 	"urouter/nexthop"
 )
 
@@ -32,9 +32,9 @@ func (r *Router) AddHost(name, dev string, eo dataplane.EtherOptions) (*dataplan
 	return r.addLinkMTU(name, func() (dataplane.Device, int, error) { return dataplane.OpenHost(dev, eo) })
 }
 
-func (r *Router) neighParams(p neigh.Params) neigh.Params {
-	if p == (neigh.Params{}) {
-		return neigh.DefaultParams()
+func (r *Router) neighParams(p ndisc.Params) ndisc.Params {
+	if p == (ndisc.Params{}) {
+		return ndisc.DefaultParams()
 	}
 	return p
 }
@@ -54,13 +54,13 @@ type gateways struct {
 	all    chan neighEvent               // every change, while someone watches
 	// ProbeInterval is how often a FAILED gateway is probed.
 	probe time.Duration
-	watch atomic.Pointer[func(l *dataplane.Link, a netip.Addr, from, to neigh.State)]
+	watch atomic.Pointer[func(l *dataplane.Link, a netip.Addr, from, to ndisc.State)]
 }
 
 type neighEvent struct {
 	l        *dataplane.Link
 	addr     netip.Addr
-	from, to neigh.State
+	from, to ndisc.State
 }
 
 // SetRouterProbeInterval sets how often a gateway that failed is probed.
@@ -73,7 +73,7 @@ func (r *Router) SetRouterProbeInterval(d time.Duration) {
 // WatchNeighbours makes fn hear every change of a neighbour's state from
 // now on (nil: none), as `ip monitor neigh` reports them. fn runs on the
 // router's own goroutine and must not block.
-func (r *Router) WatchNeighbours(fn func(l *dataplane.Link, a netip.Addr, from, to neigh.State)) {
+func (r *Router) WatchNeighbours(fn func(l *dataplane.Link, a netip.Addr, from, to ndisc.State)) {
 	if fn == nil {
 		r.gws.watch.Store(nil)
 	} else {
@@ -85,9 +85,9 @@ func (r *Router) WatchNeighbours(fn func(l *dataplane.Link, a netip.Addr, from, 
 // goroutine (or in a packet worker starting a resolution) and never
 // blocks: a full queue loses the news (the next failure or answer brings
 // it again).
-func (r *Router) neighChanged(l *dataplane.Link, a netip.Addr, from, to neigh.State) {
+func (r *Router) neighChanged(l *dataplane.Link, a netip.Addr, from, to ndisc.State) {
 	ev := neighEvent{l, a, from, to}
-	if to == neigh.Failed || to&neigh.Valid != 0 && from&neigh.Valid == 0 {
+	if to == ndisc.Failed || to&ndisc.Valid != 0 && from&ndisc.Valid == 0 {
 		select { // failures and recoveries: a queue of their own, so a flood of others cannot crowd them out
 		case r.gws.events <- ev:
 		default:
@@ -124,7 +124,7 @@ func (r *Router) routineGateways(stop <-chan struct{}) {
 
 func (r *Router) gatewayEvent(ev neighEvent) {
 	g := nexthop.Gateway{Link: ev.l.Index, Addr: ev.addr}
-	failed := ev.to == neigh.Failed
+	failed := ev.to == ndisc.Failed
 	r.gws.mu.Lock()
 	_, was := r.gws.failed[g]
 	r.gws.mu.Unlock()

@@ -12,7 +12,7 @@
 // through the Link it was given, with no lock held.
 //
 // neigh knows nothing of frames or ICMPv6 messages: its Link sends them.
-package neigh
+package ndisc
 
 import (
 	"errors"
