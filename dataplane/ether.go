@@ -3,7 +3,9 @@ package dataplane
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"log"
 	"net"
 	"net/netip"
 	"os"
@@ -26,21 +28,22 @@ type ether struct {
 	kind  string
 	io    frameIO
 	mac   ndisc.MAC
-	neigh *ndisc.Table
-	nd    *ndProto
+	neigh *ndisc.Table // nd's, kept here for the packet path's direct call
+	nd    *ndisc.ND
 	rxh   [][batchSize]ethHdr // per queue: the headers of the frames read
 	link  atomic.Pointer[Link]
-	// groups are the multicast MACs the link listens to (all-nodes,
-	// all-routers, its addresses' solicited-node groups)
+	// groups are the multicast MACs the link listens to (ndisc.Groups of
+	// its addresses), changed under the link registry's lock
 	groups atomic.Pointer[[]ndisc.MAC]
-	ra     atomic.Pointer[RAConfig]
-	dad    atomic.Pointer[map[netip.Addr]DADState] // published by the ND goroutine
 	dp     *Dataplane
 	stats  EtherStats
 	// ndCtrs are the link's counters of Neighbour Discovery in and out,
 	// written with addShared only
 	ndCtrs atomic.Pointer[Counters]
 	closed atomic.Bool // its readers end (see closedErr)
+
+	mu sync.Mutex // the sender of the link's ICMPv6 errors (ndLink.Unreachable)
+	tx *worker    // routes the ICMPv6 errors the link makes (Address Unreachable)
 }
 
 // EtherStats count what an Ethernet link's port does below IPv6.
@@ -95,14 +98,16 @@ func randomMAC() ndisc.MAC {
 	return m
 }
 
-func newEther(kind string, io frameIO, mac ndisc.MAC, p ndisc.Params) *ether {
+// newEther makes an Ethernet device that listens to all-nodes and
+// all-routers; an error is a group it could not join.
+func newEther(kind string, io frameIO, mac ndisc.MAC, p ndisc.Params) (*ether, error) {
 	e := &ether{kind: kind, io: io, mac: mac, rxh: make([][batchSize]ethHdr, io.Queues())}
-	e.nd = newNDisc(e)
-	e.neigh = ndisc.NewTable(e.nd, p)
-	e.setGroups(nil)
-	ra := DefaultRA()
-	e.ra.Store(&ra)
-	return e
+	e.nd = ndisc.New((*ndLink)(e), mac, p)
+	e.neigh = e.nd.Table()
+	if err := e.listen(ndisc.Groups(nil)); err != nil {
+		return nil, err
+	}
+	return e, nil
 }
 
 // OpenTAP makes a TAP link's device.
@@ -115,7 +120,7 @@ func OpenTAP(name string, o TAPOptions, eo EtherOptions) (Device, error) {
 	if len(eo.MAC) == 6 {
 		mac = ndisc.MAC(eo.MAC)
 	}
-	return newEther("tap", t, mac, eo.Neigh), nil
+	return newEther("tap", t, mac, eo.Neigh)
 }
 
 // OpenHost attaches a link to interface dev with an AF_PACKET socket. The
@@ -130,11 +135,14 @@ func OpenHost(dev string, eo EtherOptions) (Device, int, error) {
 	if len(eo.MAC) == 6 && ndisc.MAC(eo.MAC) != mac {
 		mac = ndisc.MAC(eo.MAC)
 		if err := a.promisc(); err != nil {
-			a.close()
-			return nil, 0, err
+			return nil, 0, errors.Join(err, a.close())
 		}
 	}
-	return newEther("host", a, mac, eo.Neigh), ifi.MTU, nil
+	e, err := newEther("host", a, mac, eo.Neigh)
+	if err != nil {
+		return nil, 0, errors.Join(fmt.Errorf("PACKET_ADD_MEMBERSHIP: %w", err), a.close())
+	}
+	return e, ifi.MTU, nil
 }
 
 // Neigh returns an Ethernet link's neighbour cache, nil for other links.
@@ -163,58 +171,36 @@ func (e *ether) attach(dp *Dataplane, l *Link) {
 	e.dp = dp
 	e.link.Store(l)
 	e.ndCtrs.Store(l.NewCounters())
-	e.nd.start()
+	e.nd.Start()
 }
 
-// setGroups makes the groups the link listens to: all-nodes, all-routers
-// and the solicited-node group of each address.
-func (e *ether) setGroups(addrs []netip.Prefix) {
-	gs := []ndisc.MAC{{0x33, 0x33, 0, 0, 0, 1}, {0x33, 0x33, 0, 0, 0, 2}}
-	for _, a := range addrs {
-		m := multicastMAC(solicitedNode(a.Addr()))
-		if !containsMAC(gs, m) {
-			gs = append(gs, m)
-		}
-	}
+// listen makes gs the groups the link listens to, joining the new ones
+// on an interface (a NIC that filters lets their frames in) and leaving
+// the old: ND goes deaf to a group it could not join, so that is an
+// error, and gs is not taken. A group that cannot be left costs only
+// frames the link drops, so that is logged.
+func (e *ether) listen(gs []ndisc.MAC) error {
+	old := e.groups.Load()
 	if a, ok := e.io.(*afPacket); ok {
-		old := e.groups.Load()
 		for _, g := range gs {
-			if old == nil || !containsMAC(*old, g) {
-				a.join(g[:], true)
+			if old == nil || !ndisc.ContainsMAC(*old, g) {
+				if err := a.join(g[:], true); err != nil {
+					return fmt.Errorf("joining %v: %w", g, err)
+				}
 			}
 		}
 		if old != nil {
 			for _, g := range *old {
-				if !containsMAC(gs, g) {
-					a.join(g[:], false)
+				if !ndisc.ContainsMAC(gs, g) {
+					if err := a.join(g[:], false); err != nil {
+						log.Printf("dataplane: %s: leaving %v: %v", a.dev, g, err)
+					}
 				}
 			}
 		}
 	}
 	e.groups.Store(&gs)
-}
-
-func containsMAC(ms []ndisc.MAC, m ndisc.MAC) bool {
-	for _, x := range ms {
-		if x == m {
-			return true
-		}
-	}
-	return false
-}
-
-// solicitedNode is address a's solicited-node group: ff02::1:ff00:0/104
-// and a's last 24 bits (RFC 4291 2.7.1).
-func solicitedNode(a netip.Addr) netip.Addr {
-	b := a.As16()
-	return netip.AddrFrom16([16]byte{0xff, 0x02, 10: 0, 11: 1, 12: 0xff, 13: b[13], 14: b[14], 15: b[15]})
-}
-
-// multicastMAC is the Ethernet group of an IPv6 multicast address
-// (RFC 2464: 33:33 and its last 32 bits).
-func multicastMAC(a netip.Addr) ndisc.MAC {
-	b := a.As16()
-	return ndisc.MAC{0x33, 0x33, b[12], b[13], b[14], b[15]}
+	return nil
 }
 
 // accepts reports whether a frame to dst is the link's: its MAC, a group
@@ -233,7 +219,7 @@ func (e *ether) accepts(dst []byte) bool {
 	if m[0] == 0x33 && m[1] == 0x33 && e.mirrored() {
 		return true // the mirror's kernel side sorts out its own groups
 	}
-	return containsMAC(*e.groups.Load(), m)
+	return ndisc.ContainsMAC(*e.groups.Load(), m)
 }
 
 // mirrored reports whether the link has a kernel mirror.
@@ -293,8 +279,8 @@ func (e *ether) routes(h *ethHdr, b []byte) bool {
 	switch {
 	case binary.BigEndian.Uint16(h[12:]) != etherTypeIPv6 || !e.accepts(h[:6]):
 		e.stats.NotForUs.Add(1)
-	case isND(b[vnetHdrLen:]):
-		e.nd.receive(ndisc.MAC(h[6:12]), b[vnetHdrLen:])
+	case ndisc.IsND(b[vnetHdrLen:]):
+		e.nd.Receive(ndisc.MAC(h[6:12]), b[vnetHdrLen:])
 	case h[0]&1 != 0:
 		e.stats.Multicast.Add(1)
 		if l := e.link.Load(); l != nil && l.Mirror() != nil && len(b) > vnetHdrLen {
@@ -306,12 +292,6 @@ func (e *ether) routes(h *ethHdr, b []byte) bool {
 		return true
 	}
 	return false
-}
-
-// isND reports whether p is a Neighbour Discovery message (ICMPv6 types
-// 133 to 137 right after the IPv6 header, as they are sent).
-func isND(p []byte) bool {
-	return len(p) >= ipv6Len+4 && p[0]>>4 == 6 && p[6] == protoICMPv6 && p[ipv6Len] >= 133 && p[ipv6Len] <= 137
 }
 
 // WriteBatch frames each packet for the neighbour it goes to: the MAC the
@@ -328,7 +308,7 @@ func (e *ether) WriteBatch(_ int, pkts [][]byte, via []netip.Addr) (int, error) 
 	for i, p := range pkts {
 		mac, ok := lastMAC, lastOK && via[i] == last
 		if !ok && via[i].IsMulticast() {
-			mac, ok = multicastMAC(via[i]), true // a mirror's kernel side speaking to a group
+			mac, ok = ndisc.MulticastMAC(via[i]), true // a mirror's kernel side speaking to a group
 		}
 		if !ok {
 			mac, ok = e.neigh.Output(via[i], p)
@@ -363,8 +343,8 @@ func (e *ether) frame(h *ethHdr, mac ndisc.MAC) {
 }
 
 // writeTo sends packets the link makes itself (ND, packets that waited)
-// to mac, from the router's MAC.
-func (e *ether) writeTo(mac ndisc.MAC, pkts [][]byte) {
+// to mac, from the router's MAC; an error is the first write that failed.
+func (e *ether) writeTo(mac ndisc.MAC, pkts [][]byte) error {
 	s := scratchPool.Get().(*etherScratch)
 	defer scratchPool.Put(s)
 	for len(pkts) > 0 {
@@ -373,9 +353,12 @@ func (e *ether) writeTo(mac ndisc.MAC, pkts [][]byte) {
 			shiftVnet(pkts[i], ethHdrLen)
 			e.frame(&s.hdrs[i], mac)
 		}
-		e.io.writeFrames(s.hdrs[:n], pkts[:n])
+		if _, err := e.io.writeFrames(s.hdrs[:n], pkts[:n]); err != nil {
+			return err
+		}
 		pkts = pkts[n:]
 	}
+	return nil
 }
 
 func (e *ether) Offloads() Offloads   { return e.io.offloads() }
@@ -384,7 +367,7 @@ func (e *ether) SetUp(up bool) error  { return e.io.setUp(up) }
 
 func (e *ether) Close() error {
 	e.closed.Store(true)
-	e.nd.stop()
+	e.nd.Stop()
 	return e.io.close()
 }
 
@@ -396,8 +379,6 @@ func (*ether) Broadcast() net.HardwareAddr {
 	return net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 }
 func (*ether) TxQueueLen() int { return 1000 }
-
-const neighValid = ndisc.Valid
 
 // linkLocalAddr is the link's link-local address, if it has one.
 func (l *Link) linkLocalAddr() (netip.Addr, bool) {

@@ -12,12 +12,14 @@ package dataplane
 
 import (
 	"errors"
+	"log"
 	"net/netip"
 	"slices"
 	"sync"
 	"sync/atomic"
 
 	"urouter/decide"
+	"urouter/ndisc"
 )
 
 // Link is one of the router's interfaces: an index and a name in the
@@ -248,6 +250,9 @@ func (ls *Links) AddAddr(l *Link, a netip.Prefix) error {
 		i = len(cur)
 	}
 	next := slices.Insert(slices.Clone(cur), i, a)
+	if err := l.listen(next); err != nil {
+		return err // ND would not hear the address's solicitations
+	}
 	l.addrs.Store(&next)
 	ls.publishAddrs()
 	l.addrsChanged()
@@ -266,17 +271,31 @@ func (ls *Links) DelAddr(l *Link, a netip.Prefix) (netip.Prefix, error) {
 	}
 	removed := cur[i]
 	next := slices.Delete(slices.Clone(cur), i, i+1)
+	if err := l.listen(next); err != nil {
+		// it only leaves groups, so this cannot be; the address goes anyway
+		log.Printf("dataplane: %s: %v", l.Name, err)
+	}
 	l.addrs.Store(&next)
 	ls.publishAddrs()
 	l.addrsChanged()
 	return removed, nil
 }
 
+// listen makes an Ethernet link listen to the groups of addresses addrs
+// (their solicited-node groups), before they are published: DAD's and
+// other nodes' solicitations come to the group. ls.mu is held.
+func (l *Link) listen(addrs []netip.Prefix) error {
+	if e, ok := l.hw.(*ether); ok {
+		return e.listen(ndisc.Groups(addrs))
+	}
+	return nil
+}
+
 // addrsChanged tells an Ethernet link's ND that its addresses changed
-// (DAD, solicited-node groups, advertised prefixes).
+// (DAD, advertised prefixes).
 func (l *Link) addrsChanged() {
 	if e, ok := l.hw.(*ether); ok {
-		e.nd.changed()
+		e.nd.Resync()
 	}
 }
 
