@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"urouter/dataplane/port"
 
 	"urouter/decide"
 	"urouter/ndisc"
@@ -64,7 +65,7 @@ func (dp *Dataplane) WatchNeighbours(fn func(l *Link, addr netip.Addr, from, to 
 
 // AddLink registers link name, down, with the given MTU, made of dev, and
 // starts a worker for each of its port's queues.
-func (dp *Dataplane) AddLink(name string, dev Device, mtu int) (*Link, error) {
+func (dp *Dataplane) AddLink(name string, dev port.Device, mtu int) (*Link, error) {
 	dp.mu.Lock()
 	defer dp.mu.Unlock()
 	l, err := dp.Links.add(name, dev, mtu)
@@ -88,7 +89,7 @@ func (dp *Dataplane) AddLink(name string, dev Device, mtu int) (*Link, error) {
 // AddLoopback creates the loopback link "lo", up, as every Linux host has
 // one.
 func (dp *Dataplane) AddLoopback() *Link {
-	l, err := dp.AddLink("lo", loopback{}, 65536)
+	l, err := dp.AddLink("lo", port.Loopback{}, 65536)
 	if err != nil {
 		panic("dataplane: a second loopback: " + err.Error())
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"urouter/dataplane/port"
 
 	"urouter/ndisc"
 )
@@ -26,11 +27,11 @@ import (
 // it goes to, resolved through the cache's lock-free fast path.
 type ether struct {
 	kind  string
-	io    frameIO
+	io    port.Frames
 	mac   ndisc.MAC
 	neigh *ndisc.Table // nd's, kept here for the packet path's direct call
 	nd    *ndisc.ND
-	rxh   [][batchSize]ethHdr // per queue: the headers of the frames read
+	rxh   [][batchSize]port.EthHdr // per queue: the headers of the frames read
 	link  atomic.Pointer[Link]
 	// groups are the multicast MACs the link listens to (ndisc.Groups of
 	// its addresses), changed under the link registry's lock
@@ -79,7 +80,7 @@ func (s *EtherStats) String() string {
 var scratchPool = sync.Pool{New: func() any { return new(etherScratch) }}
 
 type etherScratch struct {
-	hdrs [maxOut]ethHdr
+	hdrs [maxOut]port.EthHdr
 	pkts [maxOut][]byte
 	idx  [maxOut]int
 }
@@ -100,8 +101,8 @@ func randomMAC() ndisc.MAC {
 
 // newEther makes an Ethernet device that listens to all-nodes and
 // all-routers; an error is a group it could not join.
-func newEther(kind string, io frameIO, mac ndisc.MAC, p ndisc.Params) (*ether, error) {
-	e := &ether{kind: kind, io: io, mac: mac, rxh: make([][batchSize]ethHdr, io.Queues())}
+func newEther(kind string, io port.Frames, mac ndisc.MAC, p ndisc.Params) (*ether, error) {
+	e := &ether{kind: kind, io: io, mac: mac, rxh: make([][batchSize]port.EthHdr, io.Queues())}
 	e.nd = ndisc.New((*ndLink)(e), mac, p)
 	e.neigh = e.nd.Table()
 	if err := e.listen(ndisc.Groups(nil)); err != nil {
@@ -111,8 +112,8 @@ func newEther(kind string, io frameIO, mac ndisc.MAC, p ndisc.Params) (*ether, e
 }
 
 // OpenTAP makes a TAP link's device.
-func OpenTAP(name string, o TAPOptions, eo EtherOptions) (Device, error) {
-	t, err := openTAP(name, o)
+func OpenTAP(name string, o port.TAPOptions, eo EtherOptions) (port.Device, error) {
+	t, err := port.OpenTAP(name, o)
 	if err != nil {
 		return nil, err
 	}
@@ -126,21 +127,21 @@ func OpenTAP(name string, o TAPOptions, eo EtherOptions) (Device, error) {
 // OpenHost attaches a link to interface dev with an AF_PACKET socket. The
 // router's MAC is the interface's own unless one is given (then the socket
 // is promiscuous, as a NIC filters other MACs).
-func OpenHost(dev string, eo EtherOptions) (Device, int, error) {
-	a, ifi, err := openAFPacket(dev, nil)
+func OpenHost(dev string, eo EtherOptions) (port.Device, int, error) {
+	a, ifi, err := port.OpenAFPacket(dev, nil)
 	if err != nil {
 		return nil, 0, err
 	}
 	mac := ndisc.MAC(ifi.HardwareAddr)
 	if len(eo.MAC) == 6 && ndisc.MAC(eo.MAC) != mac {
 		mac = ndisc.MAC(eo.MAC)
-		if err := a.promisc(); err != nil {
-			return nil, 0, errors.Join(err, a.close())
+		if err := a.Promisc(); err != nil {
+			return nil, 0, errors.Join(err, a.Close())
 		}
 	}
 	e, err := newEther("host", a, mac, eo.Neigh)
 	if err != nil {
-		return nil, 0, errors.Join(fmt.Errorf("PACKET_ADD_MEMBERSHIP: %w", err), a.close())
+		return nil, 0, errors.Join(fmt.Errorf("PACKET_ADD_MEMBERSHIP: %w", err), a.Close())
 	}
 	return e, ifi.MTU, nil
 }
@@ -157,8 +158,8 @@ func (l *Link) Neigh() *ndisc.Table {
 // other links.
 func (l *Link) EtherStats() *EtherStats {
 	if e, ok := l.hw.(*ether); ok {
-		if a, ok := e.io.(*afPacket); ok {
-			e.stats.QueueDrops.Add(a.drops()) // the kernel's count resets as it is read
+		if a, ok := e.io.(*port.AFPacket); ok {
+			e.stats.QueueDrops.Add(a.Drops()) // the kernel's count resets as it is read
 		}
 		return &e.stats
 	}
@@ -181,10 +182,10 @@ func (e *ether) attach(dp *Dataplane, l *Link) {
 // frames the link drops, so that is logged.
 func (e *ether) listen(gs []ndisc.MAC) error {
 	old := e.groups.Load()
-	if a, ok := e.io.(*afPacket); ok {
+	if a, ok := e.io.(*port.AFPacket); ok {
 		for _, g := range gs {
 			if old == nil || !ndisc.ContainsMAC(*old, g) {
-				if err := a.join(g[:], true); err != nil {
+				if err := a.Join(g[:], true); err != nil {
 					return fmt.Errorf("joining %v: %w", g, err)
 				}
 			}
@@ -192,8 +193,8 @@ func (e *ether) listen(gs []ndisc.MAC) error {
 		if old != nil {
 			for _, g := range *old {
 				if !ndisc.ContainsMAC(gs, g) {
-					if err := a.join(g[:], false); err != nil {
-						log.Printf("dataplane: %s: leaving %v: %v", a.dev, g, err)
+					if err := a.Join(g[:], false); err != nil {
+						log.Printf("dataplane: %s: leaving %v: %v", a.Dev(), g, err)
 					}
 				}
 			}
@@ -236,7 +237,7 @@ func (e *ether) Queues() int { return e.io.Queues() }
 func (e *ether) ReadBatch(q int, bufs [][]byte, sizes []int) (int, error) {
 	hdrs := e.rxh[q][:]
 	for {
-		n, err := e.io.readFrames(q, bufs, hdrs[:len(bufs)], sizes)
+		n, err := e.io.ReadFrames(q, bufs, hdrs[:len(bufs)], sizes)
 		e.stats.Reads.Add(1)
 		e.stats.Frames.Add(uint64(n))
 		keep := 0
@@ -259,36 +260,24 @@ func (e *ether) ReadBatch(q int, bufs [][]byte, sizes []int) (int, error) {
 	}
 }
 
-// shiftVnet moves a virtio_net_hdr's offsets (csum_start, hdr_len) by d:
-// on an Ethernet link they count from the frame's start, in the packet
-// path from the IPv6 header's.
-func shiftVnet(b []byte, d int) {
-	if b[0]&vnetNeedsCsum != 0 {
-		binary.LittleEndian.PutUint16(b[6:], uint16(int(binary.LittleEndian.Uint16(b[6:]))+d))
-	}
-	if h := binary.LittleEndian.Uint16(b[2:]); h != 0 {
-		binary.LittleEndian.PutUint16(b[2:], uint16(max(int(h)+d, 0)))
-	}
-}
-
 // routes reports whether a frame (h, then b: virtio_net_hdr and packet)
 // goes to the packet path, its header's offsets made the packet path's;
 // Neighbour Discovery goes to the ND goroutine, the rest is counted.
 // (A truncated frame goes on: the packet path counts it.)
-func (e *ether) routes(h *ethHdr, b []byte) bool {
+func (e *ether) routes(h *port.EthHdr, b []byte) bool {
 	switch {
-	case binary.BigEndian.Uint16(h[12:]) != etherTypeIPv6 || !e.accepts(h[:6]):
+	case binary.BigEndian.Uint16(h[12:]) != port.EtherTypeIPv6 || !e.accepts(h[:6]):
 		e.stats.NotForUs.Add(1)
 	case ndisc.IsND(b[vnetHdrLen:]):
 		e.nd.Receive(ndisc.MAC(h[6:12]), b[vnetHdrLen:])
 	case h[0]&1 != 0:
 		e.stats.Multicast.Add(1)
 		if l := e.link.Load(); l != nil && l.Mirror() != nil && len(b) > vnetHdrLen {
-			shiftVnet(b, -ethHdrLen)
+			port.ShiftVnet(b, -port.EthHdrLen)
 			l.Mirror().give(b, len(b)-vnetHdrLen) // to the kernel, whose groups they may be
 		}
 	default:
-		shiftVnet(b, -ethHdrLen)
+		port.ShiftVnet(b, -port.EthHdrLen)
 		return true
 	}
 	return false
@@ -318,7 +307,7 @@ func (e *ether) WriteBatch(_ int, pkts [][]byte, via []netip.Addr) (int, error) 
 			}
 			last, lastMAC, lastOK = via[i], mac, true
 		}
-		shiftVnet(p, ethHdrLen)
+		port.ShiftVnet(p, port.EthHdrLen)
 		e.frame(&s.hdrs[n], mac)
 		s.pkts[n], s.idx[n] = p, i
 		n++
@@ -326,7 +315,7 @@ func (e *ether) WriteBatch(_ int, pkts [][]byte, via []netip.Addr) (int, error) 
 	if n == 0 {
 		return len(pkts), nil
 	}
-	m, err := e.io.writeFrames(s.hdrs[:n], s.pkts[:n])
+	m, err := e.io.WriteFrames(s.hdrs[:n], s.pkts[:n])
 	e.stats.Writes.Add(1)
 	e.stats.Sent.Add(uint64(m))
 	if err != nil {
@@ -336,10 +325,10 @@ func (e *ether) WriteBatch(_ int, pkts [][]byte, via []netip.Addr) (int, error) 
 }
 
 // frame makes h the header of an IPv6 frame from the router to mac.
-func (e *ether) frame(h *ethHdr, mac ndisc.MAC) {
+func (e *ether) frame(h *port.EthHdr, mac ndisc.MAC) {
 	copy(h[0:6], mac[:])
 	copy(h[6:12], e.mac[:])
-	binary.BigEndian.PutUint16(h[12:], etherTypeIPv6)
+	binary.BigEndian.PutUint16(h[12:], port.EtherTypeIPv6)
 }
 
 // writeTo sends packets the link makes itself (ND, packets that waited)
@@ -350,10 +339,10 @@ func (e *ether) writeTo(mac ndisc.MAC, pkts [][]byte) error {
 	for len(pkts) > 0 {
 		n := min(len(pkts), maxOut)
 		for i := 0; i < n; i++ {
-			shiftVnet(pkts[i], ethHdrLen)
+			port.ShiftVnet(pkts[i], port.EthHdrLen)
 			e.frame(&s.hdrs[i], mac)
 		}
-		if _, err := e.io.writeFrames(s.hdrs[:n], pkts[:n]); err != nil {
+		if _, err := e.io.WriteFrames(s.hdrs[:n], pkts[:n]); err != nil {
 			return err
 		}
 		pkts = pkts[n:]
@@ -361,18 +350,18 @@ func (e *ether) writeTo(mac ndisc.MAC, pkts [][]byte) error {
 	return nil
 }
 
-func (e *ether) Offloads() Offloads   { return e.io.offloads() }
-func (e *ether) SetMTU(mtu int) error { return e.io.setMTU(mtu) }
-func (e *ether) SetUp(up bool) error  { return e.io.setUp(up) }
+func (e *ether) Offloads() port.Offloads { return e.io.Offloads() }
+func (e *ether) SetMTU(mtu int) error    { return e.io.SetMTU(mtu) }
+func (e *ether) SetUp(up bool) error     { return e.io.SetUp(up) }
 
 func (e *ether) Close() error {
 	e.closed.Store(true)
 	e.nd.Stop()
-	return e.io.close()
+	return e.io.Close()
 }
 
 func (e *ether) Kind() string                   { return e.kind }
-func (*ether) Flags() Flags                     { return FlagBroadcast | FlagMulticast }
+func (*ether) Flags() port.Flags                { return port.FlagBroadcast | port.FlagMulticast }
 func (*ether) LinkType() string                 { return "ether" }
 func (e *ether) HardwareAddr() net.HardwareAddr { return net.HardwareAddr(e.mac[:]) }
 func (*ether) Broadcast() net.HardwareAddr {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"urouter/dataplane/port"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
@@ -28,7 +29,7 @@ type fakeFrames struct {
 }
 
 type sentFrame struct {
-	hdr ethHdr
+	hdr port.EthHdr
 	pkt []byte // the IPv6 packet
 }
 
@@ -38,19 +39,19 @@ func newFakeFrames() *fakeFrames {
 
 func (*fakeFrames) Queues() int { return 1 }
 
-func (f *fakeFrames) readFrames(_ int, bufs [][]byte, hdrs []ethHdr, sizes []int) (int, error) {
+func (f *fakeFrames) ReadFrames(_ int, bufs [][]byte, hdrs []port.EthHdr, sizes []int) (int, error) {
 	select {
 	case fr := <-f.rx:
 		copy(hdrs[0][:], fr)
 		clear(bufs[0][:vnetHdrLen])
-		sizes[0] = vnetHdrLen + copy(bufs[0][vnetHdrLen:], fr[ethHdrLen:])
+		sizes[0] = vnetHdrLen + copy(bufs[0][vnetHdrLen:], fr[port.EthHdrLen:])
 		return 1, nil
 	case <-f.done:
 		return 0, os.ErrClosed
 	}
 }
 
-func (f *fakeFrames) writeFrames(hdrs []ethHdr, pkts [][]byte) (int, error) {
+func (f *fakeFrames) WriteFrames(hdrs []port.EthHdr, pkts [][]byte) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for i, p := range pkts {
@@ -67,10 +68,12 @@ func (f *fakeFrames) take() []sentFrame {
 	return s
 }
 
-func (*fakeFrames) offloads() Offloads { return Offloads{TCP: true, UDP: true, PartialCsum: true} }
-func (*fakeFrames) setMTU(int) error   { return nil }
-func (*fakeFrames) setUp(bool) error   { return nil }
-func (f *fakeFrames) close() error {
+func (*fakeFrames) Offloads() port.Offloads {
+	return port.Offloads{TCP: true, UDP: true, PartialCsum: true}
+}
+func (*fakeFrames) SetMTU(int) error { return nil }
+func (*fakeFrames) SetUp(bool) error { return nil }
+func (f *fakeFrames) Close() error {
 	f.once.Do(func() { close(f.done) })
 	return nil
 }
@@ -132,11 +135,11 @@ func etherLink(t testing.TB) (*Link, *ether, *fakeFrames) {
 
 // ndFrame is a Neighbour Discovery message from the host, framed.
 func ndFrame(typ header.ICMPv6Type, src, dst netip.Addr, body []byte, hopLimit uint8) []byte {
-	b := make([]byte, ethHdrLen+ipv6Len+header.ICMPv6HeaderSize+len(body))
+	b := make([]byte, port.EthHdrLen+ipv6Len+header.ICMPv6HeaderSize+len(body))
 	copy(b[0:6], routerMAC[:])
 	copy(b[6:12], hostMAC[:])
-	binary.BigEndian.PutUint16(b[12:], etherTypeIPv6)
-	p := header.IPv6(b[ethHdrLen:])
+	binary.BigEndian.PutUint16(b[12:], port.EtherTypeIPv6)
+	p := header.IPv6(b[port.EthHdrLen:])
 	p.Encode(&header.IPv6Fields{PayloadLength: uint16(header.ICMPv6HeaderSize + len(body)),
 		TransportProtocol: header.ICMPv6ProtocolNumber, HopLimit: hopLimit, SrcAddr: addrOf(src), DstAddr: addrOf(dst)})
 	m := header.ICMPv6(p.Payload())
@@ -256,10 +259,10 @@ func TestEtherMalformed(t *testing.T) {
 		ndFrame(header.ICMPv6NeighborSolicit, hostAddr, own, append(nsBody(own, nil), append([]byte{optSourceLL, 2}, make([]byte, 14)...)...), 255),
 	}
 	sum := ndFrame(header.ICMPv6NeighborSolicit, hostAddr, own, nsBody(own, &hostMAC), 255)
-	sum[ethHdrLen+ipv6Len+2] ^= 0xff
+	sum[port.EthHdrLen+ipv6Len+2] ^= 0xff
 	bad = append(bad, sum, []byte{1, 2, 3})
 	for _, b := range bad {
-		if len(b) >= ethHdrLen {
+		if len(b) >= port.EthHdrLen {
 			f.rx <- b
 		}
 	}
@@ -346,7 +349,7 @@ func BenchmarkEtherWrite(b *testing.B) {
 // discardFrames writes nothing: the benchmark measures the framing.
 type discardFrames struct{ *fakeFrames }
 
-func (*discardFrames) writeFrames(_ []ethHdr, pkts [][]byte) (int, error) { return len(pkts), nil }
+func (*discardFrames) WriteFrames(_ []port.EthHdr, pkts [][]byte) (int, error) { return len(pkts), nil }
 
 // dropsOf is link l's count of drops for reason.
 func dropsOf(l *Link, reason DropReason) uint64 {
@@ -373,9 +376,9 @@ func TestEtherCountsND(t *testing.T) {
 	after := l.Stats()
 	rx, rxB := after.RxPackets-before.RxPackets, after.RxBytes-before.RxBytes
 	tx, txB := after.TxPackets-before.TxPackets, after.TxBytes-before.TxBytes
-	if rx != 20 || rxB != 20*uint64(len(ns)-ethHdrLen) || tx != 20 || txB != 20*uint64(len(nas[0].pkt)) {
+	if rx != 20 || rxB != 20*uint64(len(ns)-port.EthHdrLen) || tx != 20 || txB != 20*uint64(len(nas[0].pkt)) {
 		t.Errorf("20 NS in, 20 NA out: RX %d packets %d bytes, TX %d packets %d bytes; want 20 %d, 20 %d",
-			rx, rxB, tx, txB, 20*(len(ns)-ethHdrLen), 20*len(nas[0].pkt))
+			rx, rxB, tx, txB, 20*(len(ns)-port.EthHdrLen), 20*len(nas[0].pkt))
 	}
 }
 

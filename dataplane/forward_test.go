@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"urouter/dataplane"
+	"urouter/dataplane/port"
 	"urouter/fib6"
 	"urouter/nexthop"
 	"urouter/router"
@@ -38,14 +39,14 @@ func (p *pairPort) WriteBatch(_ int, pkts [][]byte, _ []netip.Addr) (int, error)
 	}
 	return len(pkts), nil
 }
-func (p *pairPort) Offloads() dataplane.Offloads {
-	return dataplane.Offloads{TCP: p.vnet, UDP: p.vnet, PartialCsum: p.vnet}
+func (p *pairPort) Offloads() port.Offloads {
+	return port.Offloads{TCP: p.vnet, UDP: p.vnet, PartialCsum: p.vnet}
 }
 func (p *pairPort) SetMTU(int) error               { return nil }
 func (p *pairPort) SetUp(bool) error               { return nil }
 func (p *pairPort) Close() error                   { return nil }
 func (p *pairPort) Kind() string                   { return "pair" }
-func (p *pairPort) Flags() dataplane.Flags         { return dataplane.FlagPointToPoint | dataplane.FlagNoARP }
+func (p *pairPort) Flags() port.Flags              { return port.FlagPointToPoint | port.FlagNoARP }
 func (p *pairPort) LinkType() string               { return "none" }
 func (p *pairPort) HardwareAddr() net.HardwareAddr { return nil }
 func (p *pairPort) Broadcast() net.HardwareAddr    { return nil }

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"urouter/dataplane/port"
 
 	"urouter/decide"
 	"urouter/ndisc"
@@ -28,9 +29,9 @@ import (
 type Link struct {
 	Index int32
 	Name  string
-	hw    Hardware
+	hw    port.Hardware
 	// offloads are what the link's port takes whole (fixed with the port)
-	offloads Offloads
+	offloads port.Offloads
 
 	port     atomic.Pointer[portRef] // nil once removed
 	mtu      atomic.Uint32
@@ -41,17 +42,17 @@ type Link struct {
 }
 
 // portRef holds a Port for an atomic pointer.
-type portRef struct{ Port }
+type portRef struct{ port.Port }
 
 // Hardware is what the link is: its kind, flags, link-layer address.
-func (l *Link) Hardware() Hardware { return l.hw }
+func (l *Link) Hardware() port.Hardware { return l.hw }
 
 // Flags are the link's interface flags, UP and LOWER_UP included while it
 // is up.
-func (l *Link) Flags() Flags {
+func (l *Link) Flags() port.Flags {
 	f := l.hw.Flags()
 	if l.Up() {
-		f |= FlagUp | FlagLowerUp
+		f |= port.FlagUp | port.FlagLowerUp
 	}
 	return f
 }
@@ -73,7 +74,7 @@ func (l *Link) Addrs() []netip.Prefix {
 }
 
 // portOf is the link's port, nil once the link is removed.
-func (l *Link) portOf() Port {
+func (l *Link) portOf() port.Port {
 	if r := l.port.Load(); r != nil {
 		return r.Port
 	}
@@ -160,7 +161,7 @@ func (ls *Links) AllAddrs() []decide.LinkAddrs { return *ls.addrs.Load() }
 
 // add registers a link, down, with the given MTU, made of dev (its port
 // and what it is).
-func (ls *Links) add(name string, dev Device, mtu int) (*Link, error) {
+func (ls *Links) add(name string, dev port.Device, mtu int) (*Link, error) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	old := ls.snap.Load()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"urouter/dataplane"
+	"urouter/dataplane/port"
 	"urouter/ndisc"
 	"urouter/nexthop"
 )
@@ -17,19 +18,19 @@ import (
 // below.
 
 // AddTAP creates link name as a TAP device of the router's, down.
-func (r *Router) AddTAP(name string, o dataplane.TAPOptions, eo dataplane.EtherOptions) (*dataplane.Link, error) {
+func (r *Router) AddTAP(name string, o port.TAPOptions, eo dataplane.EtherOptions) (*dataplane.Link, error) {
 	if o.MTU == 0 {
 		o.MTU = 1500
 	}
 	eo.Neigh = r.neighParams(eo.Neigh)
-	return r.addLink(name, o.MTU, func() (dataplane.Device, error) { return dataplane.OpenTAP(name, o, eo) })
+	return r.addLink(name, o.MTU, func() (port.Device, error) { return dataplane.OpenTAP(name, o, eo) })
 }
 
 // AddHost attaches link name to the existing interface dev, down; the
 // link's MTU is the interface's.
 func (r *Router) AddHost(name, dev string, eo dataplane.EtherOptions) (*dataplane.Link, error) {
 	eo.Neigh = r.neighParams(eo.Neigh)
-	return r.addLinkMTU(name, func() (dataplane.Device, int, error) { return dataplane.OpenHost(dev, eo) })
+	return r.addLinkMTU(name, func() (port.Device, int, error) { return dataplane.OpenHost(dev, eo) })
 }
 
 func (r *Router) neighParams(p ndisc.Params) ndisc.Params {

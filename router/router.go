@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"urouter/dataplane"
+	"urouter/dataplane/port"
 	"urouter/decide"
 	"urouter/fib6"
 	"urouter/nexthop"
@@ -129,35 +130,35 @@ func (r *Router) tell(kind EventKind, l *dataplane.Link, a netip.Prefix) {
 }
 
 // AddTUN creates link name as a TUN device of the router's, down.
-func (r *Router) AddTUN(name string, o dataplane.TUNOptions) (*dataplane.Link, error) {
+func (r *Router) AddTUN(name string, o port.TUNOptions) (*dataplane.Link, error) {
 	if o.MTU == 0 {
 		o.MTU = 1500
 	}
-	return r.addLink(name, o.MTU, func() (dataplane.Device, error) { return dataplane.OpenTUN(name, o) })
+	return r.addLink(name, o.MTU, func() (port.Device, error) { return port.OpenTUN(name, o) })
 }
 
 // AddDummy creates link name as a dummy link, down.
 func (r *Router) AddDummy(name string, mtu int) (*dataplane.Link, error) {
-	return r.AddLink(name, dataplane.NewDummy(), mtu)
+	return r.AddLink(name, port.NewDummy(), mtu)
 }
 
 // AddLink registers link name made of dev, down.
-func (r *Router) AddLink(name string, dev dataplane.Device, mtu int) (*dataplane.Link, error) {
-	return r.addLink(name, mtu, func() (dataplane.Device, error) { return dev, nil })
+func (r *Router) AddLink(name string, dev port.Device, mtu int) (*dataplane.Link, error) {
+	return r.addLink(name, mtu, func() (port.Device, error) { return dev, nil })
 }
 
 // addLink makes a link's device with open, once the name is known to be
 // free (opening a TUN by the name of one that exists would join it), and
 // registers the link.
-func (r *Router) addLink(name string, mtu int, open func() (dataplane.Device, error)) (*dataplane.Link, error) {
-	return r.addLinkMTU(name, func() (dataplane.Device, int, error) {
+func (r *Router) addLink(name string, mtu int, open func() (port.Device, error)) (*dataplane.Link, error) {
+	return r.addLinkMTU(name, func() (port.Device, int, error) {
 		d, err := open()
 		return d, mtu, err
 	})
 }
 
 // addLinkMTU is addLink for a device that knows its MTU once open.
-func (r *Router) addLinkMTU(name string, open func() (dataplane.Device, int, error)) (*dataplane.Link, error) {
+func (r *Router) addLinkMTU(name string, open func() (port.Device, int, error)) (*dataplane.Link, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.Links.ByName(name) != nil {
@@ -238,7 +239,7 @@ func (r *Router) SetMTU(l *dataplane.Link, mtu int) error {
 // DeleteLink takes a link down (its routes and addresses go) and away.
 // The loopback cannot go, as in Linux.
 func (r *Router) DeleteLink(l *dataplane.Link) error {
-	if l.Flags()&dataplane.FlagLoopback != 0 {
+	if l.Flags()&port.FlagLoopback != 0 {
 		return syscall.EOPNOTSUPP
 	}
 	r.mu.Lock()
@@ -262,7 +263,7 @@ func addrRoutes(l *dataplane.Link, a netip.Prefix) (local fib6.Route, connected 
 	nh := nexthop.Nexthop{Link: l.Index}
 	local = fib6.Route{Dst: netip.PrefixFrom(a.Addr(), 128),
 		Attrs: fib6.Attrs{Type: fib6.Local, Proto: fib6.ProtoKernel, Metric: LocalMetric, Nexthop: nh}}
-	if l.Flags()&dataplane.FlagLoopback == 0 {
+	if l.Flags()&port.FlagLoopback == 0 {
 		connected = &fib6.Route{Dst: a.Masked(),
 			Attrs: fib6.Attrs{Type: fib6.Unicast, Proto: fib6.ProtoKernel, Metric: ConnectedMetric, Nexthop: nh}}
 	}

@@ -1,4 +1,4 @@
-package dataplane
+package port
 
 import (
 	"errors"
@@ -24,7 +24,7 @@ type TUNOptions struct {
 	NoGSO bool
 }
 
-// tunPort is a TUN link's device: one file per queue, read through Go's
+// TUN is a TUN link's device: one file per queue, read through Go's
 // netpoller, written with write(2).
 //
 // The queues are opened by vishvananda/netlink's Tuntap, which has no side
@@ -33,7 +33,7 @@ type TUNOptions struct {
 // offload handling (virtio_net_hdr, segmentation, coalescing) is ours:
 // wireguard/tun has it, but unexported and tied to its own Read/Write,
 // which split super-packets that the router forwards whole.
-type tunPort struct {
+type TUN struct {
 	name   string
 	files  []*os.File
 	queues []*tunQueue
@@ -72,7 +72,7 @@ const (
 // not persistent (it goes when the router closes it), non-blocking for
 // Go's netpoller; then its MTU, and its move to o.Netns.
 func OpenTUN(name string, o TUNOptions) (Device, error) {
-	t := &tunPort{name: name, vnet: !o.NoGSO}
+	t := &TUN{name: name, vnet: !o.NoGSO}
 	flags := netlink.TUNTAP_NO_PI
 	if t.vnet {
 		flags |= netlink.TUNTAP_VNET_HDR
@@ -118,11 +118,11 @@ func OpenTUN(name string, o TUNOptions) (Device, error) {
 	return t, nil
 }
 
-func (t *tunPort) Queues() int { return len(t.queues) }
+func (t *TUN) Queues() int { return len(t.queues) }
 
 // ReadBatch reads packets until the queue is empty or the batch full (in
 // single mode: one), waiting in the netpoller while there are none.
-func (t *tunPort) ReadBatch(q int, bufs [][]byte, sizes []int) (int, error) {
+func (t *TUN) ReadBatch(q int, bufs [][]byte, sizes []int) (int, error) {
 	tq := t.queues[q]
 	tq.bufs, tq.sizes, tq.n, tq.err, tq.calls = bufs, sizes, 0, nil, 0
 	err := tq.rc.Read(tq.readFn)
@@ -145,7 +145,7 @@ func (t *tunPort) ReadBatch(q int, bufs [][]byte, sizes []int) (int, error) {
 func (q *tunQueue) read(fd uintptr) bool {
 	off := 0
 	if !q.vnet {
-		off = vnetHdrLen // keep the header's room; it reads as zeros
+		off = VnetHdrLen // keep the header's room; it reads as zeros
 	}
 	q.calls++
 	for q.n < len(q.bufs) {
@@ -179,11 +179,11 @@ func (q *tunQueue) read(fd uintptr) bool {
 
 // WriteBatch writes each packet with one write(2), without its
 // virtio_net_hdr when the device has none.
-func (t *tunPort) WriteBatch(q int, pkts [][]byte, _ []netip.Addr) (int, error) {
+func (t *TUN) WriteBatch(q int, pkts [][]byte, _ []netip.Addr) (int, error) {
 	fd := t.queues[q%len(t.queues)].fd
 	for i, b := range pkts {
 		if !t.vnet {
-			b = b[vnetHdrLen:]
+			b = b[VnetHdrLen:]
 		}
 		for {
 			_, err := unix.Write(fd, b)
@@ -199,7 +199,7 @@ func (t *tunPort) WriteBatch(q int, pkts [][]byte, _ []netip.Addr) (int, error) 
 	return len(pkts), nil
 }
 
-func (t *tunPort) Offloads() Offloads {
+func (t *TUN) Offloads() Offloads {
 	return Offloads{TCP: t.vnet, UDP: t.vnet && t.uso, PartialCsum: t.vnet}
 }
 
@@ -217,7 +217,7 @@ func (k kernelSide) link() netlink.Link {
 }
 
 // setMTU sets the kernel side's MTU while it is in the router's namespace.
-func (k kernelSide) setMTU(mtu int) error {
+func (k kernelSide) SetMTU(mtu int) error {
 	if l := k.link(); l != nil && l.Attrs().MTU != mtu {
 		return netlink.LinkSetMTU(l, mtu)
 	}
@@ -226,7 +226,7 @@ func (k kernelSide) setMTU(mtu int) error {
 
 // setUp brings the kernel side up or down while it is in the router's
 // namespace (the forwarding lab waits for that).
-func (k kernelSide) setUp(up bool) error {
+func (k kernelSide) SetUp(up bool) error {
 	l := k.link()
 	switch {
 	case l == nil:
@@ -246,22 +246,22 @@ func closeFiles(files []*os.File) error {
 	return errors.Join(errs...)
 }
 
-func (t *tunPort) SetMTU(mtu int) error { return kernelSide(t.name).setMTU(mtu) }
-func (t *tunPort) SetUp(up bool) error  { return kernelSide(t.name).setUp(up) }
+func (t *TUN) SetMTU(mtu int) error { return kernelSide(t.name).SetMTU(mtu) }
+func (t *TUN) SetUp(up bool) error  { return kernelSide(t.name).SetUp(up) }
 
-func (t *tunPort) Close() error {
+func (t *TUN) Close() error {
 	t.closed.Store(true)
 	err := closeFiles(t.files)
 	t.files = nil
 	return err
 }
 
-func (*tunPort) Kind() string                   { return "tun" }
-func (*tunPort) Flags() Flags                   { return FlagPointToPoint | FlagMulticast | FlagNoARP }
-func (*tunPort) LinkType() string               { return "none" }
-func (*tunPort) HardwareAddr() net.HardwareAddr { return nil }
-func (*tunPort) Broadcast() net.HardwareAddr    { return nil }
-func (*tunPort) TxQueueLen() int                { return 500 }
+func (*TUN) Kind() string                   { return "tun" }
+func (*TUN) Flags() Flags                   { return FlagPointToPoint | FlagMulticast | FlagNoARP }
+func (*TUN) LinkType() string               { return "none" }
+func (*TUN) HardwareAddr() net.HardwareAddr { return nil }
+func (*TUN) Broadcast() net.HardwareAddr    { return nil }
+func (*TUN) TxQueueLen() int                { return 500 }
 
 // moveToNetns moves link name into network namespace ns (as `ip link set
 // NAME netns NS`); the router keeps its descriptors, which go on working.

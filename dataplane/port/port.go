@@ -1,4 +1,4 @@
-package dataplane
+package port
 
 import (
 	"crypto/rand"
@@ -47,13 +47,13 @@ type Offloads struct {
 	PartialCsum bool // NEEDS_CSUM packets: the port has a virtio_net_hdr
 }
 
-// takes reports whether the port accepts a packet with this virtio header
+// Takes reports whether the port accepts a packet with this virtio header
 // as it is.
-func (o Offloads) takes(h *vnetHdr) bool {
-	if h.flags&vnetNeedsCsum != 0 && !o.PartialCsum {
+func (o Offloads) Takes(h *VnetHdr) bool {
+	if h.Flags&NeedsCsum != 0 && !o.PartialCsum {
 		return false
 	}
-	switch h.gsoType {
+	switch h.GSOType {
 	case unix.VIRTIO_NET_HDR_GSO_NONE:
 		return true
 	case unix.VIRTIO_NET_HDR_GSO_TCPV6, unix.VIRTIO_NET_HDR_GSO_TCPV4:
@@ -123,23 +123,23 @@ func (f Flags) Names() []string {
 // errLoopback: the router does not route packets out of its loopback.
 var errLoopback = errors.New("no way out through the loopback")
 
-// loopback is the link "lo" every Linux host has: the router's own
+// Loopback is the link "lo" every Linux host has: the router's own
 // addresses live on it, nothing leaves by it.
-type loopback struct{}
+type Loopback struct{}
 
-func (loopback) Queues() int                                                  { return 0 }
-func (loopback) ReadBatch(int, [][]byte, []int) (int, error)                  { return 0, errors.ErrUnsupported }
-func (loopback) WriteBatch(_ int, pkts [][]byte, _ []netip.Addr) (int, error) { return 0, errLoopback }
-func (loopback) Offloads() Offloads                                           { return Offloads{} }
-func (loopback) SetMTU(int) error                                             { return nil }
-func (loopback) SetUp(bool) error                                             { return nil }
-func (loopback) Close() error                                                 { return nil }
-func (loopback) Kind() string                                                 { return "loopback" }
-func (loopback) Flags() Flags                                                 { return FlagLoopback }
-func (loopback) LinkType() string                                             { return "loopback" }
-func (loopback) HardwareAddr() net.HardwareAddr                               { return make(net.HardwareAddr, 6) }
-func (loopback) Broadcast() net.HardwareAddr                                  { return make(net.HardwareAddr, 6) }
-func (loopback) TxQueueLen() int                                              { return 1000 }
+func (Loopback) Queues() int                                                  { return 0 }
+func (Loopback) ReadBatch(int, [][]byte, []int) (int, error)                  { return 0, errors.ErrUnsupported }
+func (Loopback) WriteBatch(_ int, pkts [][]byte, _ []netip.Addr) (int, error) { return 0, errLoopback }
+func (Loopback) Offloads() Offloads                                           { return Offloads{} }
+func (Loopback) SetMTU(int) error                                             { return nil }
+func (Loopback) SetUp(bool) error                                             { return nil }
+func (Loopback) Close() error                                                 { return nil }
+func (Loopback) Kind() string                                                 { return "loopback" }
+func (Loopback) Flags() Flags                                                 { return FlagLoopback }
+func (Loopback) LinkType() string                                             { return "loopback" }
+func (Loopback) HardwareAddr() net.HardwareAddr                               { return make(net.HardwareAddr, 6) }
+func (Loopback) Broadcast() net.HardwareAddr                                  { return make(net.HardwareAddr, 6) }
+func (Loopback) TxQueueLen() int                                              { return 1000 }
 
 // dummy is Linux's dummy link: it takes everything and drops it (counted
 // as sent, as Linux's dummy counts it).
