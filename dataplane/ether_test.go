@@ -114,7 +114,11 @@ func etherLink(t testing.TB) (*Link, *ether, *fakeFrames) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { dp.Remove(l) })
+	t.Cleanup(func() {
+		if err := dp.Remove(l); err != nil {
+			t.Error(err)
+		}
+	})
 	links.SetUp(l, true)
 	ll, _ := l.LinkLocal()
 	for _, a := range []netip.Prefix{netip.MustParsePrefix("2001:db8:91::1/64"), ll} {
@@ -211,7 +215,9 @@ func TestEtherResolve(t *testing.T) {
 	if st, _ := e.neigh.State(hostAddr); st != ndisc.Reachable {
 		t.Fatalf("after a solicited advertisement: %v", st)
 	}
-	e.WriteBatch(0, [][]byte{pkt}, []netip.Addr{hostAddr})
+	if _, err := e.WriteBatch(0, [][]byte{pkt}, []netip.Addr{hostAddr}); err != nil {
+		t.Fatal(err)
+	}
 	if got := f.take(); len(got) != 1 || ndisc.MAC(got[0].hdr[:6]) != hostMAC {
 		t.Fatalf("a packet to a reachable neighbour: %v", got)
 	}
@@ -303,7 +309,10 @@ func TestEtherRace(t *testing.T) {
 				for i := range own {
 					own[i] = append([]byte(nil), pkt...)
 				}
-				e.WriteBatch(0, own, via)
+				if _, err := e.WriteBatch(0, own, via); err != nil {
+					t.Error(err)
+					return
+				}
 			}
 		}()
 	}
@@ -326,7 +335,9 @@ func TestEtherRace(t *testing.T) {
 // neighbour: the fast path, 0 allocations.
 func BenchmarkEtherWrite(b *testing.B) {
 	_, e, f := etherLink(b)
-	e.neigh.Set(hostAddr, hostMAC, true, ndisc.Reachable, 0, ndisc.Add)
+	if err := e.neigh.Set(hostAddr, hostMAC, true, ndisc.Reachable, 0, ndisc.Add); err != nil {
+		b.Fatal(err)
+	}
 	f.mu.Lock()
 	f.sent = make([]sentFrame, 0, 1)
 	f.mu.Unlock()
@@ -341,7 +352,9 @@ func BenchmarkEtherWrite(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		e.WriteBatch(0, pkts, via)
+		if _, err := e.WriteBatch(0, pkts, via); err != nil {
+			b.Fatal(err)
+		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*64), "ns/packet")
 }

@@ -78,8 +78,12 @@ func newRig(t testing.TB) *rig {
 	mk := func(name string, vnet bool) *dataplane.Link {
 		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK, 0)
 		must(err)
-		unix.SetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_SNDBUF, 1<<22)
-		t.Cleanup(func() { unix.Close(fds[0]); unix.Close(fds[1]) })
+		must(unix.SetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_SNDBUF, 1<<22))
+		t.Cleanup(func() {
+			if err := errors.Join(unix.Close(fds[0]), unix.Close(fds[1])); err != nil {
+				t.Error(err)
+			}
+		})
 		l, err := rt.AddLink(name, &pairPort{fd: fds[0], vnet: vnet}, 1500)
 		must(err)
 		r.peer[l] = fds[1]
@@ -159,7 +163,9 @@ func craft(t testing.TB, ls ...gopacket.SerializableLayer) []byte {
 				if n, ok := o.(interface {
 					SetNetworkLayerForChecksum(gopacket.NetworkLayer) error
 				}); ok {
-					n.SetNetworkLayerForChecksum(ip)
+					if err := n.SetNetworkLayerForChecksum(ip); err != nil {
+						t.Fatal(err)
+					}
 				}
 			}
 		}
@@ -417,7 +423,9 @@ func BenchmarkForward(b *testing.B) {
 	for i := 0; i < b.N; i += 64 {
 		r.run(pkts...)
 		for j := 0; j < 64; j++ {
-			unix.Read(r.peer[r.tb], buf)
+			if _, err := unix.Read(r.peer[r.tb], buf); err != nil {
+				b.Fatal(err) // each packet forwarded is there to read
+			}
 		}
 	}
 }

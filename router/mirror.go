@@ -32,8 +32,7 @@ func (r *Router) SetMirror(l *dataplane.Link, kname string) error {
 	}
 	// synced here for its error; tell's sync after it finds nothing to do
 	if err := syncKernel(l); err != nil {
-		r.DP.ClearMirror(l)
-		return err
+		return errors.Join(err, r.DP.ClearMirror(l))
 	}
 	r.tell(LinkChanged, l, netip.Prefix{})
 	return nil

@@ -170,8 +170,7 @@ func (r *Router) addLinkMTU(name string, open func() (port.Device, int, error)) 
 	}
 	l, err := r.DP.AddLink(name, dev, mtu)
 	if err != nil {
-		dev.Close()
-		return nil, err
+		return nil, errors.Join(err, dev.Close())
 	}
 	r.Rules.Relink() // rules naming it attach
 	r.tell(LinkAdded, l, netip.Prefix{})
@@ -320,7 +319,7 @@ func (r *Router) uninstall(l *dataplane.Link, a netip.Prefix) {
 func deleteRoute(t *fib6.Table, rt fib6.Route) {
 	x := t.Begin()
 	defer x.Commit()
-	x.Delete(fib6.Match{Dst: rt.Dst, Metric: rt.Metric, Proto: rt.Proto, Type: rt.Type, Link: rt.Nexthop.Link})
+	_, _ = x.Delete(fib6.Match{Dst: rt.Dst, Metric: rt.Metric, Proto: rt.Proto, Type: rt.Type, Link: rt.Nexthop.Link}) // gone already is fine
 }
 
 // AddAddr gives the router address a (with its prefix length) on link l,
@@ -333,7 +332,8 @@ func (r *Router) AddAddr(l *dataplane.Link, a netip.Prefix) error {
 	}
 	if l.Up() {
 		if err := r.install(l, a); err != nil {
-			r.Links.DelAddr(l, a)
+			// the address was added just now under r.mu: it is there to delete
+			_, _ = r.Links.DelAddr(l, a)
 			return err
 		}
 	}

@@ -1,6 +1,7 @@
 package port
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -58,9 +59,10 @@ func OpenAFPacket(dev string, groups []net.HardwareAddr) (*AFPacket, *net.Interf
 	}
 	a := &AFPacket{dev: dev, ifindex: ifi.Index, fd: fd}
 	fail := func(what string, err error) (*AFPacket, *net.Interface, error) {
-		unix.Close(fd)
+		// sockets never used: closing them fails only on a bad descriptor
+		_ = unix.Close(fd)
 		if a.txfd > 0 {
-			unix.Close(a.txfd)
+			_ = unix.Close(a.txfd)
 		}
 		return nil, nil, fmt.Errorf("%s %s: %w", what, dev, err)
 	}
@@ -96,8 +98,7 @@ func OpenAFPacket(dev string, groups []net.HardwareAddr) (*AFPacket, *net.Interf
 	a.tookIPv6 = true
 	a.file = os.NewFile(uintptr(fd), "packet:"+dev)
 	if a.rc, err = a.file.SyscallConn(); err != nil {
-		a.Close()
-		return nil, nil, err
+		return nil, nil, errors.Join(err, a.Close())
 	}
 	return a, ifi, nil
 }
@@ -115,12 +116,12 @@ func openTxSocket(ifindex int) (int, error) {
 		{unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, 4 << 20},
 	} {
 		if err := unix.SetsockoptInt(fd, o[0], o[1], o[2]); err != nil {
-			unix.Close(fd)
+			_ = unix.Close(fd) // never used: it fails only on a bad descriptor
 			return -1, err
 		}
 	}
 	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: 0, Ifindex: ifindex}); err != nil {
-		unix.Close(fd)
+		_ = unix.Close(fd) // as above
 		return -1, err
 	}
 	return fd, nil
@@ -238,11 +239,11 @@ func (a *AFPacket) SetUp(up bool) error {
 	return netlink.LinkSetUp(l)
 }
 
-// drops are the frames the socket's queue had no room for
-// (PACKET_STATISTICS; reading them resets them).
 // Dev is the interface the socket is attached to.
 func (a *AFPacket) Dev() string { return a.dev }
 
+// Drops are the frames the socket's queue had no room for
+// (PACKET_STATISTICS; reading them resets them).
 func (a *AFPacket) Drops() uint64 {
 	st, err := unix.GetsockoptTpacketStats(a.fd, unix.SOL_PACKET, unix.PACKET_STATISTICS)
 	if err != nil {
@@ -251,14 +252,18 @@ func (a *AFPacket) Drops() uint64 {
 	return uint64(st.Drops)
 }
 
+// Close closes both sockets and gives the interface its disable_ipv6
+// back; an error is any of them.
 func (a *AFPacket) Close() error {
-	unix.Close(a.txfd)
+	errs := []error{unix.Close(a.txfd)}
 	if a.tookIPv6 {
-		giveIPv6(a.ifindex)
+		errs = append(errs, giveIPv6(a.ifindex))
 		a.tookIPv6 = false
 	}
 	if a.file != nil {
-		return a.file.Close()
+		errs = append(errs, a.file.Close())
+	} else {
+		errs = append(errs, unix.Close(a.fd))
 	}
-	return unix.Close(a.fd)
+	return errors.Join(errs...)
 }

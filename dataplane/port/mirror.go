@@ -1,7 +1,6 @@
 package port
 
 import (
-	"fmt"
 	"os"
 
 	"github.com/vishvananda/netlink"
@@ -29,14 +28,6 @@ func OpenMirror(name string, mtu int) (*TUN, int32, error) {
 		}
 	}
 	return t, int32(kl.Attrs().Index), nil
-}
-
-// closing closes t after err, and says both.
-func closing(t *TUN, err error) error {
-	if cerr := t.Close(); cerr != nil {
-		return fmt.Errorf("%w (and closing %s: %v)", err, t.name, cerr)
-	}
-	return err
 }
 
 // Give writes one packet (virtio_net_hdr and the packet) into the kernel

@@ -3,6 +3,7 @@ package port
 import (
 	"crypto/rand"
 	"errors"
+	"io"
 	"net"
 	"net/netip"
 
@@ -37,6 +38,9 @@ type Port interface {
 	// Close ends the port's I/O; its readers see os.ErrClosed.
 	Close() error
 }
+
+// closing closes a port that failed to open, after err, and says both.
+func closing(c io.Closer, err error) error { return errors.Join(err, c.Close()) }
 
 // Offloads are what a port takes whole instead of one plain packet at a
 // time: super-packets of each kind, and packets whose transport checksum

@@ -57,26 +57,27 @@ func OpenTAP(name string, o TAPOptions) (*TAP, error) {
 	for _, f := range t.files {
 		rc, err := f.SyscallConn()
 		if err != nil {
-			t.Close()
-			return nil, err
+			return nil, closing(t, err)
 		}
 		q := &tapQueue{rc: rc}
-		rc.Control(func(fd uintptr) { q.fd = int(fd) })
+		if err := rc.Control(func(fd uintptr) { q.fd = int(fd) }); err != nil {
+			return nil, closing(t, err)
+		}
 		q.fn = q.read
 		t.queues = append(t.queues, q)
 	}
 	if err := unix.IoctlSetInt(t.queues[0].fd, unix.TUNSETOFFLOAD, tunTCPOffloads); err != nil {
-		t.Close()
-		return nil, fmt.Errorf("TUNSETOFFLOAD %s: %w", name, err)
+		return nil, closing(t, fmt.Errorf("TUNSETOFFLOAD %s: %w", name, err))
 	}
 	t.uso = unix.IoctlSetInt(t.queues[0].fd, unix.TUNSETOFFLOAD, tunTCPOffloads|tunUDPOffloads) == nil
-	if l, err := netlink.LinkByName(name); err == nil && o.MTU != 0 {
-		netlink.LinkSetMTU(l, o.MTU)
+	if o.MTU != 0 {
+		if err := kernelSide(name).setMTU(o.MTU); err != nil {
+			return nil, closing(t, fmt.Errorf("TAP %s: MTU %d: %w", name, o.MTU, err))
+		}
 	}
 	if o.Netns != "" {
 		if err := moveToNetns(name, o.Netns); err != nil {
-			t.Close()
-			return nil, err
+			return nil, closing(t, err)
 		}
 	}
 	return t, nil
@@ -147,8 +148,8 @@ func (t *TAP) WriteFrames(hdrs []EthHdr, pkts [][]byte) (int, error) {
 
 func (t *TAP) Offloads() Offloads { return Offloads{TCP: true, UDP: t.uso, PartialCsum: true} }
 
-func (t *TAP) SetMTU(mtu int) error { return kernelSide(t.name).SetMTU(mtu) }
-func (t *TAP) SetUp(up bool) error  { return kernelSide(t.name).SetUp(up) }
+func (t *TAP) SetMTU(mtu int) error { return kernelSide(t.name).setMTU(mtu) }
+func (t *TAP) SetUp(up bool) error  { return kernelSide(t.name).setUp(up) }
 
 func (t *TAP) Close() error {
 	err := closeFiles(t.files)

@@ -89,30 +89,28 @@ func OpenTUN(name string, o TUNOptions) (Device, error) {
 	for _, f := range t.files {
 		rc, err := f.SyscallConn()
 		if err != nil {
-			t.Close()
-			return nil, err
+			return nil, closing(t, err)
 		}
 		q := &tunQueue{rc: rc, vnet: t.vnet, single: true}
-		rc.Control(func(fd uintptr) { q.fd = int(fd) })
+		if err := rc.Control(func(fd uintptr) { q.fd = int(fd) }); err != nil {
+			return nil, closing(t, err)
+		}
 		q.readFn = q.read
 		t.queues = append(t.queues, q)
 	}
 	if t.vnet {
 		if err := unix.IoctlSetInt(t.queues[0].fd, unix.TUNSETOFFLOAD, tunTCPOffloads); err != nil {
-			t.Close()
-			return nil, fmt.Errorf("TUNSETOFFLOAD %s: %w", name, err)
+			return nil, closing(t, fmt.Errorf("TUNSETOFFLOAD %s: %w", name, err))
 		}
 		// USO came with Linux 6.2
 		t.uso = unix.IoctlSetInt(t.queues[0].fd, unix.TUNSETOFFLOAD, tunTCPOffloads|tunUDPOffloads) == nil
 	}
 	if err := t.SetMTU(o.MTU); err != nil {
-		t.Close()
-		return nil, err
+		return nil, closing(t, err)
 	}
 	if o.Netns != "" {
 		if err := moveToNetns(name, o.Netns); err != nil {
-			t.Close()
-			return nil, err
+			return nil, closing(t, err)
 		}
 	}
 	return t, nil
@@ -217,7 +215,7 @@ func (k kernelSide) link() netlink.Link {
 }
 
 // setMTU sets the kernel side's MTU while it is in the router's namespace.
-func (k kernelSide) SetMTU(mtu int) error {
+func (k kernelSide) setMTU(mtu int) error {
 	if l := k.link(); l != nil && l.Attrs().MTU != mtu {
 		return netlink.LinkSetMTU(l, mtu)
 	}
@@ -226,7 +224,7 @@ func (k kernelSide) SetMTU(mtu int) error {
 
 // setUp brings the kernel side up or down while it is in the router's
 // namespace (the forwarding lab waits for that).
-func (k kernelSide) SetUp(up bool) error {
+func (k kernelSide) setUp(up bool) error {
 	l := k.link()
 	switch {
 	case l == nil:
@@ -246,8 +244,8 @@ func closeFiles(files []*os.File) error {
 	return errors.Join(errs...)
 }
 
-func (t *TUN) SetMTU(mtu int) error { return kernelSide(t.name).SetMTU(mtu) }
-func (t *TUN) SetUp(up bool) error  { return kernelSide(t.name).SetUp(up) }
+func (t *TUN) SetMTU(mtu int) error { return kernelSide(t.name).setMTU(mtu) }
+func (t *TUN) SetUp(up bool) error  { return kernelSide(t.name).setUp(up) }
 
 func (t *TUN) Close() error {
 	t.closed.Store(true)
@@ -270,7 +268,7 @@ func moveToNetns(name, ns string) error {
 	if err != nil {
 		return fmt.Errorf("netns %s: %w", ns, err)
 	}
-	defer h.Close()
+	defer func() { _ = h.Close() }() // a handle only read: closing it cannot lose anything
 	l, err := netlink.LinkByName(name)
 	if err != nil {
 		return err
