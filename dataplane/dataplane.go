@@ -8,8 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"urouter/dataplane/port"
 
+	"urouter/dataplane/port"
 	"urouter/decide"
 	"urouter/ndisc"
 )

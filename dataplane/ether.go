@@ -11,8 +11,8 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"urouter/dataplane/port"
 
+	"urouter/dataplane/port"
 	"urouter/ndisc"
 )
 

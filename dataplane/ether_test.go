@@ -7,11 +7,11 @@ import (
 	"sync"
 	"testing"
 	"time"
-	"urouter/dataplane/port"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 
+	"urouter/dataplane/port"
 	"urouter/decide"
 	"urouter/fib6"
 	"urouter/ndisc"

@@ -3,6 +3,7 @@ package dataplane
 import (
 	"golang.org/x/sys/unix"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
+
 	"urouter/dataplane/port"
 )
 

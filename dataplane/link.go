@@ -1,13 +1,31 @@
 // Package dataplane owns the router's links and the packet path between
-// them: links behind one small interface (Port: what a link does;
-// Hardware: what it is), packet workers that read batches, parse, decide
-// (through package decide) and write batches, ICMPv6 errors, local
-// delivery and counters. forward.go is the packet path, top to bottom.
+// them. It keeps:
+//
+//   - the link registry (link.go): links by name and index, their state,
+//     MTU and addresses, published as snapshots for the packet path;
+//   - the packet workers (worker.go, dataplane.go): one per queue of each
+//     link's port, reading a batch, deciding it (package decide) and
+//     writing it out; forward.go is the packet path, top to bottom, with
+//     parsing (packet.go, hopopts.go), segmentation and coalescing
+//     (gso.go, gro.go), ICMPv6 errors and their limits (icmp.go,
+//     ratelimit.go), redirects (redirect.go), local delivery (local.go)
+//     and counters (counters.go);
+//   - the Ethernet link (ether.go): a port/ Frames device, framed for
+//     each packet's neighbour through ndisc's cache, its Neighbour
+//     Discovery handed the ND messages it reads (ndlink.go: what ND asks
+//     of the link);
+//   - mirrors (mirror.go): the reader of a link's kernel TUN and the
+//     packets given to it; keeping the kernel interface in step is the
+//     router's.
+//
+// What a link is made of (TUN, TAP, AF_PACKET, frames, the virtio-net
+// header) is package port's; Neighbour Discovery is package ndisc's.
 //
 // Packet workers never lock and allocate nothing per packet: they read
-// links, tables and addresses through atomic pointers. Link changes (add,
-// delete, up, down, MTU, addresses) take the registry's own mutex and
-// publish a new snapshot. dataplane never imports control or router.
+// links, tables and addresses through atomic pointers, and neighbours
+// through ndisc.Table's lock-free fast path. Link changes (add, delete,
+// up, down, MTU, addresses) take the registry's own mutex and publish a
+// new snapshot. dataplane never imports control or router.
 package dataplane
 
 import (
@@ -17,8 +35,8 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"urouter/dataplane/port"
 
+	"urouter/dataplane/port"
 	"urouter/decide"
 	"urouter/ndisc"
 )

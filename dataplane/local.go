@@ -3,6 +3,7 @@ package dataplane
 import (
 	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
+
 	"urouter/dataplane/port"
 )
 

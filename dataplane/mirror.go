@@ -6,11 +6,11 @@ import (
 	"net/netip"
 	"slices"
 	"sync/atomic"
-	"urouter/dataplane/port"
 
 	"github.com/vishvananda/netlink"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 
+	"urouter/dataplane/port"
 	"urouter/decide"
 )
 

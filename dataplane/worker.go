@@ -5,8 +5,8 @@ import (
 	"net/netip"
 	"os"
 	"sync/atomic"
-	"urouter/dataplane/port"
 
+	"urouter/dataplane/port"
 	"urouter/decide"
 )
 

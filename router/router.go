@@ -2,7 +2,11 @@
 // tables, rule set, routing decision and dataplane, and owns the policy
 // Linux derives from them: the local and connected routes an address
 // brings (proto kernel, metric 0 in table local, 256 in main), what a link
-// going down or away does to routes and addresses, and route expiry.
+// going down or away does to routes and addresses, and route expiry; for
+// Ethernet links, the gateways whose neighbour failed (their multipath
+// members go dead, and they are probed every router_probe_interval:
+// ether.go); for mirrors, the kernel interface kept in step with its link
+// by netlink (mirror.go).
 //
 // control parses commands and calls the router (or a table, for routes);
 // it never goes around it. Link and address changes, which touch several
@@ -25,6 +29,7 @@ import (
 	"urouter/dataplane/port"
 	"urouter/decide"
 	"urouter/fib6"
+	"urouter/ndisc"
 	"urouter/nexthop"
 	"urouter/rules"
 )
@@ -78,8 +83,8 @@ func New() *Router {
 		return l != nil && l.Up()
 	}
 	r.DP = dataplane.New(r.Links, r.Decider)
-	r.gws = gateways{failed: map[nexthop.Gateway]time.Time{}, events: make(chan neighEvent, 1024),
-		all: make(chan neighEvent, 1024), probe: DefaultRouterProbeInterval}
+	r.gws = gateways{failed: ndisc.NewProbes[nexthop.Gateway](DefaultRouterProbeInterval),
+		events: make(chan neighEvent, 1024), all: make(chan neighEvent, 1024)}
 	r.DP.WatchNeighbours(r.neighChanged)
 	r.Lo = r.DP.AddLoopback()
 	if r.Lo.Index != 1 {

@@ -1,3 +1,17 @@
+// Package port owns what a link is made of below IPv6: the kernel devices
+// and sockets the router reads and writes, each behind the Port interface
+// (what a link does) and Hardware (what it is, as `ip link` shows it):
+// TUN (tun.go), TAP and AF_PACKET frames (tap.go, afpacket.go, frames.go)
+// with the kernel's IPv6 switched off on an interface the router takes
+// (ipv6switch.go), a mirror's kernel TUN (mirror.go), the loopback and
+// dummy links, and the virtio-net header every buffer begins with
+// (vnet.go).
+//
+// It is called port because that is what the packet path sees of a link:
+// a port it reads batches from and writes batches to, as wireguard-go
+// keeps tun/ apart from device/. It knows nothing of routes, neighbours or
+// ICMPv6; package dataplane frames Ethernet for its neighbours and runs
+// the packet path over ports.
 package port
 
 import (

@@ -27,12 +27,14 @@ type TUNOptions struct {
 // TUN is a TUN link's device: one file per queue, read through Go's
 // netpoller, written with write(2).
 //
-// The queues are opened by vishvananda/netlink's Tuntap, which has no side
-// effects beyond the device (wireguard/tun's constructors start netlink
-// listeners and goroutines per queue that nothing here would use). The
-// offload handling (virtio_net_hdr, segmentation, coalescing) is ours:
-// wireguard/tun has it, but unexported and tied to its own Read/Write,
-// which split super-packets that the router forwards whole.
+// The project keeps its own TUN code rather than wireguard/tun because
+// wireguard/tun's Linux Read splits each GSO super-packet into its
+// segments and its Write coalesces packets into super-packets (its
+// offload handling is unexported and tied to both): a router forwarding
+// super-packets whole, to whatever the egress takes, must do neither.
+// (wireguard/tun's CreateUnmonitoredTUNFromFD starts no goroutines, so
+// they are not the reason.) The queues are opened by vishvananda/netlink's
+// Tuntap, already a dependency for the rest of the link's netlink.
 type TUN struct {
 	name   string
 	files  []*os.File
