@@ -7,8 +7,11 @@
 //   - the protocol, run by one goroutine per link (nd.go): Neighbour
 //     Solicitations and Advertisements (ns.go, na.go), Duplicate Address
 //     Detection (dad.go), Router Solicitations and Advertisements with
-//     their schedule (ra.go, radv.go), the options (options.go), and the
-//     Redirect message the packet path sends (redirect.go).
+//     their schedule (ra.go, radv.go), the options and groups
+//     (options.go), the Redirect message the packet path sends
+//     (redirect.go), and the schedule of the failed gateways' probes
+//     (probe.go, Linux's rt6_probe; what a failure does to routes is the
+//     router's).
 //
 // The cache's fast path (Table.Lookup, Entry.Fast, Table.Output for a
 // valid neighbour) takes no lock and allocates nothing: an entry's state
