@@ -16,10 +16,10 @@ import (
 	"urouter/ndisc"
 )
 
-// ether is an Ethernet link's device: frames through a frameIO (a TAP or
-// an interface's AF_PACKET socket), the router's MAC, the multicast groups
-// it listens to, its neighbour cache and its Neighbour Discovery (ndisc.go,
-// run by the link's own goroutine).
+// ether is an Ethernet link's device: frames through a port.Frames (a TAP
+// or an interface's AF_PACKET socket), the router's MAC, the multicast
+// groups it listens to, and its Neighbour Discovery (package ndisc, run by
+// the link's own goroutine) with the neighbour cache.
 //
 // The packet path sees only the Port: ReadBatch hands it the IPv6 packets
 // addressed to the router's MAC (Neighbour Discovery messages go to the
@@ -41,7 +41,7 @@ type ether struct {
 	// ndCtrs are the link's counters of Neighbour Discovery in and out,
 	// written with addShared only
 	ndCtrs atomic.Pointer[Counters]
-	closed atomic.Bool // its readers end (see closedErr)
+	closed atomic.Bool // its readers end (os.ErrClosed, as port's closedErr says why)
 
 	mu sync.Mutex // the sender of the link's ICMPv6 errors (ndLink.Unreachable)
 	tx *worker    // routes the ICMPv6 errors the link makes (Address Unreachable)
