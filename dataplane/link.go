@@ -219,6 +219,10 @@ func (ls *Links) remove(l *Link) {
 	}
 	ls.snap.Store(s)
 	l.up.Store(false)
+	if err := l.listen(nil); err != nil {
+		// it only leaves groups; the socket's close leaves them anyway
+		log.Printf("dataplane: %s: %v", l.Name, err)
+	}
 	l.addrs.Store(nil)
 	ls.publishAddrs()
 	l.addrsChanged()
