@@ -5,6 +5,7 @@ import (
 	"net/netip"
 
 	"urouter/dataplane"
+	"urouter/ndisc"
 )
 
 // The address object: ip address { add | del | show | flush }, the
@@ -135,11 +136,11 @@ func (s *session) addrFlush(args [][]byte) *cmdErr {
 }
 
 // dadWords are the flags `ip address` prints of an address in DAD.
-func dadWords(s dataplane.DADState) string {
+func dadWords(s ndisc.DADState) string {
 	switch s {
-	case dataplane.Tentative:
+	case ndisc.Tentative:
 		return "tentative "
-	case dataplane.DADFailed:
+	case ndisc.DADFailed:
 		return "dadfailed tentative "
 	}
 	return ""

@@ -8,11 +8,12 @@ import (
 	"syscall"
 
 	"urouter/dataplane"
+	"urouter/dataplane/port"
 )
 
 // The link object: ip link { add NAME type { dummy | tun ... } | set NAME
 // up|down|mtu N | del NAME | show [NAME] }. What a link is and shows comes
-// from its dataplane.Hardware; nothing here depends on its kind.
+// from its port.Hardware; nothing here depends on its kind.
 
 func (s *session) linkCmd(args [][]byte) *cmdErr {
 	if len(args) == 0 {
@@ -138,7 +139,7 @@ func (s *session) linkAdd(args [][]byte) *cmdErr {
 	if len(a.name) == 0 || len(a.name) > 15 || strings.ContainsAny(str(a.name), "/ \t:") {
 		return invarg("\"name\" not a valid ifname\n", a.name)
 	}
-	var tun *dataplane.TUNOptions
+	var tun *port.TUNOptions
 	var eth *etherArgs
 	switch str(a.typ) {
 	case "dummy":
@@ -191,8 +192,8 @@ func (s *session) linkAdd(args [][]byte) *cmdErr {
 }
 
 // parseTUNArgs reads `type tun [mtu N] [queues N] [netns NS] [gso on|off]`.
-func parseTUNArgs(a *linkArgs) (*dataplane.TUNOptions, *cmdErr) {
-	o := &dataplane.TUNOptions{Queues: 1}
+func parseTUNArgs(a *linkArgs) (*port.TUNOptions, *cmdErr) {
+	o := &port.TUNOptions{Queues: 1}
 	err := pairs(a.typArgs, func(w, v []byte) *cmdErr {
 		var err *cmdErr
 		switch {

@@ -4,6 +4,7 @@ import (
 	"net"
 
 	"urouter/dataplane"
+	"urouter/dataplane/port"
 )
 
 // Ethernet links: `link add NAME type tap [address LLADDR] [mtu N]
@@ -13,12 +14,12 @@ import (
 type etherArgs struct {
 	host   bool
 	dev    string
-	tap    dataplane.TAPOptions
+	tap    port.TAPOptions
 	mtuSet bool
 }
 
 func parseEtherArgs(a *linkArgs) (*etherArgs, *cmdErr) {
-	e := &etherArgs{host: str(a.typ) == "host", tap: dataplane.TAPOptions{Queues: 1}}
+	e := &etherArgs{host: str(a.typ) == "host", tap: port.TAPOptions{Queues: 1}}
 	err := pairs(a.typArgs, func(w, v []byte) *cmdErr {
 		var err *cmdErr
 		switch {

@@ -10,7 +10,7 @@ import (
 
 	"urouter/dataplane"
 	"urouter/fib6"
-	"urouter/neigh"
+	"urouter/ndisc"
 	"urouter/router"
 )
 
@@ -58,7 +58,7 @@ type event struct {
 	route   *fib6.Change
 	link    *dataplane.Link
 	addr    netip.Prefix
-	neigh   *neigh.Info
+	neigh   *ndisc.Info
 	deleted bool
 }
 
@@ -140,13 +140,13 @@ func (h *hub) routerEvent(e router.Event) {
 
 // neighEvent hears a neighbour's change of state, as the link's cache has
 // it now, in its new state.
-func (h *hub) neighEvent(l *dataplane.Link, a netip.Addr, _, to neigh.State) {
-	i := neigh.Info{Addr: a, State: to}
+func (h *hub) neighEvent(l *dataplane.Link, a netip.Addr, _, to ndisc.State) {
+	i := ndisc.Info{Addr: a, State: to}
 	if t := l.Neigh(); t != nil {
 		_, i.MAC = t.State(a)
-		i.HasMAC = to&neigh.Valid != 0
+		i.HasMAC = to&ndisc.Valid != 0
 	}
-	h.publish(event{link: l, neigh: &i, deleted: to == neigh.None})
+	h.publish(event{link: l, neigh: &i, deleted: to == ndisc.None})
 }
 
 // stream sends events to the session's client until it goes away.

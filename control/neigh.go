@@ -8,7 +8,7 @@ import (
 	"syscall"
 
 	"urouter/dataplane"
-	"urouter/neigh"
+	"urouter/ndisc"
 )
 
 // The neighbour object: ip neigh { add | del | change | replace } ADDR
@@ -23,11 +23,11 @@ func (s *session) neighCmd(args [][]byte) *cmdErr {
 	w, rest := args[0], args[1:]
 	switch {
 	case matches(w, "add"):
-		return s.neighModify(rest, neigh.Add)
+		return s.neighModify(rest, ndisc.Add)
 	case matches(w, "change") || is(w, "chg"):
-		return s.neighModify(rest, neigh.Change)
+		return s.neighModify(rest, ndisc.Change)
 	case matches(w, "replace"):
-		return s.neighModify(rest, neigh.Replace)
+		return s.neighModify(rest, ndisc.Replace)
 	case matches(w, "delete"):
 		return s.neighModify(rest, neighDel)
 	case matches(w, "show") || matches(w, "lst") || matches(w, "list"):
@@ -40,7 +40,7 @@ func (s *session) neighCmd(args [][]byte) *cmdErr {
 	return parseErr("Command \"%s\" is unknown, try \"ip neigh help\".", w)
 }
 
-const neighDel neigh.Mode = 255
+const neighDel ndisc.Mode = 255
 
 func neighUsage() *cmdErr {
 	return parseErr("Usage: ip neigh { add | del | change | replace }\n" +
@@ -55,32 +55,32 @@ func neighUsage() *cmdErr {
 
 // parseNud reads a STATE as nud_state_a2n: some by prefix, the rest
 // exactly, or a single NUD bit as a number.
-func parseNud(w []byte) (neigh.State, bool) {
+func parseNud(w []byte) (ndisc.State, bool) {
 	switch {
 	case matches(w, "permanent"):
-		return neigh.Permanent, true
+		return ndisc.Permanent, true
 	case matches(w, "reachable"):
-		return neigh.Reachable, true
+		return ndisc.Reachable, true
 	case matches(w, "failed"):
-		return neigh.Failed, true
+		return ndisc.Failed, true
 	}
 	for _, n := range []string{"noarp", "none", "stale", "incomplete", "delay", "probe"} {
 		if is(w, n) {
-			st, _ := neigh.ParseState(n)
+			st, _ := ndisc.ParseState(n)
 			return st, true
 		}
 	}
 	if n, err := strconv.ParseUint(str(w), 0, 32); err == nil && n < 0x100 && n&(n-1) == 0 {
-		return neigh.State(n), true
+		return ndisc.State(n), true
 	}
 	return 0, false
 }
 
-func (s *session) neighModify(args [][]byte, mode neigh.Mode) *cmdErr {
-	state := neigh.Permanent
+func (s *session) neighModify(args [][]byte, mode ndisc.Mode) *cmdErr {
+	state := ndisc.Permanent
 	var dev, lla []byte
 	var dst netip.Addr
-	var flags neigh.Flags
+	var flags ndisc.Flags
 	ws := argv{args: args}
 	for ; ws.i < len(args); ws.i++ {
 		w := args[ws.i]
@@ -105,7 +105,7 @@ func (s *session) neighModify(args [][]byte, mode neigh.Mode) *cmdErr {
 			}
 			state = st
 		case is(w, "router"):
-			flags |= neigh.Router
+			flags |= ndisc.Router
 		case is(w, "dev"):
 			v, err := ws.next()
 			if err != nil {
@@ -135,7 +135,7 @@ func (s *session) neighModify(args [][]byte, mode neigh.Mode) *cmdErr {
 	if dev == nil || !dst.IsValid() {
 		return &cmdErr{msg: "Device and destination are required arguments.", code: 255}
 	}
-	var mac neigh.MAC
+	var mac ndisc.MAC
 	hasMAC := lla != nil && str(lla) != "null"
 	if hasMAC {
 		hw, err := parseLLAddr(lla)
@@ -145,7 +145,7 @@ func (s *session) neighModify(args [][]byte, mode neigh.Mode) *cmdErr {
 		if len(hw) < 6 {
 			return extack("Invalid link address.")
 		}
-		mac = neigh.MAC(hw[:6]) // longer ones are cut, as the kernel cuts them
+		mac = ndisc.MAC(hw[:6]) // longer ones are cut, as the kernel cuts them
 	}
 	l, err := s.link(dev)
 	if err != nil {
@@ -164,7 +164,7 @@ func (s *session) neighModify(args [][]byte, mode neigh.Mode) *cmdErr {
 		}
 		return nil
 	}
-	if state&neigh.Valid != 0 && !hasMAC && (mode == neigh.Add || t.Lookup(dst) == nil) {
+	if state&ndisc.Valid != 0 && !hasMAC && (mode == ndisc.Add || t.Lookup(dst) == nil) {
 		return extack("No link layer address given.")
 	}
 	if serr := t.Set(dst, mac, hasMAC, state, flags, mode); serr != nil {
@@ -194,7 +194,7 @@ type neighFilter struct {
 	states uint32 // NUD bits, 0x100 for NONE
 }
 
-func (f *neighFilter) selects(i neigh.Info) bool {
+func (f *neighFilter) selects(i ndisc.Info) bool {
 	st := uint32(i.State)
 	if st == 0 {
 		st = 0x100
@@ -203,12 +203,12 @@ func (f *neighFilter) selects(i neigh.Info) bool {
 }
 
 func (s *session) neighShow(args [][]byte, flush bool) *cmdErr {
-	f := neighFilter{states: 0xff &^ uint32(neigh.NoARP)}
+	f := neighFilter{states: 0xff &^ uint32(ndisc.NoARP)}
 	if flush {
 		if len(args) == 0 {
 			return &cmdErr{msg: "Flush requires arguments.", code: 1}
 		}
-		f.states = ^uint32(neigh.Permanent | neigh.NoARP)
+		f.states = ^uint32(ndisc.Permanent | ndisc.NoARP)
 	}
 	given := false
 	ws := argv{args: args}
@@ -242,9 +242,9 @@ func (s *session) neighShow(args [][]byte, flush bool) *cmdErr {
 			case !ok:
 				bits = ^uint32(0)
 				if flush {
-					bits &^= uint32(neigh.NoARP)
+					bits &^= uint32(ndisc.NoARP)
 				}
-			case st == neigh.None:
+			case st == ndisc.None:
 				bits = 0x100
 			}
 			f.states |= bits
@@ -306,8 +306,8 @@ func (s *session) neighShow(args [][]byte, flush bool) *cmdErr {
 }
 
 // neighLine prints one entry as print_neigh does.
-func (s *session) neighLine(j *jsonw, l *dataplane.Link, i neigh.Info, withDev bool) {
-	showMAC := i.HasMAC && i.State&(neigh.Failed|neigh.Incomplete) == 0 && i.State != neigh.None
+func (s *session) neighLine(j *jsonw, l *dataplane.Link, i ndisc.Info, withDev bool) {
+	showMAC := i.HasMAC && i.State&(ndisc.Failed|ndisc.Incomplete) == 0 && i.State != ndisc.None
 	secs := func(d interface{ Seconds() float64 }) uint64 { return uint64(max(d.Seconds(), 0)) }
 	if j != nil {
 		j.startObject()
@@ -318,7 +318,7 @@ func (s *session) neighLine(j *jsonw, l *dataplane.Link, i neigh.Info, withDev b
 		if showMAC {
 			j.str("lladdr", i.MAC.String())
 		}
-		if i.Flags&neigh.Router != 0 {
+		if i.Flags&ndisc.Router != 0 {
 			j.null("router")
 		}
 		if s.opt.stats > 0 {
@@ -327,7 +327,7 @@ func (s *session) neighLine(j *jsonw, l *dataplane.Link, i neigh.Info, withDev b
 			j.uint("updated", secs(i.Updated))
 			j.uint("probes", uint64(i.Probes))
 		}
-		if i.State != neigh.None {
+		if i.State != ndisc.None {
 			j.strings("state", stateWords(i.State))
 		}
 		j.endObject()
@@ -341,7 +341,7 @@ func (s *session) neighLine(j *jsonw, l *dataplane.Link, i neigh.Info, withDev b
 	if showMAC {
 		fmt.Fprintf(s.out, "lladdr %s ", i.MAC)
 	}
-	if i.Flags&neigh.Router != 0 {
+	if i.Flags&ndisc.Router != 0 {
 		s.out.WriteString("router ")
 	}
 	if s.opt.stats > 0 {
@@ -356,8 +356,8 @@ func (s *session) neighLine(j *jsonw, l *dataplane.Link, i neigh.Info, withDev b
 
 // stateWords are the state's NUD bits as print_neigh_state prints them;
 // NONE prints none.
-func stateWords(st neigh.State) []string {
-	if st == neigh.None {
+func stateWords(st ndisc.State) []string {
+	if st == ndisc.None {
 		return nil
 	}
 	return strings.Split(st.String(), ",")

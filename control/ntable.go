@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"urouter/dataplane"
-	"urouter/neigh"
+	"urouter/ndisc"
 )
 
 // The neighbour tables' knobs: ip ntable change name ndisc_cache dev DEV
@@ -36,24 +36,24 @@ func (s *session) ntableCmd(args [][]byte) *cmdErr {
 	return parseErr("Command \"%s\" is unknown, try \"ip ntable help\".", w)
 }
 
-// ntableKnobs are the PARMS and thresholds, each a field of neigh.Params:
+// ntableKnobs are the PARMS and thresholds, each a field of ndisc.Params:
 // a time in milliseconds or a count.
 var ntableKnobs = []struct {
 	name string
-	ms   func(p *neigh.Params) *time.Duration
-	n    func(p *neigh.Params) *int
+	ms   func(p *ndisc.Params) *time.Duration
+	n    func(p *ndisc.Params) *int
 }{
-	{name: "base_reachable", ms: func(p *neigh.Params) *time.Duration { return &p.BaseReachable }},
-	{name: "retrans", ms: func(p *neigh.Params) *time.Duration { return &p.Retrans }},
-	{name: "gc_stale", ms: func(p *neigh.Params) *time.Duration { return &p.GCStale }},
-	{name: "delay_probe", ms: func(p *neigh.Params) *time.Duration { return &p.DelayProbe }},
-	{name: "gc_int", ms: func(p *neigh.Params) *time.Duration { return &p.GCInterval }},
-	{name: "queue", n: func(p *neigh.Params) *int { return &p.QueueLen }},
-	{name: "ucast_probes", n: func(p *neigh.Params) *int { return &p.UcastProbes }},
-	{name: "mcast_probes", n: func(p *neigh.Params) *int { return &p.McastProbes }},
-	{name: "thresh1", n: func(p *neigh.Params) *int { return &p.Thresh1 }},
-	{name: "thresh2", n: func(p *neigh.Params) *int { return &p.Thresh2 }},
-	{name: "thresh3", n: func(p *neigh.Params) *int { return &p.Thresh3 }},
+	{name: "base_reachable", ms: func(p *ndisc.Params) *time.Duration { return &p.BaseReachable }},
+	{name: "retrans", ms: func(p *ndisc.Params) *time.Duration { return &p.Retrans }},
+	{name: "gc_stale", ms: func(p *ndisc.Params) *time.Duration { return &p.GCStale }},
+	{name: "delay_probe", ms: func(p *ndisc.Params) *time.Duration { return &p.DelayProbe }},
+	{name: "gc_int", ms: func(p *ndisc.Params) *time.Duration { return &p.GCInterval }},
+	{name: "queue", n: func(p *ndisc.Params) *int { return &p.QueueLen }},
+	{name: "ucast_probes", n: func(p *ndisc.Params) *int { return &p.UcastProbes }},
+	{name: "mcast_probes", n: func(p *ndisc.Params) *int { return &p.McastProbes }},
+	{name: "thresh1", n: func(p *ndisc.Params) *int { return &p.Thresh1 }},
+	{name: "thresh2", n: func(p *ndisc.Params) *int { return &p.Thresh2 }},
+	{name: "thresh3", n: func(p *ndisc.Params) *int { return &p.Thresh3 }},
 }
 
 func (s *session) ntableChange(args [][]byte) *cmdErr {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"urouter/dataplane"
+	"urouter/ndisc"
 )
 
 // Router Advertisements, urouter's own object (iproute2 has none; the
@@ -47,13 +48,13 @@ func (s *session) raCmd(args [][]byte) *cmdErr {
 }
 
 // raLink finds the `dev DEV` of args, an Ethernet link.
-func (s *session) raLink(dev []byte) (*dataplane.Link, dataplane.RAConfig, *cmdErr) {
+func (s *session) raLink(dev []byte) (*dataplane.Link, ndisc.RAConfig, *cmdErr) {
 	if dev == nil {
-		return nil, dataplane.RAConfig{}, &cmdErr{msg: "Not enough information: \"dev\" argument is required.", code: 255}
+		return nil, ndisc.RAConfig{}, &cmdErr{msg: "Not enough information: \"dev\" argument is required.", code: 255}
 	}
 	l, err := s.link(dev)
 	if err != nil {
-		return nil, dataplane.RAConfig{}, err
+		return nil, ndisc.RAConfig{}, err
 	}
 	c, ok := l.RA()
 	if !ok {
@@ -86,7 +87,7 @@ func onOff(key string, v []byte) (bool, *cmdErr) {
 
 func (s *session) raSet(args [][]byte) *cmdErr {
 	var dev []byte
-	var edits []func(c *dataplane.RAConfig) *cmdErr
+	var edits []func(c *ndisc.RAConfig) *cmdErr
 	lifeSet, maxSet := false, false
 	ws := argv{args: args}
 	for ; ws.i < len(args); ws.i++ {
@@ -94,7 +95,7 @@ func (s *session) raSet(args [][]byte) *cmdErr {
 		switch {
 		case is(w, "on") || is(w, "off"):
 			on := is(w, "on")
-			edits = append(edits, func(c *dataplane.RAConfig) *cmdErr { c.Enabled = on; return nil })
+			edits = append(edits, func(c *ndisc.RAConfig) *cmdErr { c.Enabled = on; return nil })
 			continue
 		}
 		v, err := ws.next()
@@ -112,7 +113,7 @@ func (s *session) raSet(args [][]byte) *cmdErr {
 			}
 			maxSet = maxSet || key == "max-interval"
 			lifeSet = lifeSet || key == "lifetime"
-			edits = append(edits, func(c *dataplane.RAConfig) *cmdErr {
+			edits = append(edits, func(c *ndisc.RAConfig) *cmdErr {
 				switch key {
 				case "max-interval":
 					if d < 4*time.Second || d > 1800*time.Second {
@@ -137,13 +138,13 @@ func (s *session) raSet(args [][]byte) *cmdErr {
 			if !ok {
 				return invarg("\"preference\" is low, medium or high\n", v)
 			}
-			edits = append(edits, func(c *dataplane.RAConfig) *cmdErr { c.Preference = p; return nil })
+			edits = append(edits, func(c *ndisc.RAConfig) *cmdErr { c.Preference = p; return nil })
 		case "mtu", "hoplimit":
 			n, perr := strconv.ParseUint(str(v), 10, 32)
 			if perr != nil || key == "hoplimit" && n > 255 || key == "mtu" && n != 0 && n < dataplane.MinMTU {
 				return badValue(key, v)
 			}
-			edits = append(edits, func(c *dataplane.RAConfig) *cmdErr {
+			edits = append(edits, func(c *ndisc.RAConfig) *cmdErr {
 				if key == "mtu" {
 					c.MTU = uint32(n)
 				} else {
@@ -156,7 +157,7 @@ func (s *session) raSet(args [][]byte) *cmdErr {
 			if err != nil {
 				return err
 			}
-			edits = append(edits, func(c *dataplane.RAConfig) *cmdErr {
+			edits = append(edits, func(c *ndisc.RAConfig) *cmdErr {
 				if key == "managed" {
 					c.Managed = on
 				} else {
@@ -175,7 +176,7 @@ func (s *session) raSet(args [][]byte) *cmdErr {
 					as = append(as, a)
 				}
 			}
-			edits = append(edits, func(c *dataplane.RAConfig) *cmdErr { c.RDNSS = as; return nil })
+			edits = append(edits, func(c *ndisc.RAConfig) *cmdErr { c.RDNSS = as; return nil })
 		default:
 			return garbageArgs(w)
 		}
@@ -206,7 +207,7 @@ func (s *session) raPrefix(args [][]byte) *cmdErr {
 	del := is(args[0], "del")
 	args = args[1:]
 	var dev []byte
-	var p dataplane.RAPrefix
+	var p ndisc.RAPrefix
 	set := false
 	ws := argv{args: args}
 	for ; ws.i < len(args); ws.i++ {
@@ -246,7 +247,7 @@ func (s *session) raPrefix(args [][]byte) *cmdErr {
 			if pfx.Masked() != pfx {
 				return extack("the prefix has host bits set")
 			}
-			p, set = dataplane.DefaultPrefix(pfx), true
+			p, set = ndisc.DefaultPrefix(pfx), true
 		}
 	}
 	if !set {
@@ -259,7 +260,7 @@ func (s *session) raPrefix(args [][]byte) *cmdErr {
 	if err != nil {
 		return err
 	}
-	i := slices.IndexFunc(c.Prefixes, func(x dataplane.RAPrefix) bool { return x.Prefix == p.Prefix })
+	i := slices.IndexFunc(c.Prefixes, func(x ndisc.RAPrefix) bool { return x.Prefix == p.Prefix })
 	switch {
 	case del && i < 0:
 		return answers(syscall.ENOENT)

@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"urouter/dataplane"
+	"urouter/dataplane/port"
 	"urouter/decide"
 	"urouter/fib6"
 	"urouter/nexthop"
@@ -183,7 +184,7 @@ func (s *session) routeGet(args [][]byte) *cmdErr {
 		if iif, err = s.link(q.iif); err != nil {
 			return err
 		}
-		if iif.Flags()&dataplane.FlagLoopback == 0 { // iif lo is the router itself: no iif
+		if iif.Flags()&port.FlagLoopback == 0 { // iif lo is the router itself: no iif
 			q.key.Iif = iif.Index
 		}
 	}

@@ -9,8 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"urouter/dataplane/port"
 	"urouter/decide"
-	"urouter/neigh"
+	"urouter/ndisc"
 )
 
 // Dataplane runs the packet workers of the router's links: one goroutine
@@ -25,7 +26,7 @@ type Dataplane struct {
 
 	// neighWatch hears the Ethernet links' neighbour changes (the
 	// router's gateway probing); it must not block.
-	neighWatch atomic.Pointer[func(l *Link, addr netip.Addr, from, to neigh.State)]
+	neighWatch atomic.Pointer[func(l *Link, addr netip.Addr, from, to ndisc.State)]
 
 	mu      sync.Mutex // link I/O set-up and tear-down
 	workers atomic.Pointer[[]*worker]
@@ -58,13 +59,13 @@ func (dp *Dataplane) SetICMPDestRate(interval time.Duration, burst int) {
 // WatchNeighbours makes fn hear every change of state of the Ethernet
 // links' neighbours; it runs on the link's ND goroutine or in the caller
 // of a cache's administrative call, and must not block.
-func (dp *Dataplane) WatchNeighbours(fn func(l *Link, addr netip.Addr, from, to neigh.State)) {
+func (dp *Dataplane) WatchNeighbours(fn func(l *Link, addr netip.Addr, from, to ndisc.State)) {
 	dp.neighWatch.Store(&fn)
 }
 
 // AddLink registers link name, down, with the given MTU, made of dev, and
 // starts a worker for each of its port's queues.
-func (dp *Dataplane) AddLink(name string, dev Device, mtu int) (*Link, error) {
+func (dp *Dataplane) AddLink(name string, dev port.Device, mtu int) (*Link, error) {
 	dp.mu.Lock()
 	defer dp.mu.Unlock()
 	l, err := dp.Links.add(name, dev, mtu)
@@ -88,7 +89,7 @@ func (dp *Dataplane) AddLink(name string, dev Device, mtu int) (*Link, error) {
 // AddLoopback creates the loopback link "lo", up, as every Linux host has
 // one.
 func (dp *Dataplane) AddLoopback() *Link {
-	l, err := dp.AddLink("lo", loopback{}, 65536)
+	l, err := dp.AddLink("lo", port.Loopback{}, 65536)
 	if err != nil {
 		panic("dataplane: a second loopback: " + err.Error())
 	}

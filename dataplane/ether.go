@@ -3,20 +3,23 @@ package dataplane
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"log"
 	"net"
 	"net/netip"
 	"os"
 	"sync"
 	"sync/atomic"
 
-	"urouter/neigh"
+	"urouter/dataplane/port"
+	"urouter/ndisc"
 )
 
-// ether is an Ethernet link's device: frames through a frameIO (a TAP or
-// an interface's AF_PACKET socket), the router's MAC, the multicast groups
-// it listens to, its neighbour cache and its Neighbour Discovery (ndisc.go,
-// run by the link's own goroutine).
+// ether is an Ethernet link's device: frames through a port.Frames (a TAP
+// or an interface's AF_PACKET socket), the router's MAC, the multicast
+// groups it listens to, and its Neighbour Discovery (package ndisc, run by
+// the link's own goroutine) with the neighbour cache.
 //
 // The packet path sees only the Port: ReadBatch hands it the IPv6 packets
 // addressed to the router's MAC (Neighbour Discovery messages go to the
@@ -24,23 +27,24 @@ import (
 // it goes to, resolved through the cache's lock-free fast path.
 type ether struct {
 	kind  string
-	io    frameIO
-	mac   neigh.MAC
-	neigh *neigh.Table
-	nd    *ndisc
-	rxh   [][batchSize]ethHdr // per queue: the headers of the frames read
+	io    port.Frames
+	mac   ndisc.MAC
+	neigh *ndisc.Table // nd's, kept here for the packet path's direct call
+	nd    *ndisc.ND
+	rxh   [][batchSize]port.EthHdr // per queue: the headers of the frames read
 	link  atomic.Pointer[Link]
-	// groups are the multicast MACs the link listens to (all-nodes,
-	// all-routers, its addresses' solicited-node groups)
-	groups atomic.Pointer[[]neigh.MAC]
-	ra     atomic.Pointer[RAConfig]
-	dad    atomic.Pointer[map[netip.Addr]DADState] // published by the ND goroutine
+	// groups are the multicast MACs the link listens to (ndisc.Groups of
+	// its addresses), changed under the link registry's lock
+	groups atomic.Pointer[[]ndisc.MAC]
 	dp     *Dataplane
 	stats  EtherStats
 	// ndCtrs are the link's counters of Neighbour Discovery in and out,
 	// written with addShared only
 	ndCtrs atomic.Pointer[Counters]
-	closed atomic.Bool // its readers end (see closedErr)
+	closed atomic.Bool // its readers end (os.ErrClosed, as port's closedErr says why)
+
+	mu sync.Mutex // the sender of the link's ICMPv6 errors (ndLink.Unreachable)
+	tx *worker    // routes the ICMPv6 errors the link makes (Address Unreachable)
 }
 
 // EtherStats count what an Ethernet link's port does below IPv6.
@@ -76,7 +80,7 @@ func (s *EtherStats) String() string {
 var scratchPool = sync.Pool{New: func() any { return new(etherScratch) }}
 
 type etherScratch struct {
-	hdrs [maxOut]ethHdr
+	hdrs [maxOut]port.EthHdr
 	pkts [maxOut][]byte
 	idx  [maxOut]int
 }
@@ -84,61 +88,66 @@ type etherScratch struct {
 // EtherOptions are what every Ethernet link takes.
 type EtherOptions struct {
 	MAC   []byte // the router's MAC; nil: the kind's default
-	Neigh neigh.Params
+	Neigh ndisc.Params
 }
 
 // randomMAC is a locally administered unicast MAC, as Linux gives a TAP.
-func randomMAC() neigh.MAC {
-	var m neigh.MAC
+func randomMAC() ndisc.MAC {
+	var m ndisc.MAC
 	rand.Read(m[:])
 	m[0] = m[0]&^1 | 2
 	return m
 }
 
-func newEther(kind string, io frameIO, mac neigh.MAC, p neigh.Params) *ether {
-	e := &ether{kind: kind, io: io, mac: mac, rxh: make([][batchSize]ethHdr, io.Queues())}
-	e.nd = newNDisc(e)
-	e.neigh = neigh.NewTable(e.nd, p)
-	e.setGroups(nil)
-	ra := DefaultRA()
-	e.ra.Store(&ra)
-	return e
+// newEther makes an Ethernet device that listens to all-nodes and
+// all-routers; an error is a group it could not join.
+func newEther(kind string, io port.Frames, mac ndisc.MAC, p ndisc.Params) (*ether, error) {
+	e := &ether{kind: kind, io: io, mac: mac, rxh: make([][batchSize]port.EthHdr, io.Queues())}
+	e.nd = ndisc.New((*ndLink)(e), mac, p)
+	e.neigh = e.nd.Table()
+	if err := e.listen(ndisc.Groups(nil)); err != nil {
+		return nil, err
+	}
+	return e, nil
 }
 
 // OpenTAP makes a TAP link's device.
-func OpenTAP(name string, o TAPOptions, eo EtherOptions) (Device, error) {
-	t, err := openTAP(name, o)
+func OpenTAP(name string, o port.TAPOptions, eo EtherOptions) (port.Device, error) {
+	t, err := port.OpenTAP(name, o)
 	if err != nil {
 		return nil, err
 	}
 	mac := randomMAC()
 	if len(eo.MAC) == 6 {
-		mac = neigh.MAC(eo.MAC)
+		mac = ndisc.MAC(eo.MAC)
 	}
-	return newEther("tap", t, mac, eo.Neigh), nil
+	return newEther("tap", t, mac, eo.Neigh)
 }
 
 // OpenHost attaches a link to interface dev with an AF_PACKET socket. The
 // router's MAC is the interface's own unless one is given (then the socket
 // is promiscuous, as a NIC filters other MACs).
-func OpenHost(dev string, eo EtherOptions) (Device, int, error) {
-	a, ifi, err := openAFPacket(dev, nil)
+func OpenHost(dev string, eo EtherOptions) (port.Device, int, error) {
+	a, ifi, err := port.OpenAFPacket(dev, nil)
 	if err != nil {
 		return nil, 0, err
 	}
-	mac := neigh.MAC(ifi.HardwareAddr)
-	if len(eo.MAC) == 6 && neigh.MAC(eo.MAC) != mac {
-		mac = neigh.MAC(eo.MAC)
-		if err := a.promisc(); err != nil {
-			a.close()
-			return nil, 0, err
+	mac := ndisc.MAC(ifi.HardwareAddr)
+	if len(eo.MAC) == 6 && ndisc.MAC(eo.MAC) != mac {
+		mac = ndisc.MAC(eo.MAC)
+		if err := a.Promisc(); err != nil {
+			return nil, 0, errors.Join(err, a.Close())
 		}
 	}
-	return newEther("host", a, mac, eo.Neigh), ifi.MTU, nil
+	e, err := newEther("host", a, mac, eo.Neigh)
+	if err != nil {
+		return nil, 0, errors.Join(fmt.Errorf("PACKET_ADD_MEMBERSHIP: %w", err), a.Close())
+	}
+	return e, ifi.MTU, nil
 }
 
 // Neigh returns an Ethernet link's neighbour cache, nil for other links.
-func (l *Link) Neigh() *neigh.Table {
+func (l *Link) Neigh() *ndisc.Table {
 	if e, ok := l.hw.(*ether); ok {
 		return e.neigh
 	}
@@ -149,8 +158,8 @@ func (l *Link) Neigh() *neigh.Table {
 // other links.
 func (l *Link) EtherStats() *EtherStats {
 	if e, ok := l.hw.(*ether); ok {
-		if a, ok := e.io.(*afPacket); ok {
-			e.stats.QueueDrops.Add(a.drops()) // the kernel's count resets as it is read
+		if a, ok := e.io.(*port.AFPacket); ok {
+			e.stats.QueueDrops.Add(a.Drops()) // the kernel's count resets as it is read
 		}
 		return &e.stats
 	}
@@ -163,77 +172,55 @@ func (e *ether) attach(dp *Dataplane, l *Link) {
 	e.dp = dp
 	e.link.Store(l)
 	e.ndCtrs.Store(l.NewCounters())
-	e.nd.start()
+	e.nd.Start()
 }
 
-// setGroups makes the groups the link listens to: all-nodes, all-routers
-// and the solicited-node group of each address.
-func (e *ether) setGroups(addrs []netip.Prefix) {
-	gs := []neigh.MAC{{0x33, 0x33, 0, 0, 0, 1}, {0x33, 0x33, 0, 0, 0, 2}}
-	for _, a := range addrs {
-		m := multicastMAC(solicitedNode(a.Addr()))
-		if !containsMAC(gs, m) {
-			gs = append(gs, m)
-		}
-	}
-	if a, ok := e.io.(*afPacket); ok {
-		old := e.groups.Load()
+// listen makes gs the groups the link listens to, joining the new ones
+// on an interface (a NIC that filters lets their frames in) and leaving
+// the old: ND goes deaf to a group it could not join, so that is an
+// error, and gs is not taken. A group that cannot be left costs only
+// frames the link drops, so that is logged.
+func (e *ether) listen(gs []ndisc.MAC) error {
+	old := e.groups.Load()
+	if a, ok := e.io.(*port.AFPacket); ok {
 		for _, g := range gs {
-			if old == nil || !containsMAC(*old, g) {
-				a.join(g[:], true)
+			if old == nil || !ndisc.ContainsMAC(*old, g) {
+				if err := a.Join(g[:], true); err != nil {
+					return fmt.Errorf("joining %v: %w", g, err)
+				}
 			}
 		}
 		if old != nil {
 			for _, g := range *old {
-				if !containsMAC(gs, g) {
-					a.join(g[:], false)
+				if !ndisc.ContainsMAC(gs, g) {
+					if err := a.Join(g[:], false); err != nil {
+						log.Printf("dataplane: %s: leaving %v: %v", a.Dev(), g, err)
+					}
 				}
 			}
 		}
 	}
 	e.groups.Store(&gs)
-}
-
-func containsMAC(ms []neigh.MAC, m neigh.MAC) bool {
-	for _, x := range ms {
-		if x == m {
-			return true
-		}
-	}
-	return false
-}
-
-// solicitedNode is address a's solicited-node group: ff02::1:ff00:0/104
-// and a's last 24 bits (RFC 4291 2.7.1).
-func solicitedNode(a netip.Addr) netip.Addr {
-	b := a.As16()
-	return netip.AddrFrom16([16]byte{0xff, 0x02, 10: 0, 11: 1, 12: 0xff, 13: b[13], 14: b[14], 15: b[15]})
-}
-
-// multicastMAC is the Ethernet group of an IPv6 multicast address
-// (RFC 2464: 33:33 and its last 32 bits).
-func multicastMAC(a netip.Addr) neigh.MAC {
-	b := a.As16()
-	return neigh.MAC{0x33, 0x33, b[12], b[13], b[14], b[15]}
+	return nil
 }
 
 // accepts reports whether a frame to dst is the link's: its MAC, a group
 // it listens to, or broadcast.
 func (e *ether) accepts(dst []byte) bool {
-	m := neigh.MAC(dst)
+	m := ndisc.MAC(dst)
 	if m == e.mac {
 		return true
 	}
 	if dst[0]&1 == 0 {
 		return false
 	}
-	if m == (neigh.MAC{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}) {
+	if m == (ndisc.MAC{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}) {
 		return true
 	}
 	if m[0] == 0x33 && m[1] == 0x33 && e.mirrored() {
 		return true // the mirror's kernel side sorts out its own groups
 	}
-	return containsMAC(*e.groups.Load(), m)
+	return ndisc.ContainsMAC(*e.groups.Load(), m)
 }
 
 // mirrored reports whether the link has a kernel mirror.
@@ -250,7 +237,7 @@ func (e *ether) Queues() int { return e.io.Queues() }
 func (e *ether) ReadBatch(q int, bufs [][]byte, sizes []int) (int, error) {
 	hdrs := e.rxh[q][:]
 	for {
-		n, err := e.io.readFrames(q, bufs, hdrs[:len(bufs)], sizes)
+		n, err := e.io.ReadFrames(q, bufs, hdrs[:len(bufs)], sizes)
 		e.stats.Reads.Add(1)
 		e.stats.Frames.Add(uint64(n))
 		keep := 0
@@ -273,45 +260,27 @@ func (e *ether) ReadBatch(q int, bufs [][]byte, sizes []int) (int, error) {
 	}
 }
 
-// shiftVnet moves a virtio_net_hdr's offsets (csum_start, hdr_len) by d:
-// on an Ethernet link they count from the frame's start, in the packet
-// path from the IPv6 header's.
-func shiftVnet(b []byte, d int) {
-	if b[0]&vnetNeedsCsum != 0 {
-		binary.LittleEndian.PutUint16(b[6:], uint16(int(binary.LittleEndian.Uint16(b[6:]))+d))
-	}
-	if h := binary.LittleEndian.Uint16(b[2:]); h != 0 {
-		binary.LittleEndian.PutUint16(b[2:], uint16(max(int(h)+d, 0)))
-	}
-}
-
 // routes reports whether a frame (h, then b: virtio_net_hdr and packet)
 // goes to the packet path, its header's offsets made the packet path's;
 // Neighbour Discovery goes to the ND goroutine, the rest is counted.
 // (A truncated frame goes on: the packet path counts it.)
-func (e *ether) routes(h *ethHdr, b []byte) bool {
+func (e *ether) routes(h *port.EthHdr, b []byte) bool {
 	switch {
-	case binary.BigEndian.Uint16(h[12:]) != etherTypeIPv6 || !e.accepts(h[:6]):
+	case binary.BigEndian.Uint16(h[12:]) != port.EtherTypeIPv6 || !e.accepts(h[:6]):
 		e.stats.NotForUs.Add(1)
-	case isND(b[vnetHdrLen:]):
-		e.nd.receive(neigh.MAC(h[6:12]), b[vnetHdrLen:])
+	case ndisc.IsND(b[vnetHdrLen:]):
+		e.nd.Receive(ndisc.MAC(h[6:12]), b[vnetHdrLen:])
 	case h[0]&1 != 0:
 		e.stats.Multicast.Add(1)
 		if l := e.link.Load(); l != nil && l.Mirror() != nil && len(b) > vnetHdrLen {
-			shiftVnet(b, -ethHdrLen)
+			port.ShiftVnet(b, -port.EthHdrLen)
 			l.Mirror().give(b, len(b)-vnetHdrLen) // to the kernel, whose groups they may be
 		}
 	default:
-		shiftVnet(b, -ethHdrLen)
+		port.ShiftVnet(b, -port.EthHdrLen)
 		return true
 	}
 	return false
-}
-
-// isND reports whether p is a Neighbour Discovery message (ICMPv6 types
-// 133 to 137 right after the IPv6 header, as they are sent).
-func isND(p []byte) bool {
-	return len(p) >= ipv6Len+4 && p[0]>>4 == 6 && p[6] == protoICMPv6 && p[ipv6Len] >= 133 && p[ipv6Len] <= 137
 }
 
 // WriteBatch frames each packet for the neighbour it goes to: the MAC the
@@ -323,12 +292,12 @@ func (e *ether) WriteBatch(_ int, pkts [][]byte, via []netip.Addr) (int, error) 
 	defer scratchPool.Put(s)
 	n := 0
 	var last netip.Addr
-	var lastMAC neigh.MAC
+	var lastMAC ndisc.MAC
 	lastOK := false
 	for i, p := range pkts {
 		mac, ok := lastMAC, lastOK && via[i] == last
 		if !ok && via[i].IsMulticast() {
-			mac, ok = multicastMAC(via[i]), true // a mirror's kernel side speaking to a group
+			mac, ok = ndisc.MulticastMAC(via[i]), true // a mirror's kernel side speaking to a group
 		}
 		if !ok {
 			mac, ok = e.neigh.Output(via[i], p)
@@ -338,7 +307,7 @@ func (e *ether) WriteBatch(_ int, pkts [][]byte, via []netip.Addr) (int, error) 
 			}
 			last, lastMAC, lastOK = via[i], mac, true
 		}
-		shiftVnet(p, ethHdrLen)
+		port.ShiftVnet(p, port.EthHdrLen)
 		e.frame(&s.hdrs[n], mac)
 		s.pkts[n], s.idx[n] = p, i
 		n++
@@ -346,7 +315,7 @@ func (e *ether) WriteBatch(_ int, pkts [][]byte, via []netip.Addr) (int, error) 
 	if n == 0 {
 		return len(pkts), nil
 	}
-	m, err := e.io.writeFrames(s.hdrs[:n], s.pkts[:n])
+	m, err := e.io.WriteFrames(s.hdrs[:n], s.pkts[:n])
 	e.stats.Writes.Add(1)
 	e.stats.Sent.Add(uint64(m))
 	if err != nil {
@@ -356,48 +325,49 @@ func (e *ether) WriteBatch(_ int, pkts [][]byte, via []netip.Addr) (int, error) 
 }
 
 // frame makes h the header of an IPv6 frame from the router to mac.
-func (e *ether) frame(h *ethHdr, mac neigh.MAC) {
+func (e *ether) frame(h *port.EthHdr, mac ndisc.MAC) {
 	copy(h[0:6], mac[:])
 	copy(h[6:12], e.mac[:])
-	binary.BigEndian.PutUint16(h[12:], etherTypeIPv6)
+	binary.BigEndian.PutUint16(h[12:], port.EtherTypeIPv6)
 }
 
 // writeTo sends packets the link makes itself (ND, packets that waited)
-// to mac, from the router's MAC.
-func (e *ether) writeTo(mac neigh.MAC, pkts [][]byte) {
+// to mac, from the router's MAC; an error is the first write that failed.
+func (e *ether) writeTo(mac ndisc.MAC, pkts [][]byte) error {
 	s := scratchPool.Get().(*etherScratch)
 	defer scratchPool.Put(s)
 	for len(pkts) > 0 {
 		n := min(len(pkts), maxOut)
 		for i := 0; i < n; i++ {
-			shiftVnet(pkts[i], ethHdrLen)
+			port.ShiftVnet(pkts[i], port.EthHdrLen)
 			e.frame(&s.hdrs[i], mac)
 		}
-		e.io.writeFrames(s.hdrs[:n], pkts[:n])
+		if _, err := e.io.WriteFrames(s.hdrs[:n], pkts[:n]); err != nil {
+			return err
+		}
 		pkts = pkts[n:]
 	}
+	return nil
 }
 
-func (e *ether) Offloads() Offloads   { return e.io.offloads() }
-func (e *ether) SetMTU(mtu int) error { return e.io.setMTU(mtu) }
-func (e *ether) SetUp(up bool) error  { return e.io.setUp(up) }
+func (e *ether) Offloads() port.Offloads { return e.io.Offloads() }
+func (e *ether) SetMTU(mtu int) error    { return e.io.SetMTU(mtu) }
+func (e *ether) SetUp(up bool) error     { return e.io.SetUp(up) }
 
 func (e *ether) Close() error {
 	e.closed.Store(true)
-	e.nd.stop()
-	return e.io.close()
+	e.nd.Stop()
+	return e.io.Close()
 }
 
 func (e *ether) Kind() string                   { return e.kind }
-func (*ether) Flags() Flags                     { return FlagBroadcast | FlagMulticast }
+func (*ether) Flags() port.Flags                { return port.FlagBroadcast | port.FlagMulticast }
 func (*ether) LinkType() string                 { return "ether" }
 func (e *ether) HardwareAddr() net.HardwareAddr { return net.HardwareAddr(e.mac[:]) }
 func (*ether) Broadcast() net.HardwareAddr {
 	return net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 }
 func (*ether) TxQueueLen() int { return 1000 }
-
-const neighValid = neigh.Valid
 
 // linkLocalAddr is the link's link-local address, if it has one.
 func (l *Link) linkLocalAddr() (netip.Addr, bool) {

@@ -1,6 +1,10 @@
 package dataplane
 
-import "time"
+import (
+	"time"
+
+	"urouter/dataplane/port"
+)
 
 // Hooks for the tests of this directory, which are package dataplane_test
 // so that they can build the router through package router, as the daemon
@@ -50,7 +54,7 @@ func (t *TestWorker) run(n int) {
 // Segment cuts super-packet b (virtio_net_hdr and packet) for link out,
 // as the worker does for an egress that cannot take it, and sends it.
 func (t *TestWorker) Segment(b []byte, out *Link) {
-	k := &pkt{b: b, p: b[vnetHdrLen:], vh: decodeVnet(b)}
+	k := &pkt{b: b, p: b[vnetHdrLen:], vh: port.DecodeVnet(b)}
 	t.w.segment(k, out)
 	t.w.flush()
 }
@@ -61,8 +65,8 @@ const VnetHdrLen = vnetHdrLen
 // VnetGSO returns a virtio_net_hdr's GSO type and size, and checksum start
 // and offset.
 func VnetGSO(b []byte) (gsoType uint8, gsoSize, csumStart, csumOffset uint16) {
-	h := decodeVnet(b)
-	return h.gsoType, h.gsoSize, h.csumStart, h.csumOffset
+	h := port.DecodeVnet(b)
+	return h.GSOType, h.GSOSize, h.CsumStart, h.CsumOffset
 }
 
 // TransportSum sums a transport segment at p[l4:] with its pseudo-header:

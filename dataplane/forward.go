@@ -3,6 +3,7 @@ package dataplane
 import (
 	"encoding/binary"
 	"net/netip"
+	"urouter/dataplane/port"
 	"urouter/rules"
 
 	"gvisor.dev/gvisor/pkg/tcpip/header"
@@ -40,7 +41,7 @@ const (
 type pkt struct {
 	b      []byte      // virtio_net_hdr and packet, as read
 	p      header.IPv6 // the IPv6 packet, trimmed to its payload length
-	vh     vnetHdr
+	vh     port.VnetHdr
 	l4     l4info
 	act    action
 	reason DropReason
@@ -124,7 +125,7 @@ func (w *worker) parse(k *pkt) bool {
 		k.drop(DropTruncated)
 		return false
 	}
-	k.vh = decodeVnet(k.b)
+	k.vh = port.DecodeVnet(k.b)
 	p := header.IPv6(k.b[vnetHdrLen:])
 	if header.IPVersion(p) != header.IPv6Version {
 		k.drop(DropVersion)
@@ -138,7 +139,7 @@ func (w *worker) parse(k *pkt) bool {
 		k.drop(DropLength)
 		return false
 	case total < len(p):
-		if k.vh.gso() {
+		if k.vh.GSO() {
 			k.drop(DropLength) // a super-packet must add up
 			return false
 		}
@@ -265,20 +266,20 @@ func neighbourOf(r *decide.Result, p header.IPv6) netip.Addr {
 // wireSize is the size of the packets the sender meant: a GSO
 // super-packet is judged by its segments, never by its total length.
 func (k *pkt) wireSize() int {
-	if !k.vh.gso() {
+	if !k.vh.GSO() {
 		return len(k.p)
 	}
 	hdr, ok := k.gsoHeaderLen()
 	if !ok {
 		return len(k.p)
 	}
-	return min(hdr+int(k.vh.gsoSize), len(k.p))
+	return min(hdr+int(k.vh.GSOSize), len(k.p))
 }
 
 // send queues a forwarded packet for its egress: whole when the egress
 // takes it as it is, else segmented (or its checksum completed).
 func (w *worker) send(k *pkt) {
-	if k.egress.offloads.takes(&k.vh) {
+	if k.egress.offloads.Takes(&k.vh) {
 		w.queue(k.egress, k.b, k.via, 1)
 		return
 	}

@@ -3,6 +3,8 @@ package dataplane
 import (
 	"golang.org/x/sys/unix"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
+
+	"urouter/dataplane/port"
 )
 
 // Coalescing, the other way round from segmentation: consecutive UDP
@@ -51,9 +53,9 @@ func (w *worker) coalescable(i, n int) int {
 // local sender's datagrams come: the super-packet's segmentation computes
 // every datagram's checksum anyway).
 func (k *pkt) udpCoalescable() bool {
-	return k.l4.proto == protoUDP && k.l4.off == ipv6Len && !k.vh.gso() &&
+	return k.l4.proto == protoUDP && k.l4.off == ipv6Len && !k.vh.GSO() &&
 		len(k.p) > ipv6Len+header.UDPMinimumSize &&
-		(k.vh.flags&vnetNeedsCsum == 0 || k.vh.csumStart == ipv6Len && k.vh.csumOffset == udpChecksumOffset)
+		(k.vh.Flags&port.NeedsCsum == 0 || k.vh.CsumStart == ipv6Len && k.vh.CsumOffset == udpChecksumOffset)
 }
 
 // sendCoalesced queues packets i..j-1 as one UDP super-packet.
@@ -78,10 +80,10 @@ func (w *worker) sendCoalesced(i, j int) {
 	// the checksum is left to the receiving kernel (NEEDS_CSUM): the field
 	// holds the pseudo-header's sum
 	u.SetChecksum(pseudoSum(p, int(l), protoUDP))
-	encodeVnet(b, vnetHdr{
-		flags: vnetNeedsCsum, gsoType: unix.VIRTIO_NET_HDR_GSO_UDP_L4,
-		gsoSize:   uint16(len(first.p) - ipv6Len - header.UDPMinimumSize),
-		csumStart: ipv6Len, csumOffset: udpChecksumOffset,
+	port.EncodeVnet(b, port.VnetHdr{
+		Flags: port.NeedsCsum, GSOType: unix.VIRTIO_NET_HDR_GSO_UDP_L4,
+		GSOSize:   uint16(len(first.p) - ipv6Len - header.UDPMinimumSize),
+		CsumStart: ipv6Len, CsumOffset: udpChecksumOffset,
 	}, ipv6Len+header.UDPMinimumSize)
 	w.queue(out, b, w.pk[i].via, j-i) // counted as the datagrams it carries
 }

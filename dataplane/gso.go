@@ -4,6 +4,8 @@ import (
 	"golang.org/x/sys/unix"
 	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
+
+	"urouter/dataplane/port"
 )
 
 // Segmentation, for an egress that does not take a super-packet whole:
@@ -15,11 +17,11 @@ import (
 // the transport header's end. The header's own hdr_len is not trusted
 // (the kernel may set it to the whole first segment when forwarding).
 func (k *pkt) gsoHeaderLen() (int, bool) {
-	start := int(k.vh.csumStart)
+	start := int(k.vh.CsumStart)
 	if start < ipv6Len || start+header.UDPMinimumSize > len(k.p) {
 		return 0, false
 	}
-	switch k.vh.gsoType {
+	switch k.vh.GSOType {
 	case unix.VIRTIO_NET_HDR_GSO_TCPV6:
 		if start+header.TCPMinimumSize > len(k.p) {
 			return 0, false
@@ -38,23 +40,23 @@ func (k *pkt) gsoHeaderLen() (int, bool) {
 // segment cuts k into packets that out takes and queues them, or only
 // completes its checksum when that is all out cannot take.
 func (w *worker) segment(k *pkt, out *Link) {
-	if !k.vh.gso() {
-		if k.vh.flags&vnetNeedsCsum != 0 && !completeChecksum(k.p, int(k.vh.csumStart), int(k.vh.csumOffset)) {
+	if !k.vh.GSO() {
+		if k.vh.Flags&port.NeedsCsum != 0 && !completeChecksum(k.p, int(k.vh.CsumStart), int(k.vh.CsumOffset)) {
 			w.drop(w.in, DropLength)
 			return
 		}
-		k.b[0] &^= vnetNeedsCsum // done
+		k.b[0] &^= port.NeedsCsum // done
 		w.queue(out, k.b, k.via, 1)
 		return
 	}
 	hdr, ok := k.gsoHeaderLen()
-	size := int(k.vh.gsoSize)
+	size := int(k.vh.GSOSize)
 	if !ok || size == 0 {
 		w.drop(w.in, DropLength)
 		return
 	}
-	tcp := k.vh.gsoType == unix.VIRTIO_NET_HDR_GSO_TCPV6
-	l4 := int(k.vh.csumStart)
+	tcp := k.vh.GSOType == unix.VIRTIO_NET_HDR_GSO_TCPV6
+	l4 := int(k.vh.CsumStart)
 	payload := k.p[hdr:]
 	var seq uint32
 	var flags header.TCPFlags

@@ -1,23 +1,44 @@
 // Package dataplane owns the router's links and the packet path between
-// them: links behind one small interface (Port: what a link does;
-// Hardware: what it is), packet workers that read batches, parse, decide
-// (through package decide) and write batches, ICMPv6 errors, local
-// delivery and counters. forward.go is the packet path, top to bottom.
+// them. It keeps:
+//
+//   - the link registry (link.go): links by name and index, their state,
+//     MTU and addresses, published as snapshots for the packet path;
+//   - the packet workers (worker.go, dataplane.go): one per queue of each
+//     link's port, reading a batch, deciding it (package decide) and
+//     writing it out; forward.go is the packet path, top to bottom, with
+//     parsing (packet.go, hopopts.go), segmentation and coalescing
+//     (gso.go, gro.go), ICMPv6 errors and their limits (icmp.go,
+//     ratelimit.go), redirects (redirect.go), local delivery (local.go)
+//     and counters (counters.go);
+//   - the Ethernet link (ether.go): a port/ Frames device, framed for
+//     each packet's neighbour through ndisc's cache, its Neighbour
+//     Discovery handed the ND messages it reads (ndlink.go: what ND asks
+//     of the link);
+//   - mirrors (mirror.go): the reader of a link's kernel TUN and the
+//     packets given to it; keeping the kernel interface in step is the
+//     router's.
+//
+// What a link is made of (TUN, TAP, AF_PACKET, frames, the virtio-net
+// header) is package port's; Neighbour Discovery is package ndisc's.
 //
 // Packet workers never lock and allocate nothing per packet: they read
-// links, tables and addresses through atomic pointers. Link changes (add,
-// delete, up, down, MTU, addresses) take the registry's own mutex and
-// publish a new snapshot. dataplane never imports control or router.
+// links, tables and addresses through atomic pointers, and neighbours
+// through ndisc.Table's lock-free fast path. Link changes (add, delete,
+// up, down, MTU, addresses) take the registry's own mutex and publish a
+// new snapshot. dataplane never imports control or router.
 package dataplane
 
 import (
 	"errors"
+	"log"
 	"net/netip"
 	"slices"
 	"sync"
 	"sync/atomic"
 
+	"urouter/dataplane/port"
 	"urouter/decide"
+	"urouter/ndisc"
 )
 
 // Link is one of the router's interfaces: an index and a name in the
@@ -26,9 +47,9 @@ import (
 type Link struct {
 	Index int32
 	Name  string
-	hw    Hardware
+	hw    port.Hardware
 	// offloads are what the link's port takes whole (fixed with the port)
-	offloads Offloads
+	offloads port.Offloads
 
 	port     atomic.Pointer[portRef] // nil once removed
 	mtu      atomic.Uint32
@@ -39,17 +60,17 @@ type Link struct {
 }
 
 // portRef holds a Port for an atomic pointer.
-type portRef struct{ Port }
+type portRef struct{ port.Port }
 
 // Hardware is what the link is: its kind, flags, link-layer address.
-func (l *Link) Hardware() Hardware { return l.hw }
+func (l *Link) Hardware() port.Hardware { return l.hw }
 
 // Flags are the link's interface flags, UP and LOWER_UP included while it
 // is up.
-func (l *Link) Flags() Flags {
+func (l *Link) Flags() port.Flags {
 	f := l.hw.Flags()
 	if l.Up() {
-		f |= FlagUp | FlagLowerUp
+		f |= port.FlagUp | port.FlagLowerUp
 	}
 	return f
 }
@@ -71,7 +92,7 @@ func (l *Link) Addrs() []netip.Prefix {
 }
 
 // portOf is the link's port, nil once the link is removed.
-func (l *Link) portOf() Port {
+func (l *Link) portOf() port.Port {
 	if r := l.port.Load(); r != nil {
 		return r.Port
 	}
@@ -158,7 +179,7 @@ func (ls *Links) AllAddrs() []decide.LinkAddrs { return *ls.addrs.Load() }
 
 // add registers a link, down, with the given MTU, made of dev (its port
 // and what it is).
-func (ls *Links) add(name string, dev Device, mtu int) (*Link, error) {
+func (ls *Links) add(name string, dev port.Device, mtu int) (*Link, error) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	old := ls.snap.Load()
@@ -198,6 +219,10 @@ func (ls *Links) remove(l *Link) {
 	}
 	ls.snap.Store(s)
 	l.up.Store(false)
+	if err := l.listen(nil); err != nil {
+		// it only leaves groups; the socket's close leaves them anyway
+		log.Printf("dataplane: %s: %v", l.Name, err)
+	}
 	l.addrs.Store(nil)
 	ls.publishAddrs()
 	l.addrsChanged()
@@ -248,6 +273,9 @@ func (ls *Links) AddAddr(l *Link, a netip.Prefix) error {
 		i = len(cur)
 	}
 	next := slices.Insert(slices.Clone(cur), i, a)
+	if err := l.listen(next); err != nil {
+		return err // ND would not hear the address's solicitations
+	}
 	l.addrs.Store(&next)
 	ls.publishAddrs()
 	l.addrsChanged()
@@ -266,17 +294,31 @@ func (ls *Links) DelAddr(l *Link, a netip.Prefix) (netip.Prefix, error) {
 	}
 	removed := cur[i]
 	next := slices.Delete(slices.Clone(cur), i, i+1)
+	if err := l.listen(next); err != nil {
+		// it only leaves groups, so this cannot be; the address goes anyway
+		log.Printf("dataplane: %s: %v", l.Name, err)
+	}
 	l.addrs.Store(&next)
 	ls.publishAddrs()
 	l.addrsChanged()
 	return removed, nil
 }
 
+// listen makes an Ethernet link listen to the groups of addresses addrs
+// (their solicited-node groups), before they are published: DAD's and
+// other nodes' solicitations come to the group. ls.mu is held.
+func (l *Link) listen(addrs []netip.Prefix) error {
+	if e, ok := l.hw.(*ether); ok {
+		return e.listen(ndisc.Groups(addrs))
+	}
+	return nil
+}
+
 // addrsChanged tells an Ethernet link's ND that its addresses changed
-// (DAD, solicited-node groups, advertised prefixes).
+// (DAD, advertised prefixes).
 func (l *Link) addrsChanged() {
 	if e, ok := l.hw.(*ether); ok {
-		e.nd.changed()
+		e.nd.Resync()
 	}
 }
 

@@ -3,6 +3,8 @@ package dataplane
 import (
 	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
+
+	"urouter/dataplane/port"
 )
 
 // local delivers a packet addressed to the router. What the router does
@@ -74,7 +76,7 @@ func (w *worker) portUnreachable(k *pkt) {
 // sender left to offload (NEEDS_CSUM, Linux's CHECKSUM_PARTIAL) is good.
 // A UDP checksum of 0 is not allowed over IPv6 (RFC 8200 8.1).
 func (k *pkt) checksumOK(l4, n int, proto uint8) bool {
-	if k.vh.flags&vnetNeedsCsum != 0 {
+	if k.vh.Flags&port.NeedsCsum != 0 {
 		return true
 	}
 	if proto == protoUDP && header.UDP(k.p[l4:]).Checksum() == 0 {
@@ -89,7 +91,7 @@ func (k *pkt) checksumOK(l4, n int, proto uint8) bool {
 func (w *worker) echoReply(k *pkt) {
 	p := k.p
 	if len(p) < ipv6Len+header.ICMPv6EchoMinimumSize || header.ICMPv6(p[ipv6Len:]).Code() != 0 ||
-		k.vh.gso() || !k.checksumOK(ipv6Len, len(p)-ipv6Len, protoICMPv6) {
+		k.vh.GSO() || !k.checksumOK(ipv6Len, len(p)-ipv6Len, protoICMPv6) {
 		w.drop(w.in, DropLocal)
 		return
 	}

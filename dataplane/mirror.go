@@ -4,14 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"slices"
 	"sync/atomic"
 
 	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 
+	"urouter/dataplane/port"
 	"urouter/decide"
 )
 
@@ -27,7 +26,7 @@ type Mirror struct {
 	Index int32  // its kernel interface index
 
 	link *Link
-	port *tunPort
+	port *port.TUN
 	w    *worker
 
 	// Up: packets given to the kernel; Down: packets the kernel sent,
@@ -51,25 +50,11 @@ func (dp *Dataplane) SetMirror(l *Link, kname string) (*Mirror, error) {
 	if _, err := netlink.LinkByName(kname); err == nil {
 		return nil, fmt.Errorf("%s: %w", kname, ErrLinkExists)
 	}
-	dev, err := OpenTUN(kname, TUNOptions{MTU: l.MTU(), Queues: 1})
+	t, kidx, err := port.OpenMirror(kname, l.MTU())
 	if err != nil {
 		return nil, err
 	}
-	t := dev.(*tunPort)
-	kl, err := netlink.LinkByName(kname)
-	if err != nil {
-		t.Close()
-		return nil, err
-	}
-	// The kernel makes no address of its own on it (its link-local is the
-	// link's), solicits no router, and keeps IPv6 on.
-	for knob, v := range map[string]string{"addr_gen_mode": "1", "accept_ra": "0", "disable_ipv6": "0"} {
-		if err := os.WriteFile("/proc/sys/net/ipv6/conf/"+kname+"/"+knob, []byte(v), 0); err != nil {
-			t.Close()
-			return nil, err
-		}
-	}
-	m := &Mirror{Name: kname, Index: int32(kl.Attrs().Index), link: l, port: t}
+	m := &Mirror{Name: kname, Index: kidx, link: l, port: t}
 	dp.mu.Lock()
 	m.w = newWorker(dp, l, t, 0, dp.nextID)
 	m.w.own = m
@@ -78,8 +63,11 @@ func (dp *Dataplane) SetMirror(l *Link, kname string) (*Mirror, error) {
 	dp.workers.Store(&ws)
 	l.mirror.Store(m)
 	dp.mu.Unlock()
-	allMulti(l, true)
 	go m.w.RoutineRead()
+	if err := allMulti(l, true); err != nil {
+		// without it the kernel's own groups (OSPFv3's) would not come in
+		return nil, errors.Join(fmt.Errorf("%s: PACKET_MR_ALLMULTI: %w", l.Name, err), dp.ClearMirror(l))
+	}
 	return m, nil
 }
 
@@ -92,75 +80,25 @@ func (dp *Dataplane) ClearMirror(l *Link) error {
 	if m == nil {
 		return nil
 	}
-	allMulti(l, false)
+	merr := allMulti(l, false)
+	if merr != nil {
+		merr = fmt.Errorf("%s: dropping PACKET_MR_ALLMULTI: %w", l.Name, merr)
+	}
 	dp.synchronize() // no worker is still giving it packets
 	err := m.port.Close()
 	dp.dropWorkers(func(w *worker) bool { return w == m.w })
-	return err
+	return errors.Join(merr, err)
 }
 
 // allMulti makes an Ethernet link on an interface take every multicast
 // frame while it has a mirror (a TAP gets them all anyway).
-func allMulti(l *Link, on bool) {
+func allMulti(l *Link, on bool) error {
 	if e, ok := l.hw.(*ether); ok {
-		if a, ok := e.io.(*afPacket); ok {
-			a.allMulti(on)
+		if a, ok := e.io.(*port.AFPacket); ok {
+			return a.AllMulti(on)
 		}
 	}
-}
-
-// SyncMirror gives l's mirror, if any, the link's MTU, state and IPv6
-// addresses (without duplicate address detection: they are the link's,
-// already checked there).
-func SyncMirror(l *Link) error {
-	m := l.Mirror()
-	if m == nil {
-		return nil
-	}
-	kl, err := netlink.LinkByIndex(int(m.Index))
-	if err != nil {
-		return err
-	}
-	var errs []error
-	if kl.Attrs().MTU != l.MTU() {
-		errs = append(errs, netlink.LinkSetMTU(kl, l.MTU()))
-	}
-	have, err := netlink.AddrList(kl, netlink.FAMILY_V6)
-	if err != nil {
-		return err
-	}
-	want := l.Addrs()
-	var kernel []netip.Prefix
-	for _, a := range have {
-		ip, _ := netip.AddrFromSlice(a.IP)
-		ones, _ := a.Mask.Size()
-		kernel = append(kernel, netip.PrefixFrom(ip.Unmap(), ones))
-		if !slices.Contains(want, kernel[len(kernel)-1]) {
-			errs = append(errs, netlink.AddrDel(kl, &a))
-		}
-	}
-	for _, p := range want {
-		if slices.Contains(kernel, p) {
-			continue
-		}
-		a, err := netlink.ParseAddr(p.String())
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		a.Flags = unix.IFA_F_NODAD
-		if err := netlink.AddrAdd(kl, a); err != nil && !errors.Is(err, unix.EEXIST) {
-			errs = append(errs, fmt.Errorf("%s on %s: %w", p, m.Name, err))
-		}
-	}
-	if up := kl.Attrs().Flags&(1<<0) != 0; up != l.Up() {
-		if l.Up() {
-			errs = append(errs, netlink.LinkSetUp(kl))
-		} else {
-			errs = append(errs, netlink.LinkSetDown(kl))
-		}
-	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // toKernel gives a packet for the router that it does not answer itself
@@ -180,7 +118,7 @@ func (w *worker) toKernel(k *pkt) bool {
 
 // give writes b (virtio_net_hdr and a packet of n bytes) into the kernel.
 func (m *Mirror) give(b []byte, n int) {
-	if _, err := unix.Write(m.port.queues[0].fd, b); err != nil {
+	if err := m.port.Give(b); err != nil {
 		m.Dropped.Add(1) // the kernel's queue is full, or the mirror goes
 		return
 	}

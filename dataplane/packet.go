@@ -1,9 +1,8 @@
 package dataplane
 
 import (
-	"encoding/binary"
+	"urouter/dataplane/port"
 
-	"golang.org/x/sys/unix"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 )
@@ -12,7 +11,7 @@ import (
 // reads and writes in front of every packet (zeros for ports without one),
 // then the IPv6 packet, read and written through gVisor's header views.
 const (
-	vnetHdrLen = header.VirtioNetHeaderSize
+	vnetHdrLen = port.VnetHdrLen
 	ipv6Len    = header.IPv6MinimumSize
 	// maxPacket is the largest read: a 64 KiB GSO super-packet.
 	maxPacket = header.IPv6MaximumPayloadSize + ipv6Len
@@ -53,41 +52,6 @@ func hasPorts(proto uint8) bool {
 // maxExtHeaders bounds the extension-header walk. A longer chain is still
 // forwarded, hashed on its L3 fields only (RFC 7045).
 const maxExtHeaders = 8
-
-// vnetHdr is struct virtio_net_hdr. Its fields are in host byte order
-// (little-endian here) as the TUN and packet sockets read and write them,
-// so gVisor's header.VirtioNetHeader, which reads them big-endian, does
-// not serve.
-type vnetHdr struct {
-	flags      uint8
-	gsoType    uint8
-	gsoSize    uint16
-	csumStart  uint16
-	csumOffset uint16
-}
-
-const vnetNeedsCsum = unix.VIRTIO_NET_HDR_F_NEEDS_CSUM
-
-func decodeVnet(b []byte) vnetHdr {
-	return vnetHdr{
-		flags:      b[0],
-		gsoType:    b[1] &^ unix.VIRTIO_NET_HDR_GSO_ECN,
-		gsoSize:    binary.LittleEndian.Uint16(b[4:]),
-		csumStart:  binary.LittleEndian.Uint16(b[6:]),
-		csumOffset: binary.LittleEndian.Uint16(b[8:]),
-	}
-}
-
-// encodeVnet writes h (with hdr_len) in front of a packet.
-func encodeVnet(b []byte, h vnetHdr, hdrLen uint16) {
-	b[0], b[1] = h.flags, h.gsoType
-	binary.LittleEndian.PutUint16(b[2:], hdrLen)
-	binary.LittleEndian.PutUint16(b[4:], h.gsoSize)
-	binary.LittleEndian.PutUint16(b[6:], h.csumStart)
-	binary.LittleEndian.PutUint16(b[8:], h.csumOffset)
-}
-
-func (h *vnetHdr) gso() bool { return h.gsoType != unix.VIRTIO_NET_HDR_GSO_NONE }
 
 // l4info is what the extension-header walk found.
 type l4info struct {

@@ -8,6 +8,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 
 	"urouter/decide"
+	"urouter/ndisc"
 )
 
 // Redirects (RFC 4861 section 8), as Linux's ip6_forward and
@@ -45,7 +46,7 @@ func redirectTarget(k *pkt) (netip.Addr, bool) {
 
 // redirect sends k's source a Redirect for k (forwarded back out of the
 // link it came in by), if the link has a link-local address, the source
-// is a neighbour on it and the limits allow.
+// is a neighbour on it and the limits allow; ndisc builds the message.
 func (w *worker) redirect(k *pkt) {
 	in := w.in
 	ll, ok := in.linkLocalAddr()
@@ -64,31 +65,20 @@ func (w *worker) redirect(k *pkt) {
 	if !w.dp.redirects.allow(&src, &dst) {
 		return
 	}
-	var tll []byte
+	var tll ndisc.MAC
+	hasTLL := false
 	if t := in.Neigh(); t != nil {
-		if st, mac := t.State(target); st&neighValid != 0 {
-			tll = append([]byte{optTargetLL, 1}, mac[:]...)
+		if st, mac := t.State(target); st&ndisc.Valid != 0 {
+			tll, hasTLL = mac, true
 		}
 	}
-	const fixed = header.ICMPv6HeaderSize + 4 + 32 // type, code, sum, reserved, target, destination
-	room := MinMTU - ipv6Len - fixed - len(tll) - 8
-	quote := k.p[:min(len(k.p), room&^7)]
-	b := w.scratch(vnetHdrLen + ipv6Len + fixed + len(tll) + 8 + len(quote))
+	const max = MinMTU - ipv6Len
+	size := ndisc.RedirectSize(hasTLL, len(k.p), max)
+	b := w.scratch(vnetHdrLen + ipv6Len + size)
 	clear(b[:vnetHdrLen])
 	p := header.IPv6(b[vnetHdrLen:])
 	m := header.ICMPv6(p[ipv6Len:])
-	m.SetType(header.ICMPv6RedirectMsg)
-	m.SetCode(0)
-	m.SetTypeSpecific(0)
-	t16 := target.As16()
-	copy(m[8:], t16[:])
-	copy(m[24:], dst[:])
-	at := fixed
-	at += copy(m[at:], tll)
-	m[at], m[at+1] = 4, byte((8+len(quote))/8) // Redirected Header option
-	clear(m[at+2 : at+8])
-	copy(m[at+8:], quote)
-	header.IPv6(m[at+8:]).SetHopLimit(k.p.HopLimit() + 1) // as it came in
+	ndisc.Redirect(m, target, netip.AddrFrom16(dst), tll, hasTLL, k.p, max)
 	p.Encode(&header.IPv6Fields{PayloadLength: uint16(len(m)), TransportProtocol: header.ICMPv6ProtocolNumber,
 		HopLimit: 255, SrcAddr: addrOf(ll), DstAddr: addrOf(netip.AddrFrom16(src))})
 	m.SetChecksum(0)

@@ -6,11 +6,15 @@ import (
 	"os"
 	"sync/atomic"
 
+	"urouter/dataplane/port"
 	"urouter/decide"
 )
 
 // batchSize is how many packets a worker reads before it routes them.
 const batchSize = decide.MaxBatch
+
+// A port's frames are read a batch at a time into arrays of its own.
+const _ = uint(port.BatchSize - batchSize) // fails to build if a port's batch is smaller
 
 // Room for what a worker builds while it routes a batch: segments of a
 // super-packet, coalesced datagrams, ICMPv6 errors. A full area is written
@@ -27,7 +31,7 @@ const (
 type worker struct {
 	dp    *Dataplane
 	in    *Link
-	port  Port
+	port  port.Port
 	q     int
 	id    int
 	epoch atomic.Uint64 // odd while a batch is in flight (see synchronize)
@@ -56,13 +60,13 @@ type worker struct {
 // egress, carrying this many wire packets.
 type outPkt struct {
 	link    *Link
-	port    Port
+	port    port.Port
 	b       []byte
 	via     netip.Addr // the neighbour it goes to
 	packets int
 }
 
-func newWorker(dp *Dataplane, l *Link, port Port, q, id int) *worker {
+func newWorker(dp *Dataplane, l *Link, port port.Port, q, id int) *worker {
 	w := &worker{dp: dp, in: l, port: port, q: q, id: id}
 	for i := range w.bufs {
 		w.bufs[i] = make([]byte, vnetHdrLen+maxPacket)
@@ -168,7 +172,7 @@ func (w *worker) flush() {
 // write sends the n writes gathered in wb (queued as out[wi[...]]) to
 // link l's port, and counts them there: a write the port refuses is
 // dropped, and the rest still go.
-func (w *worker) write(l *Link, port Port, n int) {
+func (w *worker) write(l *Link, port port.Port, n int) {
 	c := w.ctr(l)
 	for done := 0; done < n; {
 		m, err := port.WriteBatch(w.id, w.wb[done:n], w.wv[done:n])

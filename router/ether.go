@@ -2,39 +2,40 @@ package router
 
 import (
 	"net/netip"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"urouter/dataplane"
-	"urouter/neigh"
+	"urouter/dataplane/port"
+	"urouter/ndisc"
 	"urouter/nexthop"
 )
 
 // Ethernet links: a TAP of the router's or an existing interface
 // (AF_PACKET), each with a link-local address while up, a neighbour cache
-// and Neighbour Discovery (package dataplane), and the gateway probing
-// below.
+// and Neighbour Discovery (packages dataplane and ndisc), and what a
+// gateway's failure does to routes, below (ndisc.Probes keeps its
+// probes' schedule).
 
 // AddTAP creates link name as a TAP device of the router's, down.
-func (r *Router) AddTAP(name string, o dataplane.TAPOptions, eo dataplane.EtherOptions) (*dataplane.Link, error) {
+func (r *Router) AddTAP(name string, o port.TAPOptions, eo dataplane.EtherOptions) (*dataplane.Link, error) {
 	if o.MTU == 0 {
 		o.MTU = 1500
 	}
 	eo.Neigh = r.neighParams(eo.Neigh)
-	return r.addLink(name, o.MTU, func() (dataplane.Device, error) { return dataplane.OpenTAP(name, o, eo) })
+	return r.addLink(name, o.MTU, func() (port.Device, error) { return dataplane.OpenTAP(name, o, eo) })
 }
 
 // AddHost attaches link name to the existing interface dev, down; the
 // link's MTU is the interface's.
 func (r *Router) AddHost(name, dev string, eo dataplane.EtherOptions) (*dataplane.Link, error) {
 	eo.Neigh = r.neighParams(eo.Neigh)
-	return r.addLinkMTU(name, func() (dataplane.Device, int, error) { return dataplane.OpenHost(dev, eo) })
+	return r.addLinkMTU(name, func() (port.Device, int, error) { return dataplane.OpenHost(dev, eo) })
 }
 
-func (r *Router) neighParams(p neigh.Params) neigh.Params {
-	if p == (neigh.Params{}) {
-		return neigh.DefaultParams()
+func (r *Router) neighParams(p ndisc.Params) ndisc.Params {
+	if p == (ndisc.Params{}) {
+		return ndisc.DefaultParams()
 	}
 	return p
 }
@@ -45,35 +46,28 @@ const DefaultRouterProbeInterval = 60 * time.Second
 
 // gateways is the router's view of the gateways whose neighbour entry
 // FAILED: their multipath members are dead (no flows hash to them) and
-// they are solicited again every probe interval (Linux's rt6_probe), until
-// one answers and its members come back.
+// they are solicited again every probe interval (ndisc.Probes, Linux's
+// rt6_probe), until one answers and its members come back.
 type gateways struct {
-	mu     sync.Mutex
-	failed map[nexthop.Gateway]time.Time // the last probe
-	events chan neighEvent               // failures and recoveries
-	all    chan neighEvent               // every change, while someone watches
-	// ProbeInterval is how often a FAILED gateway is probed.
-	probe time.Duration
-	watch atomic.Pointer[func(l *dataplane.Link, a netip.Addr, from, to neigh.State)]
+	failed *ndisc.Probes[nexthop.Gateway]
+	events chan neighEvent // failures and recoveries
+	all    chan neighEvent // every change, while someone watches
+	watch  atomic.Pointer[func(l *dataplane.Link, a netip.Addr, from, to ndisc.State)]
 }
 
 type neighEvent struct {
 	l        *dataplane.Link
 	addr     netip.Addr
-	from, to neigh.State
+	from, to ndisc.State
 }
 
 // SetRouterProbeInterval sets how often a gateway that failed is probed.
-func (r *Router) SetRouterProbeInterval(d time.Duration) {
-	r.gws.mu.Lock()
-	r.gws.probe = d
-	r.gws.mu.Unlock()
-}
+func (r *Router) SetRouterProbeInterval(d time.Duration) { r.gws.failed.SetInterval(d) }
 
 // WatchNeighbours makes fn hear every change of a neighbour's state from
 // now on (nil: none), as `ip monitor neigh` reports them. fn runs on the
 // router's own goroutine and must not block.
-func (r *Router) WatchNeighbours(fn func(l *dataplane.Link, a netip.Addr, from, to neigh.State)) {
+func (r *Router) WatchNeighbours(fn func(l *dataplane.Link, a netip.Addr, from, to ndisc.State)) {
 	if fn == nil {
 		r.gws.watch.Store(nil)
 	} else {
@@ -85,9 +79,9 @@ func (r *Router) WatchNeighbours(fn func(l *dataplane.Link, a netip.Addr, from, 
 // goroutine (or in a packet worker starting a resolution) and never
 // blocks: a full queue loses the news (the next failure or answer brings
 // it again).
-func (r *Router) neighChanged(l *dataplane.Link, a netip.Addr, from, to neigh.State) {
+func (r *Router) neighChanged(l *dataplane.Link, a netip.Addr, from, to ndisc.State) {
 	ev := neighEvent{l, a, from, to}
-	if to == neigh.Failed || to&neigh.Valid != 0 && from&neigh.Valid == 0 {
+	if to == ndisc.Failed || to&ndisc.Valid != 0 && from&ndisc.Valid == 0 {
 		select { // failures and recoveries: a queue of their own, so a flood of others cannot crowd them out
 		case r.gws.events <- ev:
 		default:
@@ -124,11 +118,8 @@ func (r *Router) routineGateways(stop <-chan struct{}) {
 
 func (r *Router) gatewayEvent(ev neighEvent) {
 	g := nexthop.Gateway{Link: ev.l.Index, Addr: ev.addr}
-	failed := ev.to == neigh.Failed
-	r.gws.mu.Lock()
-	_, was := r.gws.failed[g]
-	r.gws.mu.Unlock()
-	if failed == was {
+	failed := ev.to == ndisc.Failed
+	if failed == r.gws.failed.Failing(g) {
 		return
 	}
 	r.mu.Lock()
@@ -149,13 +140,11 @@ func (r *Router) gatewayEvent(ev neighEvent) {
 		return // not a gateway of any multipath route or group
 	}
 	tbl := ev.l.Neigh()
-	r.gws.mu.Lock()
 	if failed {
-		r.gws.failed[g] = time.Now()
+		r.gws.failed.Fail(g, time.Now())
 	} else {
-		delete(r.gws.failed, g)
+		r.gws.failed.Recover(g)
 	}
-	r.gws.mu.Unlock()
 	if tbl != nil {
 		tbl.Pin(g.Addr, failed)
 	}
@@ -163,16 +152,7 @@ func (r *Router) gatewayEvent(ev neighEvent) {
 
 // probeGateways solicits each failed gateway once per probe interval.
 func (r *Router) probeGateways(now time.Time) {
-	r.gws.mu.Lock()
-	var due []nexthop.Gateway
-	for g, last := range r.gws.failed {
-		if now.Sub(last) >= r.gws.probe {
-			r.gws.failed[g] = now
-			due = append(due, g)
-		}
-	}
-	r.gws.mu.Unlock()
-	for _, g := range due {
+	for _, g := range r.gws.failed.Due(now) {
 		if l := r.Links.ByIndex(g.Link); l != nil && l.Neigh() != nil {
 			l.Neigh().Probe(g.Addr)
 		}
@@ -182,14 +162,13 @@ func (r *Router) probeGateways(now time.Time) {
 // forgetGateways drops the failed gateways of a link that goes; r.mu is
 // held.
 func (r *Router) forgetGateways(l *dataplane.Link) {
-	r.gws.mu.Lock()
-	defer r.gws.mu.Unlock()
-	for g := range r.gws.failed {
-		if g.Link == l.Index {
-			delete(r.gws.failed, g)
-			r.Nexthops.SetUnresolved(g, false)
+	r.gws.failed.Forget(func(g nexthop.Gateway) bool {
+		if g.Link != l.Index {
+			return false
 		}
-	}
+		r.Nexthops.SetUnresolved(g, false)
+		return true
+	})
 }
 
 // addLinkLocal gives an Ethernet link coming up its link-local address

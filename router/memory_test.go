@@ -34,8 +34,13 @@ func TestHostLinkCycles(t *testing.T) {
 	if err := netlink.LinkAdd(veth); err != nil {
 		t.Fatal(err)
 	}
-	peer, _ := netlink.LinkByName("v1")
-	netlink.LinkSetUp(peer)
+	peer, err := netlink.LinkByName("v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := netlink.LinkSetUp(peer); err != nil {
+		t.Fatal(err)
+	}
 
 	r := New()
 	r.Start()

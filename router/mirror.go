@@ -1,18 +1,24 @@
 package router
 
 import (
+	"errors"
 	"fmt"
 	"log"
 	"net/netip"
+	"slices"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"urouter/dataplane"
+	"urouter/dataplane/port"
 )
 
 // SetMirror gives link l a kernel mirror named kname (`link set NAME
 // mirror KNAME`): a kernel TUN with l's MTU, state and addresses, kept in
 // step with them from then on.
 func (r *Router) SetMirror(l *dataplane.Link, kname string) error {
-	if l.Flags()&dataplane.FlagLoopback != 0 {
+	if l.Flags()&port.FlagLoopback != 0 {
 		return fmt.Errorf("the loopback has no mirror")
 	}
 	r.mu.Lock()
@@ -25,9 +31,8 @@ func (r *Router) SetMirror(l *dataplane.Link, kname string) error {
 		return err
 	}
 	// synced here for its error; tell's sync after it finds nothing to do
-	if err := dataplane.SyncMirror(l); err != nil {
-		r.DP.ClearMirror(l)
-		return err
+	if err := syncKernel(l); err != nil {
+		return errors.Join(err, r.DP.ClearMirror(l))
 	}
 	r.tell(LinkChanged, l, netip.Prefix{})
 	return nil
@@ -68,7 +73,63 @@ func (r *Router) syncMirror(l *dataplane.Link) {
 	if l == nil || l.Mirror() == nil {
 		return
 	}
-	if err := dataplane.SyncMirror(l); err != nil {
+	if err := syncKernel(l); err != nil {
 		log.Printf("mirror %s of %s: %v", l.Mirror().Name, l.Name, err)
 	}
+}
+
+// syncKernel gives l's mirror, if any, the link's MTU, state and IPv6
+// addresses (without duplicate address detection: they are the link's,
+// already checked there), by netlink. It is the router's: it runs under
+// the router's lock, by whoever changed the link (the dataplane only
+// carries the mirror's packets).
+func syncKernel(l *dataplane.Link) error {
+	m := l.Mirror()
+	if m == nil {
+		return nil
+	}
+	kl, err := netlink.LinkByIndex(int(m.Index))
+	if err != nil {
+		return err
+	}
+	var errs []error
+	if kl.Attrs().MTU != l.MTU() {
+		errs = append(errs, netlink.LinkSetMTU(kl, l.MTU()))
+	}
+	have, err := netlink.AddrList(kl, netlink.FAMILY_V6)
+	if err != nil {
+		return err
+	}
+	want := l.Addrs()
+	var kernel []netip.Prefix
+	for _, a := range have {
+		ip, _ := netip.AddrFromSlice(a.IP)
+		ones, _ := a.Mask.Size()
+		kernel = append(kernel, netip.PrefixFrom(ip.Unmap(), ones))
+		if !slices.Contains(want, kernel[len(kernel)-1]) {
+			errs = append(errs, netlink.AddrDel(kl, &a))
+		}
+	}
+	for _, p := range want {
+		if slices.Contains(kernel, p) {
+			continue
+		}
+		a, err := netlink.ParseAddr(p.String())
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		a.Flags = unix.IFA_F_NODAD
+		if err := netlink.AddrAdd(kl, a); err != nil && !errors.Is(err, unix.EEXIST) {
+			errs = append(errs, fmt.Errorf("%s on %s: %w", p, m.Name, err))
+		}
+	}
+	if up := kl.Attrs().Flags&(1<<0) != 0; up != l.Up() {
+		if l.Up() {
+			errs = append(errs, netlink.LinkSetUp(kl))
+		} else {
+			errs = append(errs, netlink.LinkSetDown(kl))
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -2,7 +2,11 @@
 // tables, rule set, routing decision and dataplane, and owns the policy
 // Linux derives from them: the local and connected routes an address
 // brings (proto kernel, metric 0 in table local, 256 in main), what a link
-// going down or away does to routes and addresses, and route expiry.
+// going down or away does to routes and addresses, and route expiry; for
+// Ethernet links, the gateways whose neighbour failed (their multipath
+// members go dead, and they are probed every router_probe_interval:
+// ether.go); for mirrors, the kernel interface kept in step with its link
+// by netlink (mirror.go).
 //
 // control parses commands and calls the router (or a table, for routes);
 // it never goes around it. Link and address changes, which touch several
@@ -13,7 +17,6 @@ package router
 
 import (
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"net/netip"
 	"sync"
@@ -22,8 +25,10 @@ import (
 	"time"
 
 	"urouter/dataplane"
+	"urouter/dataplane/port"
 	"urouter/decide"
 	"urouter/fib6"
+	"urouter/ndisc"
 	"urouter/nexthop"
 	"urouter/rules"
 )
@@ -77,8 +82,8 @@ func New() *Router {
 		return l != nil && l.Up()
 	}
 	r.DP = dataplane.New(r.Links, r.Decider)
-	r.gws = gateways{failed: map[nexthop.Gateway]time.Time{}, events: make(chan neighEvent, 1024),
-		all: make(chan neighEvent, 1024), probe: DefaultRouterProbeInterval}
+	r.gws = gateways{failed: ndisc.NewProbes[nexthop.Gateway](DefaultRouterProbeInterval),
+		events: make(chan neighEvent, 1024), all: make(chan neighEvent, 1024)}
 	r.DP.WatchNeighbours(r.neighChanged)
 	r.Lo = r.DP.AddLoopback()
 	if r.Lo.Index != 1 {
@@ -129,35 +134,35 @@ func (r *Router) tell(kind EventKind, l *dataplane.Link, a netip.Prefix) {
 }
 
 // AddTUN creates link name as a TUN device of the router's, down.
-func (r *Router) AddTUN(name string, o dataplane.TUNOptions) (*dataplane.Link, error) {
+func (r *Router) AddTUN(name string, o port.TUNOptions) (*dataplane.Link, error) {
 	if o.MTU == 0 {
 		o.MTU = 1500
 	}
-	return r.addLink(name, o.MTU, func() (dataplane.Device, error) { return dataplane.OpenTUN(name, o) })
+	return r.addLink(name, o.MTU, func() (port.Device, error) { return port.OpenTUN(name, o) })
 }
 
 // AddDummy creates link name as a dummy link, down.
 func (r *Router) AddDummy(name string, mtu int) (*dataplane.Link, error) {
-	return r.AddLink(name, dataplane.NewDummy(), mtu)
+	return r.AddLink(name, port.NewDummy(), mtu)
 }
 
 // AddLink registers link name made of dev, down.
-func (r *Router) AddLink(name string, dev dataplane.Device, mtu int) (*dataplane.Link, error) {
-	return r.addLink(name, mtu, func() (dataplane.Device, error) { return dev, nil })
+func (r *Router) AddLink(name string, dev port.Device, mtu int) (*dataplane.Link, error) {
+	return r.addLink(name, mtu, func() (port.Device, error) { return dev, nil })
 }
 
 // addLink makes a link's device with open, once the name is known to be
 // free (opening a TUN by the name of one that exists would join it), and
 // registers the link.
-func (r *Router) addLink(name string, mtu int, open func() (dataplane.Device, error)) (*dataplane.Link, error) {
-	return r.addLinkMTU(name, func() (dataplane.Device, int, error) {
+func (r *Router) addLink(name string, mtu int, open func() (port.Device, error)) (*dataplane.Link, error) {
+	return r.addLinkMTU(name, func() (port.Device, int, error) {
 		d, err := open()
 		return d, mtu, err
 	})
 }
 
 // addLinkMTU is addLink for a device that knows its MTU once open.
-func (r *Router) addLinkMTU(name string, open func() (dataplane.Device, int, error)) (*dataplane.Link, error) {
+func (r *Router) addLinkMTU(name string, open func() (port.Device, int, error)) (*dataplane.Link, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.Links.ByName(name) != nil {
@@ -169,8 +174,7 @@ func (r *Router) addLinkMTU(name string, open func() (dataplane.Device, int, err
 	}
 	l, err := r.DP.AddLink(name, dev, mtu)
 	if err != nil {
-		dev.Close()
-		return nil, err
+		return nil, errors.Join(err, dev.Close())
 	}
 	r.Rules.Relink() // rules naming it attach
 	r.tell(LinkAdded, l, netip.Prefix{})
@@ -238,7 +242,7 @@ func (r *Router) SetMTU(l *dataplane.Link, mtu int) error {
 // DeleteLink takes a link down (its routes and addresses go) and away.
 // The loopback cannot go, as in Linux.
 func (r *Router) DeleteLink(l *dataplane.Link) error {
-	if l.Flags()&dataplane.FlagLoopback != 0 {
+	if l.Flags()&port.FlagLoopback != 0 {
 		return syscall.EOPNOTSUPP
 	}
 	r.mu.Lock()
@@ -253,107 +257,6 @@ func (r *Router) DeleteLink(l *dataplane.Link) error {
 	r.Rules.Relink() // rules naming it are detached
 	r.tell(LinkDeleted, l, netip.Prefix{})
 	return err
-}
-
-// addrRoutes are the routes Linux derives from an address: the local
-// route of the address itself, and the connected route of its prefix
-// (none on the loopback).
-func addrRoutes(l *dataplane.Link, a netip.Prefix) (local fib6.Route, connected *fib6.Route) {
-	nh := nexthop.Nexthop{Link: l.Index}
-	local = fib6.Route{Dst: netip.PrefixFrom(a.Addr(), 128),
-		Attrs: fib6.Attrs{Type: fib6.Local, Proto: fib6.ProtoKernel, Metric: LocalMetric, Nexthop: nh}}
-	if l.Flags()&dataplane.FlagLoopback == 0 {
-		connected = &fib6.Route{Dst: a.Masked(),
-			Attrs: fib6.Attrs{Type: fib6.Unicast, Proto: fib6.ProtoKernel, Metric: ConnectedMetric, Nexthop: nh}}
-	}
-	return local, connected
-}
-
-// install adds an address's routes. They are appended beside what is
-// there, as Linux inserts kernel routes without NLM_F_EXCL: the same
-// address on two links has two local routes, a prefix on two links two
-// connected routes; the same route again (a second address in a prefix)
-// is already there.
-func (r *Router) install(l *dataplane.Link, a netip.Prefix) error {
-	local, connected := addrRoutes(l, a)
-	if err := appendRoute(r.Tables.Local(), local); err != nil {
-		return fmt.Errorf("local route of %s: %w", a, err)
-	}
-	if connected != nil {
-		if err := appendRoute(r.Tables.Main(), *connected); err != nil {
-			r.uninstall(l, a)
-			return fmt.Errorf("connected route of %s: %w", a, err)
-		}
-	}
-	return nil
-}
-
-func appendRoute(t *fib6.Table, rt fib6.Route) error {
-	x := t.Begin()
-	defer x.Commit()
-	if err := x.Append(rt); err != nil && !errors.Is(err, fib6.ErrExists) {
-		return err
-	}
-	return nil
-}
-
-// uninstall removes an address's routes: its local route, and the
-// connected route unless another address of the link still has the
-// prefix.
-func (r *Router) uninstall(l *dataplane.Link, a netip.Prefix) {
-	local, connected := addrRoutes(l, a)
-	deleteRoute(r.Tables.Local(), local)
-	if connected == nil {
-		return
-	}
-	for _, o := range l.Addrs() {
-		if o.Masked() == connected.Dst && o != a {
-			return // another address still has the prefix
-		}
-	}
-	deleteRoute(r.Tables.Main(), *connected)
-}
-
-// deleteRoute removes rt; it may be gone already (a flush, a user's
-// `route del`), which is no error.
-func deleteRoute(t *fib6.Table, rt fib6.Route) {
-	x := t.Begin()
-	defer x.Commit()
-	x.Delete(fib6.Match{Dst: rt.Dst, Metric: rt.Metric, Proto: rt.Proto, Type: rt.Type, Link: rt.Nexthop.Link})
-}
-
-// AddAddr gives the router address a (with its prefix length) on link l,
-// and, if l is up, the address's routes. On error nothing changed.
-func (r *Router) AddAddr(l *dataplane.Link, a netip.Prefix) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if err := r.Links.AddAddr(l, a); err != nil {
-		return err
-	}
-	if l.Up() {
-		if err := r.install(l, a); err != nil {
-			r.Links.DelAddr(l, a)
-			return err
-		}
-	}
-	r.tell(AddrAdded, l, a)
-	return nil
-}
-
-// DelAddr removes address a from l, with its routes, and returns the
-// address removed.
-func (r *Router) DelAddr(l *dataplane.Link, a netip.Prefix) (netip.Prefix, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	removed, err := r.Links.DelAddr(l, a)
-	if err != nil {
-		return netip.Prefix{}, err
-	}
-	if l.Up() {
-		r.uninstall(l, removed)
-	}
-	r.tell(AddrDeleted, l, removed)
-	return removed, nil
 }
 
 func (r *Router) linkChanged(l *dataplane.Link, ev fib6.LinkEvent) {

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"errors"
 	"net/netip"
 	"runtime"
 	"testing"
@@ -53,12 +54,13 @@ func loadFullTable(b *testing.B) *Router {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r.SetUp(l, true)
-	r.AddAddr(l, netip.MustParsePrefix("2001:db8:91::1/64"))
+	if err := errors.Join(r.SetUp(l, true), r.AddAddr(l, netip.MustParsePrefix("2001:db8:91::1/64"))); err != nil {
+		b.Fatal(err)
+	}
 	x := r.Tables.Main().Begin()
 	nh := nexthop.Nexthop{Link: l.Index, Gateway: netip.MustParseAddr("2001:db8:91::2")}
 	for _, p := range realtable.MustLoad(b) {
-		x.Add(fib6.Route{Dst: p, Attrs: fib6.Attrs{Metric: 1024, Nexthop: nh}})
+		_ = x.Add(fib6.Route{Dst: p, Attrs: fib6.Attrs{Metric: 1024, Nexthop: nh}}) // what lands is checked below
 	}
 	x.Commit()
 	if n := r.Tables.Main().Len(); n < 160000 {

@@ -50,7 +50,7 @@ func TestRulesChurn(t *testing.T) {
 	run(func() {
 		x := r.Rules.Begin()
 		if _, err := x.Add(fromA, true); err != nil {
-			x.Delete(&rules.Selector{Rule: rules.Rule{Pref: 100}, PrefSet: true})
+			_, _ = x.Delete(&rules.Selector{Rule: rules.Rule{Pref: 100}, PrefSet: true}) // there: it was the duplicate
 		}
 		x.Commit()
 		ruleChanges.Add(1)
@@ -58,16 +58,19 @@ func TestRulesChurn(t *testing.T) {
 	run(func() {
 		i := routes.Add(1)
 		x := r.Tables.Main().Begin()
-		x.Add(fib6.Route{Dst: netip.PrefixFrom(netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 1, byte(i >> 8), byte(i)}), 48),
+		// the locks are the point: a route there from an earlier lap of i is refused
+		_ = x.Add(fib6.Route{Dst: netip.PrefixFrom(netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 1, byte(i >> 8), byte(i)}), 48),
 			Attrs: fib6.Attrs{Metric: 1024, Nexthop: nexthop.Nexthop{Link: l.Index}}})
 		x.Commit()
 	})
 	run(func() {
 		x := r.Rules.Begin()
-		x.Add(rules.Rule{Pref: 50, Iif: "t9", Action: rules.ToTable, Table: 10}, true)
+		_, _ = x.Add(rules.Rule{Pref: 50, Iif: "t9", Action: rules.ToTable, Table: 10}, true) // a duplicate after the first
 		x.Commit()
 		if d, err := r.AddDummy("t9", 1500); err == nil {
-			r.DeleteLink(d)
+			if err := r.DeleteLink(d); err != nil {
+				t.Error(err)
+			}
 		}
 	})
 	check := func(res decide.Result, fromA bool) {
@@ -125,14 +128,18 @@ func TestRulesTakeNoOtherLock(t *testing.T) {
 	held := r.Tables.Main().Begin()
 	within("a rule add", func() {
 		x := r.Rules.Begin()
-		x.Add(rules.Rule{Pref: 5, Action: rules.ToTable, Table: 10}, true)
+		if _, err := x.Add(rules.Rule{Pref: 5, Action: rules.ToTable, Table: 10}, true); err != nil {
+			t.Error(err)
+		}
 		x.Commit()
 	})
 	held.Commit()
 	rx := r.Rules.Begin()
 	within("a route add", func() {
 		x := r.Tables.Main().Begin()
-		x.Add(fib6.Route{Dst: pfx("2001:db8:5::/48"), Attrs: fib6.Attrs{Type: fib6.Blackhole, Metric: 1}})
+		if err := x.Add(fib6.Route{Dst: pfx("2001:db8:5::/48"), Attrs: fib6.Attrs{Type: fib6.Blackhole, Metric: 1}}); err != nil {
+			t.Error(err)
+		}
 		x.Commit()
 	})
 	within("a decision", func() {

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"urouter/control"
-	"urouter/dataplane"
+	"urouter/dataplane/port"
 	"urouter/feed"
 	"urouter/metrics"
 	"urouter/nexthop"
@@ -69,7 +69,7 @@ func daemon(args []string) int {
 	}
 	// Beside the socket this daemon now owns: the IPv6 switches of the
 	// interfaces it takes, and of those a daemon killed before left off.
-	if err := dataplane.RecordIPv6Switches(sock + ".ipv6"); err != nil {
+	if err := port.RecordIPv6Switches(sock + ".ipv6"); err != nil {
 		fmt.Fprintln(os.Stderr, "urouter daemon:", err)
 		srv.Close()
 		return 1

@@ -1,4 +1,4 @@
-package neigh
+package ndisc
 
 import (
 	"net/netip"
@@ -149,7 +149,9 @@ func (t *Table) Advertised(target netip.Addr, na Advert) {
 	}
 	u := update{mac: na.MAC, hasMAC: na.HasMAC, to: to, weakOverride: true, override: na.Override,
 		setRouter: true, router: na.Router}
-	t.apply(e, u)
+	// errInvalid: no MAC for an entry without one, an advertisement RFC
+	// 4861 7.2.5 says to discard silently
+	_ = t.apply(e, u)
 }
 
 // Solicited records the source of a Neighbour or Router Solicitation that
@@ -163,7 +165,7 @@ func (t *Table) Solicited(src netip.Addr, mac MAC) {
 			return
 		}
 	}
-	t.apply(e, update{mac: mac, hasMAC: true, to: Stale, weakOverride: true, override: true})
+	_ = t.apply(e, update{mac: mac, hasMAC: true, to: Stale, weakOverride: true, override: true}) // it has a MAC: never fails
 }
 
 // update is one neigh_update: the new state and MAC, and its

@@ -1,4 +1,4 @@
-package dataplane
+package port
 
 import (
 	"bufio"
@@ -136,33 +136,36 @@ func takeIPv6(ifi *net.Interface) error {
 	}
 	if err := os.WriteFile(sysctlPath(ifi.Name), []byte("1"), 0); err != nil {
 		delete(s.was, ifi.Index)
-		s.save()
-		return err
+		return errors.Join(err, s.save())
 	}
 	return nil
 }
 
 // giveIPv6 gives interface i its IPv6 switch back once its last link
-// lets go. The link goes either way: a failure is logged, not returned.
-func giveIPv6(i int) {
+// lets go. The link goes either way; a failure is returned to whoever
+// removes it (the interface keeps the kernel's IPv6 off until someone
+// sets it), and a record that could not be saved is said too.
+func giveIPv6(i int) error {
 	s := &ipv6Switches
 	s.Lock()
 	defer s.Unlock()
 	t, ok := s.was[i]
 	if !ok {
-		return
+		return nil
 	}
 	if t.links--; t.links > 0 {
 		s.was[i] = t
-		return
+		return nil
 	}
 	delete(s.was, i)
+	var errs []error
 	if err := setIPv6(i, t.value); err != nil {
-		log.Printf("giving %s back its disable_ipv6 %s: %v", t.name, t.value, err)
+		errs = append(errs, fmt.Errorf("giving %s back its disable_ipv6 %s: %w", t.name, t.value, err))
 	}
 	if err := s.save(); err != nil {
-		log.Printf("%s: %v", s.path, err)
+		errs = append(errs, fmt.Errorf("%s: %w", s.path, err))
 	}
+	return errors.Join(errs...)
 }
 
 // save writes the record (under the lock): the namespace, then one
@@ -192,7 +195,7 @@ func (s *switchRecord) save() error {
 		err = os.Rename(f.Name(), s.path)
 	}
 	if err != nil {
-		os.Remove(f.Name())
+		_ = os.Remove(f.Name()) // the new file is no record; err says why
 	}
 	return err
 }

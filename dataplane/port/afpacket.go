@@ -1,6 +1,7 @@
-package dataplane
+package port
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -11,7 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// afPacket reads and writes an existing interface's frames (a container's
+// AFPacket reads and writes an existing interface's frames (a container's
 // veth, a NIC) through an AF_PACKET socket bound to it for IPv6, with
 // PACKET_VNET_HDR so GSO super-packets pass whole both ways, batched with
 // recvmmsg and sendmmsg through Go's netpoller.
@@ -23,7 +24,7 @@ import (
 // slots were full, and reads that spin before parking, or block outside
 // the netpoller, or yielding the CPU after each batch of sends, gained
 // nothing measurable.
-type afPacket struct {
+type AFPacket struct {
 	dev     string
 	ifindex int
 	file    *os.File
@@ -41,26 +42,27 @@ type afPacket struct {
 }
 
 // iovPool holds the writers' *iovBatch, shared by every socket (see
-// scratchPool: a pool inside the afPacket would keep it, and the worker
+// scratchPool: a pool inside the AFPacket would keep it, and the worker
 // buffers its receive iovecs point at, reachable after the link goes).
 var iovPool = sync.Pool{New: func() any { return new(iovBatch) }}
 
-// openAFPacket attaches to interface dev: the socket, and the kernel's own
+// OpenAFPacket attaches to interface dev: the socket, and the kernel's own
 // IPv6 switched off there so that only the router answers on it.
-func openAFPacket(dev string, groups []net.HardwareAddr) (*afPacket, *net.Interface, error) {
+func OpenAFPacket(dev string, groups []net.HardwareAddr) (*AFPacket, *net.Interface, error) {
 	ifi, err := net.InterfaceByName(dev)
 	if err != nil {
 		return nil, nil, fmt.Errorf("Cannot find device %q", dev)
 	}
-	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, int(htons(etherTypeIPv6)))
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, int(htons(EtherTypeIPv6)))
 	if err != nil {
 		return nil, nil, fmt.Errorf("AF_PACKET socket: %w", err)
 	}
-	a := &afPacket{dev: dev, ifindex: ifi.Index, fd: fd}
-	fail := func(what string, err error) (*afPacket, *net.Interface, error) {
-		unix.Close(fd)
+	a := &AFPacket{dev: dev, ifindex: ifi.Index, fd: fd}
+	fail := func(what string, err error) (*AFPacket, *net.Interface, error) {
+		// sockets never used: closing them fails only on a bad descriptor
+		_ = unix.Close(fd)
 		if a.txfd > 0 {
-			unix.Close(a.txfd)
+			_ = unix.Close(a.txfd)
 		}
 		return nil, nil, fmt.Errorf("%s %s: %w", what, dev, err)
 	}
@@ -78,7 +80,7 @@ func openAFPacket(dev string, groups []net.HardwareAddr) (*afPacket, *net.Interf
 			return fail(o.name, err)
 		}
 	}
-	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(etherTypeIPv6), Ifindex: ifi.Index}); err != nil {
+	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(EtherTypeIPv6), Ifindex: ifi.Index}); err != nil {
 		return fail("bind", err)
 	}
 	if a.txfd, err = openTxSocket(ifi.Index); err != nil {
@@ -86,7 +88,7 @@ func openAFPacket(dev string, groups []net.HardwareAddr) (*afPacket, *net.Interf
 	}
 
 	for _, g := range groups {
-		if err := a.join(g, true); err != nil {
+		if err := a.Join(g, true); err != nil {
 			return fail("PACKET_ADD_MEMBERSHIP", err)
 		}
 	}
@@ -96,8 +98,7 @@ func openAFPacket(dev string, groups []net.HardwareAddr) (*afPacket, *net.Interf
 	a.tookIPv6 = true
 	a.file = os.NewFile(uintptr(fd), "packet:"+dev)
 	if a.rc, err = a.file.SyscallConn(); err != nil {
-		a.close()
-		return nil, nil, err
+		return nil, nil, errors.Join(err, a.Close())
 	}
 	return a, ifi, nil
 }
@@ -115,12 +116,12 @@ func openTxSocket(ifindex int) (int, error) {
 		{unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, 4 << 20},
 	} {
 		if err := unix.SetsockoptInt(fd, o[0], o[1], o[2]); err != nil {
-			unix.Close(fd)
+			_ = unix.Close(fd) // never used: it fails only on a bad descriptor
 			return -1, err
 		}
 	}
 	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: 0, Ifindex: ifindex}); err != nil {
-		unix.Close(fd)
+		_ = unix.Close(fd) // as above
 		return -1, err
 	}
 	return fd, nil
@@ -130,7 +131,7 @@ func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
 // join adds or drops a multicast MAC on the interface, so a NIC that
 // filters lets the group's frames in (a veth filters none).
-func (a *afPacket) join(mac net.HardwareAddr, on bool) error {
+func (a *AFPacket) Join(mac net.HardwareAddr, on bool) error {
 	mr := unix.PacketMreq{Ifindex: int32(a.ifindex), Type: unix.PACKET_MR_MULTICAST, Alen: 6}
 	copy(mr.Address[:], mac)
 	opt := unix.PACKET_ADD_MEMBERSHIP
@@ -143,7 +144,7 @@ func (a *afPacket) join(mac net.HardwareAddr, on bool) error {
 // allMulti takes (or stops taking) every multicast frame: the groups a
 // mirror's kernel side joins (OSPFv3's, say), which the router does not
 // track.
-func (a *afPacket) allMulti(on bool) error {
+func (a *AFPacket) AllMulti(on bool) error {
 	mr := unix.PacketMreq{Ifindex: int32(a.ifindex), Type: unix.PACKET_MR_ALLMULTI}
 	opt := unix.PACKET_ADD_MEMBERSHIP
 	if !on {
@@ -153,17 +154,17 @@ func (a *afPacket) allMulti(on bool) error {
 }
 
 // promisc takes every frame, for a router MAC that is not the interface's.
-func (a *afPacket) promisc() error {
+func (a *AFPacket) Promisc() error {
 	mr := unix.PacketMreq{Ifindex: int32(a.ifindex), Type: unix.PACKET_MR_PROMISC}
 	return unix.SetsockoptPacketMreq(a.fd, unix.SOL_PACKET, unix.PACKET_ADD_MEMBERSHIP, &mr)
 }
 
-func (*afPacket) Queues() int { return 1 }
+func (*AFPacket) Queues() int { return 1 }
 
-func (a *afPacket) readFrames(_ int, bufs [][]byte, hdrs []ethHdr, sizes []int) (int, error) {
+func (a *AFPacket) ReadFrames(_ int, bufs [][]byte, hdrs []EthHdr, sizes []int) (int, error) {
 	n := len(bufs)
 	for i := 0; i < n; i++ {
-		a.rx.set(i, bufs[i][:vnetHdrLen], &hdrs[i], bufs[i][vnetHdrLen:])
+		a.rx.set(i, bufs[i][:VnetHdrLen], &hdrs[i], bufs[i][VnetHdrLen:])
 	}
 	var got int
 	var rerr error
@@ -180,26 +181,26 @@ func (a *afPacket) readFrames(_ int, bufs [][]byte, hdrs []ethHdr, sizes []int) 
 	return a.sizes(got, sizes), nil
 }
 
-func (a *afPacket) sizes(got int, sizes []int) int {
+func (a *AFPacket) sizes(got int, sizes []int) int {
 	for i := 0; i < got; i++ {
 		m := &a.rx.msgs[i]
-		sizes[i] = int(m.Len) - ethHdrLen
-		if m.Hdr.Flags&unix.MSG_TRUNC != 0 || sizes[i] < vnetHdrLen {
+		sizes[i] = int(m.Len) - EthHdrLen
+		if m.Hdr.Flags&unix.MSG_TRUNC != 0 || sizes[i] < VnetHdrLen {
 			sizes[i] = 0 // the packet path counts it as truncated
 		}
 	}
 	return got
 }
 
-func (a *afPacket) writeFrames(hdrs []ethHdr, pkts [][]byte) (int, error) {
+func (a *AFPacket) WriteFrames(hdrs []EthHdr, pkts [][]byte) (int, error) {
 	b := iovPool.Get().(*iovBatch)
 	defer iovPool.Put(b)
 	done := 0
 	for done < len(pkts) {
-		n := min(len(pkts)-done, batchSize)
+		n := min(len(pkts)-done, BatchSize)
 		for i := 0; i < n; i++ {
 			p := pkts[done+i]
-			b.set(i, p[:vnetHdrLen], &hdrs[done+i], p[vnetHdrLen:])
+			b.set(i, p[:VnetHdrLen], &hdrs[done+i], p[VnetHdrLen:])
 		}
 		sent, err := mmsg(unix.SYS_SENDMMSG, a.txfd, b.msgs[:n], 0)
 		done += sent
@@ -216,11 +217,11 @@ func (a *afPacket) writeFrames(hdrs []ethHdr, pkts [][]byte) (int, error) {
 // offloads: with the vnet header the kernel takes TCP and UDP (USO)
 // super-packets and packets whose checksum is left to be done; a device
 // without the offload segments them in software (validate_xmit_skb).
-func (*afPacket) offloads() Offloads { return Offloads{TCP: true, UDP: true, PartialCsum: true} }
+func (*AFPacket) Offloads() Offloads { return Offloads{TCP: true, UDP: true, PartialCsum: true} }
 
 // setMTU sets the interface's MTU if it differs (the lab's "set it to what
 // it is" is harmless).
-func (a *afPacket) setMTU(mtu int) error {
+func (a *AFPacket) SetMTU(mtu int) error {
 	l, err := netlink.LinkByIndex(a.ifindex)
 	if err != nil || l.Attrs().MTU == mtu {
 		return nil
@@ -230,7 +231,7 @@ func (a *afPacket) setMTU(mtu int) error {
 
 // setUp brings the interface up with the link; a link going down leaves
 // the interface as it is (it is not the router's).
-func (a *afPacket) setUp(up bool) error {
+func (a *AFPacket) SetUp(up bool) error {
 	l, err := netlink.LinkByIndex(a.ifindex)
 	if err != nil || !up || l.Attrs().Flags&net.FlagUp != 0 {
 		return nil
@@ -238,9 +239,12 @@ func (a *afPacket) setUp(up bool) error {
 	return netlink.LinkSetUp(l)
 }
 
-// drops are the frames the socket's queue had no room for
+// Dev is the interface the socket is attached to.
+func (a *AFPacket) Dev() string { return a.dev }
+
+// Drops are the frames the socket's queue had no room for
 // (PACKET_STATISTICS; reading them resets them).
-func (a *afPacket) drops() uint64 {
+func (a *AFPacket) Drops() uint64 {
 	st, err := unix.GetsockoptTpacketStats(a.fd, unix.SOL_PACKET, unix.PACKET_STATISTICS)
 	if err != nil {
 		return 0
@@ -248,14 +252,18 @@ func (a *afPacket) drops() uint64 {
 	return uint64(st.Drops)
 }
 
-func (a *afPacket) close() error {
-	unix.Close(a.txfd)
+// Close closes both sockets and gives the interface its disable_ipv6
+// back; an error is any of them.
+func (a *AFPacket) Close() error {
+	errs := []error{unix.Close(a.txfd)}
 	if a.tookIPv6 {
-		giveIPv6(a.ifindex)
+		errs = append(errs, giveIPv6(a.ifindex))
 		a.tookIPv6 = false
 	}
 	if a.file != nil {
-		return a.file.Close()
+		errs = append(errs, a.file.Close())
+	} else {
+		errs = append(errs, unix.Close(a.fd))
 	}
-	return unix.Close(a.fd)
+	return errors.Join(errs...)
 }

@@ -1,18 +1,4 @@
-// Package neigh owns a link's neighbour cache: IPv6 address to link-layer
-// address, with RFC 4861's Neighbour Unreachability Detection (Linux's NUD
-// states, timers and knobs), the packets that wait for a resolution, and
-// garbage collection within Linux's thresholds.
-//
-// The fast path (Table.Lookup, Entry.Fast) takes no lock: an entry's state
-// and MAC are one atomic word, and the cache's index is an immutable map
-// behind an atomic pointer, replaced whole when an entry comes or goes.
-// Only a packet to a neighbour that is not valid takes the entry's lock
-// (Table.Output). Solicitations are never sent from the caller: the
-// table's owner runs Table.Run from its own goroutine, which sends them
-// through the Link it was given, with no lock held.
-//
-// neigh knows nothing of frames or ICMPv6 messages: its Link sends them.
-package neigh
+package ndisc
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package dataplane
+package port
 
 import (
 	"errors"
@@ -24,16 +24,18 @@ type TUNOptions struct {
 	NoGSO bool
 }
 
-// tunPort is a TUN link's device: one file per queue, read through Go's
+// TUN is a TUN link's device: one file per queue, read through Go's
 // netpoller, written with write(2).
 //
-// The queues are opened by vishvananda/netlink's Tuntap, which has no side
-// effects beyond the device (wireguard/tun's constructors start netlink
-// listeners and goroutines per queue that nothing here would use). The
-// offload handling (virtio_net_hdr, segmentation, coalescing) is ours:
-// wireguard/tun has it, but unexported and tied to its own Read/Write,
-// which split super-packets that the router forwards whole.
-type tunPort struct {
+// The project keeps its own TUN code rather than wireguard/tun because
+// wireguard/tun's Linux Read splits each GSO super-packet into its
+// segments and its Write coalesces packets into super-packets (its
+// offload handling is unexported and tied to both): a router forwarding
+// super-packets whole, to whatever the egress takes, must do neither.
+// (wireguard/tun's CreateUnmonitoredTUNFromFD starts no goroutines, so
+// they are not the reason.) The queues are opened by vishvananda/netlink's
+// Tuntap, already a dependency for the rest of the link's netlink.
+type TUN struct {
 	name   string
 	files  []*os.File
 	queues []*tunQueue
@@ -72,7 +74,7 @@ const (
 // not persistent (it goes when the router closes it), non-blocking for
 // Go's netpoller; then its MTU, and its move to o.Netns.
 func OpenTUN(name string, o TUNOptions) (Device, error) {
-	t := &tunPort{name: name, vnet: !o.NoGSO}
+	t := &TUN{name: name, vnet: !o.NoGSO}
 	flags := netlink.TUNTAP_NO_PI
 	if t.vnet {
 		flags |= netlink.TUNTAP_VNET_HDR
@@ -89,40 +91,38 @@ func OpenTUN(name string, o TUNOptions) (Device, error) {
 	for _, f := range t.files {
 		rc, err := f.SyscallConn()
 		if err != nil {
-			t.Close()
-			return nil, err
+			return nil, closing(t, err)
 		}
 		q := &tunQueue{rc: rc, vnet: t.vnet, single: true}
-		rc.Control(func(fd uintptr) { q.fd = int(fd) })
+		if err := rc.Control(func(fd uintptr) { q.fd = int(fd) }); err != nil {
+			return nil, closing(t, err)
+		}
 		q.readFn = q.read
 		t.queues = append(t.queues, q)
 	}
 	if t.vnet {
 		if err := unix.IoctlSetInt(t.queues[0].fd, unix.TUNSETOFFLOAD, tunTCPOffloads); err != nil {
-			t.Close()
-			return nil, fmt.Errorf("TUNSETOFFLOAD %s: %w", name, err)
+			return nil, closing(t, fmt.Errorf("TUNSETOFFLOAD %s: %w", name, err))
 		}
 		// USO came with Linux 6.2
 		t.uso = unix.IoctlSetInt(t.queues[0].fd, unix.TUNSETOFFLOAD, tunTCPOffloads|tunUDPOffloads) == nil
 	}
 	if err := t.SetMTU(o.MTU); err != nil {
-		t.Close()
-		return nil, err
+		return nil, closing(t, err)
 	}
 	if o.Netns != "" {
 		if err := moveToNetns(name, o.Netns); err != nil {
-			t.Close()
-			return nil, err
+			return nil, closing(t, err)
 		}
 	}
 	return t, nil
 }
 
-func (t *tunPort) Queues() int { return len(t.queues) }
+func (t *TUN) Queues() int { return len(t.queues) }
 
 // ReadBatch reads packets until the queue is empty or the batch full (in
 // single mode: one), waiting in the netpoller while there are none.
-func (t *tunPort) ReadBatch(q int, bufs [][]byte, sizes []int) (int, error) {
+func (t *TUN) ReadBatch(q int, bufs [][]byte, sizes []int) (int, error) {
 	tq := t.queues[q]
 	tq.bufs, tq.sizes, tq.n, tq.err, tq.calls = bufs, sizes, 0, nil, 0
 	err := tq.rc.Read(tq.readFn)
@@ -145,7 +145,7 @@ func (t *tunPort) ReadBatch(q int, bufs [][]byte, sizes []int) (int, error) {
 func (q *tunQueue) read(fd uintptr) bool {
 	off := 0
 	if !q.vnet {
-		off = vnetHdrLen // keep the header's room; it reads as zeros
+		off = VnetHdrLen // keep the header's room; it reads as zeros
 	}
 	q.calls++
 	for q.n < len(q.bufs) {
@@ -179,11 +179,11 @@ func (q *tunQueue) read(fd uintptr) bool {
 
 // WriteBatch writes each packet with one write(2), without its
 // virtio_net_hdr when the device has none.
-func (t *tunPort) WriteBatch(q int, pkts [][]byte, _ []netip.Addr) (int, error) {
+func (t *TUN) WriteBatch(q int, pkts [][]byte, _ []netip.Addr) (int, error) {
 	fd := t.queues[q%len(t.queues)].fd
 	for i, b := range pkts {
 		if !t.vnet {
-			b = b[vnetHdrLen:]
+			b = b[VnetHdrLen:]
 		}
 		for {
 			_, err := unix.Write(fd, b)
@@ -199,7 +199,7 @@ func (t *tunPort) WriteBatch(q int, pkts [][]byte, _ []netip.Addr) (int, error) 
 	return len(pkts), nil
 }
 
-func (t *tunPort) Offloads() Offloads {
+func (t *TUN) Offloads() Offloads {
 	return Offloads{TCP: t.vnet, UDP: t.vnet && t.uso, PartialCsum: t.vnet}
 }
 
@@ -246,22 +246,22 @@ func closeFiles(files []*os.File) error {
 	return errors.Join(errs...)
 }
 
-func (t *tunPort) SetMTU(mtu int) error { return kernelSide(t.name).setMTU(mtu) }
-func (t *tunPort) SetUp(up bool) error  { return kernelSide(t.name).setUp(up) }
+func (t *TUN) SetMTU(mtu int) error { return kernelSide(t.name).setMTU(mtu) }
+func (t *TUN) SetUp(up bool) error  { return kernelSide(t.name).setUp(up) }
 
-func (t *tunPort) Close() error {
+func (t *TUN) Close() error {
 	t.closed.Store(true)
 	err := closeFiles(t.files)
 	t.files = nil
 	return err
 }
 
-func (*tunPort) Kind() string                   { return "tun" }
-func (*tunPort) Flags() Flags                   { return FlagPointToPoint | FlagMulticast | FlagNoARP }
-func (*tunPort) LinkType() string               { return "none" }
-func (*tunPort) HardwareAddr() net.HardwareAddr { return nil }
-func (*tunPort) Broadcast() net.HardwareAddr    { return nil }
-func (*tunPort) TxQueueLen() int                { return 500 }
+func (*TUN) Kind() string                   { return "tun" }
+func (*TUN) Flags() Flags                   { return FlagPointToPoint | FlagMulticast | FlagNoARP }
+func (*TUN) LinkType() string               { return "none" }
+func (*TUN) HardwareAddr() net.HardwareAddr { return nil }
+func (*TUN) Broadcast() net.HardwareAddr    { return nil }
+func (*TUN) TxQueueLen() int                { return 500 }
 
 // moveToNetns moves link name into network namespace ns (as `ip link set
 // NAME netns NS`); the router keeps its descriptors, which go on working.
@@ -270,7 +270,7 @@ func moveToNetns(name, ns string) error {
 	if err != nil {
 		return fmt.Errorf("netns %s: %w", ns, err)
 	}
-	defer h.Close()
+	defer func() { _ = h.Close() }() // a handle only read: closing it cannot lose anything
 	l, err := netlink.LinkByName(name)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package dataplane
+package port
 
 import (
 	"fmt"
@@ -18,11 +18,11 @@ type TAPOptions struct {
 	MAC    []byte // the router's MAC on the link; random if nil
 }
 
-// tap is a TAP device the router owns: its kernel side is an Ethernet
+// TAP is a TAP device the router owns: its kernel side is an Ethernet
 // interface (moved into a host's namespace, say), its frames come and go
 // through one file per queue, with the same virtio_net_hdr offloads as a
 // TUN, one readv or writev per frame.
-type tap struct {
+type TAP struct {
 	name   string
 	files  []*os.File
 	queues []*tapQueue
@@ -35,15 +35,15 @@ type tapQueue struct {
 	rx iovBatch // one message's iovecs per frame, for readv
 	// the batch in progress, for the netpoller callback
 	bufs  [][]byte
-	hdrs  []ethHdr
+	hdrs  []EthHdr
 	sizes []int
 	n     int
 	err   error
 	fn    func(uintptr) bool
 }
 
-// openTAP creates TAP device name with its queues.
-func openTAP(name string, o TAPOptions) (*tap, error) {
+// OpenTAP creates TAP device name with its queues.
+func OpenTAP(name string, o TAPOptions) (*TAP, error) {
 	flags := netlink.TUNTAP_NO_PI | netlink.TUNTAP_VNET_HDR
 	if o.Queues > 1 {
 		flags |= netlink.TUNTAP_MULTI_QUEUE
@@ -53,38 +53,39 @@ func openTAP(name string, o TAPOptions) (*tap, error) {
 	if err := netlink.LinkAdd(tt); err != nil {
 		return nil, fmt.Errorf("TAP %s: %w", name, err)
 	}
-	t := &tap{name: name, files: tt.Fds}
+	t := &TAP{name: name, files: tt.Fds}
 	for _, f := range t.files {
 		rc, err := f.SyscallConn()
 		if err != nil {
-			t.close()
-			return nil, err
+			return nil, closing(t, err)
 		}
 		q := &tapQueue{rc: rc}
-		rc.Control(func(fd uintptr) { q.fd = int(fd) })
+		if err := rc.Control(func(fd uintptr) { q.fd = int(fd) }); err != nil {
+			return nil, closing(t, err)
+		}
 		q.fn = q.read
 		t.queues = append(t.queues, q)
 	}
 	if err := unix.IoctlSetInt(t.queues[0].fd, unix.TUNSETOFFLOAD, tunTCPOffloads); err != nil {
-		t.close()
-		return nil, fmt.Errorf("TUNSETOFFLOAD %s: %w", name, err)
+		return nil, closing(t, fmt.Errorf("TUNSETOFFLOAD %s: %w", name, err))
 	}
 	t.uso = unix.IoctlSetInt(t.queues[0].fd, unix.TUNSETOFFLOAD, tunTCPOffloads|tunUDPOffloads) == nil
-	if l, err := netlink.LinkByName(name); err == nil && o.MTU != 0 {
-		netlink.LinkSetMTU(l, o.MTU)
+	if o.MTU != 0 {
+		if err := kernelSide(name).setMTU(o.MTU); err != nil {
+			return nil, closing(t, fmt.Errorf("TAP %s: MTU %d: %w", name, o.MTU, err))
+		}
 	}
 	if o.Netns != "" {
 		if err := moveToNetns(name, o.Netns); err != nil {
-			t.close()
-			return nil, err
+			return nil, closing(t, err)
 		}
 	}
 	return t, nil
 }
 
-func (t *tap) Queues() int { return len(t.queues) }
+func (t *TAP) Queues() int { return len(t.queues) }
 
-func (t *tap) readFrames(qi int, bufs [][]byte, hdrs []ethHdr, sizes []int) (int, error) {
+func (t *TAP) ReadFrames(qi int, bufs [][]byte, hdrs []EthHdr, sizes []int) (int, error) {
 	q := t.queues[qi]
 	q.bufs, q.hdrs, q.sizes, q.n, q.err = bufs, hdrs, sizes, 0, nil
 	err := q.rc.Read(q.fn)
@@ -102,7 +103,7 @@ func (t *tap) readFrames(qi int, bufs [][]byte, hdrs []ethHdr, sizes []int) (int
 func (q *tapQueue) read(fd uintptr) bool {
 	for q.n < len(q.bufs) {
 		b := q.bufs[q.n]
-		q.rx.set(0, b[:vnetHdrLen], &q.hdrs[q.n], b[vnetHdrLen:])
+		q.rx.set(0, b[:VnetHdrLen], &q.hdrs[q.n], b[VnetHdrLen:])
 		n, _, e := syscall.Syscall(unix.SYS_READV, fd, uintptr(unsafe.Pointer(&q.rx.iovs[0][0])), 3)
 		switch e {
 		case 0:
@@ -114,8 +115,8 @@ func (q *tapQueue) read(fd uintptr) bool {
 			q.err = e
 			return true
 		}
-		q.sizes[q.n] = int(n) - ethHdrLen
-		if q.sizes[q.n] < vnetHdrLen {
+		q.sizes[q.n] = int(n) - EthHdrLen
+		if q.sizes[q.n] < VnetHdrLen {
 			q.sizes[q.n] = 0
 		}
 		q.n++
@@ -123,14 +124,14 @@ func (q *tapQueue) read(fd uintptr) bool {
 	return true
 }
 
-func (t *tap) writeFrames(hdrs []ethHdr, pkts [][]byte) (int, error) {
+func (t *TAP) WriteFrames(hdrs []EthHdr, pkts [][]byte) (int, error) {
 	fd := t.queues[0].fd
 	var iov [3]unix.Iovec
 	for i, p := range pkts {
-		iov[0].Base, iov[1].Base, iov[2].Base = &p[0], &hdrs[i][0], &p[vnetHdrLen]
-		iov[0].SetLen(vnetHdrLen)
-		iov[1].SetLen(ethHdrLen)
-		iov[2].SetLen(len(p) - vnetHdrLen)
+		iov[0].Base, iov[1].Base, iov[2].Base = &p[0], &hdrs[i][0], &p[VnetHdrLen]
+		iov[0].SetLen(VnetHdrLen)
+		iov[1].SetLen(EthHdrLen)
+		iov[2].SetLen(len(p) - VnetHdrLen)
 		for {
 			_, _, e := syscall.Syscall(unix.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(&iov[0])), 3)
 			if e == unix.EINTR {
@@ -145,12 +146,12 @@ func (t *tap) writeFrames(hdrs []ethHdr, pkts [][]byte) (int, error) {
 	return len(pkts), nil
 }
 
-func (t *tap) offloads() Offloads { return Offloads{TCP: true, UDP: t.uso, PartialCsum: true} }
+func (t *TAP) Offloads() Offloads { return Offloads{TCP: true, UDP: t.uso, PartialCsum: true} }
 
-func (t *tap) setMTU(mtu int) error { return kernelSide(t.name).setMTU(mtu) }
-func (t *tap) setUp(up bool) error  { return kernelSide(t.name).setUp(up) }
+func (t *TAP) SetMTU(mtu int) error { return kernelSide(t.name).setMTU(mtu) }
+func (t *TAP) SetUp(up bool) error  { return kernelSide(t.name).setUp(up) }
 
-func (t *tap) close() error {
+func (t *TAP) Close() error {
 	err := closeFiles(t.files)
 	t.files = nil
 	return err

@@ -1,8 +1,23 @@
-package dataplane
+// Package port owns what a link is made of below IPv6: the kernel devices
+// and sockets the router reads and writes, each behind the Port interface
+// (what a link does) and Hardware (what it is, as `ip link` shows it):
+// TUN (tun.go), TAP and AF_PACKET frames (tap.go, afpacket.go, frames.go)
+// with the kernel's IPv6 switched off on an interface the router takes
+// (ipv6switch.go), a mirror's kernel TUN (mirror.go), the loopback and
+// dummy links, and the virtio-net header every buffer begins with
+// (vnet.go).
+//
+// It is called port because that is what the packet path sees of a link:
+// a port it reads batches from and writes batches to, as wireguard-go
+// keeps tun/ apart from device/. It knows nothing of routes, neighbours or
+// ICMPv6; package dataplane frames Ethernet for its neighbours and runs
+// the packet path over ports.
+package port
 
 import (
 	"crypto/rand"
 	"errors"
+	"io"
 	"net"
 	"net/netip"
 
@@ -38,6 +53,9 @@ type Port interface {
 	Close() error
 }
 
+// closing closes a port that failed to open, after err, and says both.
+func closing(c io.Closer, err error) error { return errors.Join(err, c.Close()) }
+
 // Offloads are what a port takes whole instead of one plain packet at a
 // time: super-packets of each kind, and packets whose transport checksum
 // is left to be done.
@@ -47,13 +65,13 @@ type Offloads struct {
 	PartialCsum bool // NEEDS_CSUM packets: the port has a virtio_net_hdr
 }
 
-// takes reports whether the port accepts a packet with this virtio header
+// Takes reports whether the port accepts a packet with this virtio header
 // as it is.
-func (o Offloads) takes(h *vnetHdr) bool {
-	if h.flags&vnetNeedsCsum != 0 && !o.PartialCsum {
+func (o Offloads) Takes(h *VnetHdr) bool {
+	if h.Flags&NeedsCsum != 0 && !o.PartialCsum {
 		return false
 	}
-	switch h.gsoType {
+	switch h.GSOType {
 	case unix.VIRTIO_NET_HDR_GSO_NONE:
 		return true
 	case unix.VIRTIO_NET_HDR_GSO_TCPV6, unix.VIRTIO_NET_HDR_GSO_TCPV4:
@@ -123,23 +141,23 @@ func (f Flags) Names() []string {
 // errLoopback: the router does not route packets out of its loopback.
 var errLoopback = errors.New("no way out through the loopback")
 
-// loopback is the link "lo" every Linux host has: the router's own
+// Loopback is the link "lo" every Linux host has: the router's own
 // addresses live on it, nothing leaves by it.
-type loopback struct{}
+type Loopback struct{}
 
-func (loopback) Queues() int                                                  { return 0 }
-func (loopback) ReadBatch(int, [][]byte, []int) (int, error)                  { return 0, errors.ErrUnsupported }
-func (loopback) WriteBatch(_ int, pkts [][]byte, _ []netip.Addr) (int, error) { return 0, errLoopback }
-func (loopback) Offloads() Offloads                                           { return Offloads{} }
-func (loopback) SetMTU(int) error                                             { return nil }
-func (loopback) SetUp(bool) error                                             { return nil }
-func (loopback) Close() error                                                 { return nil }
-func (loopback) Kind() string                                                 { return "loopback" }
-func (loopback) Flags() Flags                                                 { return FlagLoopback }
-func (loopback) LinkType() string                                             { return "loopback" }
-func (loopback) HardwareAddr() net.HardwareAddr                               { return make(net.HardwareAddr, 6) }
-func (loopback) Broadcast() net.HardwareAddr                                  { return make(net.HardwareAddr, 6) }
-func (loopback) TxQueueLen() int                                              { return 1000 }
+func (Loopback) Queues() int                                                  { return 0 }
+func (Loopback) ReadBatch(int, [][]byte, []int) (int, error)                  { return 0, errors.ErrUnsupported }
+func (Loopback) WriteBatch(_ int, pkts [][]byte, _ []netip.Addr) (int, error) { return 0, errLoopback }
+func (Loopback) Offloads() Offloads                                           { return Offloads{} }
+func (Loopback) SetMTU(int) error                                             { return nil }
+func (Loopback) SetUp(bool) error                                             { return nil }
+func (Loopback) Close() error                                                 { return nil }
+func (Loopback) Kind() string                                                 { return "loopback" }
+func (Loopback) Flags() Flags                                                 { return FlagLoopback }
+func (Loopback) LinkType() string                                             { return "loopback" }
+func (Loopback) HardwareAddr() net.HardwareAddr                               { return make(net.HardwareAddr, 6) }
+func (Loopback) Broadcast() net.HardwareAddr                                  { return make(net.HardwareAddr, 6) }
+func (Loopback) TxQueueLen() int                                              { return 1000 }
 
 // dummy is Linux's dummy link: it takes everything and drops it (counted
 // as sent, as Linux's dummy counts it).

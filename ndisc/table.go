@@ -1,4 +1,4 @@
-package neigh
+package ndisc
 
 import (
 	"maps"

@@ -1,4 +1,4 @@
-package dataplane
+package port
 
 import (
 	"errors"
@@ -13,41 +13,45 @@ import (
 // packet path's buffer stays what it is on every link (a virtio_net_hdr,
 // then the IPv6 packet) and no byte is moved: the header goes to buf[0:10],
 // the 14-byte Ethernet header to a slot of its own, the packet to buf[10:].
-const ethHdrLen = 14
+const EthHdrLen = 14
 
-// ethHdr is an Ethernet header: destination, source, EtherType.
-type ethHdr [ethHdrLen]byte
+// EthHdr is an Ethernet header: destination, source, EtherType.
+type EthHdr [EthHdrLen]byte
 
-const etherTypeIPv6 = 0x86dd
+const EtherTypeIPv6 = 0x86dd
 
-// frameIO is an Ethernet link's device: batches of frames split as above.
+// BatchSize is the most frames a Frames reads at once: a worker's batch.
+const BatchSize = 64
+
+// Frames is an Ethernet link's device: batches of frames split as above.
 // Readers are one goroutine per queue; writers may be many at once.
-type frameIO interface {
+type Frames interface {
 	Queues() int
-	// readFrames reads at least one frame, waiting while there is none.
-	readFrames(q int, bufs [][]byte, hdrs []ethHdr, sizes []int) (int, error)
-	// writeFrames writes frames in order and says how many went.
-	writeFrames(hdrs []ethHdr, pkts [][]byte) (int, error)
-	offloads() Offloads
-	setMTU(mtu int) error
-	setUp(up bool) error
-	close() error
+	// ReadFrames reads at least one frame, waiting while there is none.
+	ReadFrames(q int, bufs [][]byte, hdrs []EthHdr, sizes []int) (int, error)
+	// WriteFrames writes frames in order and says how many went.
+	WriteFrames(hdrs []EthHdr, pkts [][]byte) (int, error)
+	// Offloads, SetMTU, SetUp and Close are the Port's.
+	Offloads() Offloads
+	SetMTU(mtu int) error
+	SetUp(up bool) error
+	Close() error
 }
 
 // iovBatch is the scatter-gather state of one batch of frames.
 type iovBatch struct {
-	msgs [batchSize]unix.Mmsghdr
-	iovs [batchSize][3]unix.Iovec
+	msgs [BatchSize]unix.Mmsghdr
+	iovs [BatchSize][3]unix.Iovec
 }
 
 // set points message i at its three pieces: vnet, eth and the packet
 // (with room for n bytes of it).
-func (b *iovBatch) set(i int, vnet []byte, eth *ethHdr, pkt []byte) {
+func (b *iovBatch) set(i int, vnet []byte, eth *EthHdr, pkt []byte) {
 	iov := &b.iovs[i]
 	iov[0].Base = &vnet[0]
 	iov[0].SetLen(len(vnet))
 	iov[1].Base = &eth[0]
-	iov[1].SetLen(ethHdrLen)
+	iov[1].SetLen(EthHdrLen)
 	if len(pkt) > 0 {
 		iov[2].Base = &pkt[0]
 		iov[2].SetLen(len(pkt))
@@ -75,7 +79,7 @@ func mmsg(trap uintptr, fd int, msgs []unix.Mmsghdr, flags int) (int, error) {
 // closedErr is os.ErrClosed for the errors of a descriptor that is gone.
 // A read parked in the netpoller when its file closes gets internal/poll's
 // "use of closed file" instead, which os does not export: so the ports
-// (tunPort, ether) also set a flag before they close and check it.
+// (TUN, ether) also set a flag before they close and check it.
 func closedErr(err error) error {
 	if errors.Is(err, unix.EBADFD) || errors.Is(err, unix.EBADF) || errors.Is(err, os.ErrClosed) {
 		return os.ErrClosed
