@@ -183,11 +183,16 @@ func (e *ether) attach(dp *Dataplane, l *Link) {
 func (e *ether) listen(gs []ndisc.MAC) error {
 	old := e.groups.Load()
 	if a, ok := e.io.(*port.AFPacket); ok {
+		var joined []ndisc.MAC
 		for _, g := range gs {
 			if old == nil || !ndisc.ContainsMAC(*old, g) {
 				if err := a.Join(g[:], true); err != nil {
+					for _, j := range joined { // nothing changes: the ones just joined are left
+						_ = a.Join(j[:], false) // best effort; a stray group costs only frames dropped
+					}
 					return fmt.Errorf("joining %v: %w", g, err)
 				}
+				joined = append(joined, g)
 			}
 		}
 		if old != nil {
