@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -129,7 +130,7 @@ func Main(args []string) int {
 				fmt.Fprintf(os.Stderr, "Cannot open file \"%s\" for reading: %s\n", o.batchName, strerrorOf(err))
 				return 1
 			}
-			defer f.Close()
+			defer func() { _ = f.Close() }() // read only: nothing to lose
 			input = f
 		}
 	case len(args) >= 2 && restores(args[0]) && matches([]byte(args[1]), "restore"):
@@ -181,28 +182,63 @@ func strerrorOf(err error) string {
 func talk(socket string, o options, input io.Reader, keepOpen bool, stdoutW, stderr io.Writer) int {
 	c, err := net.Dial("unix", socket)
 	if err != nil {
-		fmt.Fprintf(stderr, "urouter: cannot reach the daemon at %s: %v\n", socket, err)
+		say(stderr, "urouter: cannot reach the daemon at %s: %v\n", socket, err)
 		return 1
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }() // a socket read to its end: nothing left to lose
 	uc := c.(*net.UnixConn)
+	var sendErr atomic.Pointer[error]
 	go func() {
-		w := bufio.NewWriterSize(uc, writeSize(input))
-		w.WriteString(o.header())
-		io.Copy(w, &lineEnder{r: input})
-		w.Flush()
-		if !keepOpen {
-			uc.CloseWrite()
+		if err := send(uc, o, input, keepOpen); err != nil {
+			sendErr.Store(&err)
+			// Cut the connection without the rest of the input: the
+			// daemon applies the lines it has whole and drops the one it
+			// was cut off in, as when a client dies mid-batch.
+			_ = uc.Close() // the error reported is the input's
 		}
 	}()
+	st := answer(uc, stdoutW, stderr)
+	if e := sendErr.Load(); e != nil {
+		say(stderr, "Error: cannot read the batch %q: %s\n", o.batchName, strerrorOf(*e))
+		return 1
+	}
+	return st
+}
+
+// send writes the header and the input to the daemon, then closes the
+// writing side unless the session streams (monitor). It returns only a
+// failure to read the input: a failed write means the daemon stopped
+// reading (a batch that failed), and its answer says why.
+func send(uc *net.UnixConn, o options, input io.Reader, keepOpen bool) error {
+	w := bufio.NewWriterSize(uc, writeSize(input))
+	w.WriteString(o.header())
+	in := &lineEnder{r: input}
+	if _, err := io.Copy(w, in); err != nil {
+		return in.failed() // nil: the write failed, the daemon stopped reading
+	}
+	if err := w.Flush(); err != nil {
+		return nil // the daemon stopped reading; its answer tells
+	}
+	if !keepOpen {
+		_ = uc.CloseWrite() // as a failed Flush: the daemon's answer tells
+	}
+	return nil
+}
+
+// answer copies the daemon's frames to stdout and stderr and returns the
+// exit status of its 'x' frame.
+func answer(uc *net.UnixConn, stdoutW, stderr io.Writer) int {
 	r := bufio.NewReaderSize(uc, 16<<10)
 	stdout := bufio.NewWriterSize(stdoutW, 16<<10)
-	defer stdout.Flush()
+	done := func() {
+		_ = stdout.Flush() // the client's own stdout gone: nobody to tell
+	}
+	defer done()
 	var hdr [5]byte
 	for {
 		if _, err := io.ReadFull(r, hdr[:]); err != nil {
-			stdout.Flush()
-			fmt.Fprintln(stderr, "urouter: the daemon closed the connection")
+			done()
+			say(stderr, "urouter: the daemon closed the connection\n")
 			return 1
 		}
 		n := int64(binary.BigEndian.Uint32(hdr[1:]))
@@ -212,17 +248,27 @@ func talk(socket string, o options, input io.Reader, keepOpen bool, stdoutW, std
 				return 1
 			}
 		case 'e':
-			stdout.Flush()
+			done()
 			if _, err := io.CopyN(stderr, r, n); err != nil {
 				return 1
 			}
 		case 'x':
 			var b [1]byte
-			io.ReadFull(r, b[:])
+			if _, err := io.ReadFull(r, b[:]); err != nil {
+				done()
+				say(stderr, "urouter: the daemon closed the connection before its exit status\n")
+				return 1
+			}
 			return int(b[0])
 		default:
-			fmt.Fprintln(stderr, "urouter: garbled answer from the daemon")
+			say(stderr, "urouter: garbled answer from the daemon\n")
 			return 1
 		}
 	}
+}
+
+// say writes a message to the client's stderr: if that fails, there is
+// no one left to tell.
+func say(stderr io.Writer, format string, a ...any) {
+	_, _ = fmt.Fprintf(stderr, format, a...)
 }

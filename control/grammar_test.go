@@ -19,7 +19,7 @@ func run(r *router.Router, o options, lines ...string) (stdout, stderr string, s
 		s.opt.batchName = "test.batch"
 	}
 	status = s.run(bufio.NewReader(strings.NewReader(strings.Join(lines, "\n") + "\n")))
-	s.out.Flush()
+	_ = s.out.Flush() // a bytes.Buffer takes everything
 	return out.String(), errs.String(), status
 }
 

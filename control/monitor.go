@@ -155,7 +155,7 @@ func (h *hub) stream(s *session, in *bufio.Reader) {
 	defer h.unsubscribe(sub)
 	gone := make(chan struct{})
 	go func() {
-		io.Copy(io.Discard, in) // the client sends nothing more; EOF means it left
+		_, _ = io.Copy(io.Discard, in) // the client sends nothing more: EOF or an error, it left
 		close(gone)
 	}()
 	p := s.printer(&showFilter{monitor: true})

@@ -168,7 +168,7 @@ func parseGet(args [][]byte) (*getReq, *cmdErr, string) {
 func (s *session) routeGet(args [][]byte) *cmdErr {
 	q, err, warn := parseGet(args)
 	if warn != "" {
-		s.out.Flush()
+		s.flush()
 		s.errOut(warn)
 	}
 	if err != nil {
@@ -216,7 +216,7 @@ func (s *session) routeGet(args [][]byte) *cmdErr {
 	if q.fibmatch {
 		s.printFibmatch(q, &r)
 		if q.connected {
-			s.out.Flush()
+			s.flush()
 			return &cmdErr{msg: "Failed to connect the route", code: 1}
 		}
 		return nil

@@ -22,20 +22,20 @@ const (
 
 // ruleFilter is a list or flush SELECTOR; zero fields select all.
 type ruleFilter struct {
-	pref             uint32
-	prefSet, not     bool
-	src, dst         netip.Prefix // a rule's prefix must lie inside
-	tos              uint8
-	tosSet           bool
-	iif, oif         string
-	iifSet, oifSet   bool
-	ipproto          uint8
-	sport, dport     rules.PortRange
-	table            uint32
-	proto            uint8
-	protoSet         bool // flush only, as in iproute2
-	srcSet, dstSet   bool
-	flushing, saving bool
+	pref           uint32
+	prefSet, not   bool
+	src, dst       netip.Prefix // a rule's prefix must lie inside
+	tos            uint8
+	tosSet         bool
+	iif, oif       string
+	iifSet, oifSet bool
+	ipproto        uint8
+	sport, dport   rules.PortRange
+	table          uint32
+	proto          uint8
+	protoSet       bool // flush only, as in iproute2
+	srcSet, dstSet bool
+	flushing       bool
 }
 
 func inside(f netip.Prefix, r netip.Prefix) bool {
