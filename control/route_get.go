@@ -180,7 +180,7 @@ func (s *session) routeGet(args [][]byte) *cmdErr {
 	}
 	var iif *dataplane.Link
 	if q.iif != nil {
-		if iif, err = s.link(q.iif); err != nil {
+		if iif, err = s.routeLink(q.iif); err != nil {
 			return err
 		}
 		if iif.Flags()&dataplane.FlagLoopback == 0 { // iif lo is the router itself: no iif
@@ -188,7 +188,7 @@ func (s *session) routeGet(args [][]byte) *cmdErr {
 		}
 	}
 	if q.oif != nil {
-		l, err := s.link(q.oif)
+		l, err := s.routeLink(q.oif)
 		if err != nil {
 			return err
 		}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"urouter/dataplane"
 	"urouter/fib6"
 	"urouter/nexthop"
 )
@@ -94,8 +95,19 @@ func parseUint32(b []byte) (uint32, bool) {
 	return uint32(n), err == nil
 }
 
-// parseRouteModify parses the arguments of add/del/change/append/replace/
-// prepend, keyword by keyword in iproute2's order (iproute_modify).
+// routeParser is the route object's state from one command to the next,
+// its own: a batch repeats its words, table, links, gateways, paths and
+// nexthop object on every line, and each is looked up or checked once
+// while it holds.
+type routeParser struct {
+	cmd   memo            // the command word
+	words parseMemo       // add/del/...'s keywords, gateway, table and paths
+	dev   *dataplane.Link // the link named last (see routeLink)
+	gw    gwCheck         // the gateway checked last (see checkGateway)
+	legs  legCheck        // the paths checked last (see legGroup)
+	obj   *nexthop.Object // the nexthop object named last (see nexthopObject)
+}
+
 // parseMemo keeps what the previous command parsed, for the next: a batch
 // repeats its keywords, gateway and table on every line.
 type parseMemo struct {
@@ -109,6 +121,8 @@ type parseMemo struct {
 	legGwVal []netip.Addr
 }
 
+// parseRouteModify parses the arguments of add/del/change/append/replace/
+// prepend, keyword by keyword in iproute2's order (iproute_modify).
 func parseRouteModify(q *routeReq, args [][]byte, pm *parseMemo) *cmdErr {
 	*q = routeReq{expires: -1}
 	memos := pm.kw[:]

@@ -87,7 +87,7 @@ func (s *session) parseSelector(args [][]byte) (*showFilter, *cmdErr) {
 			if err != nil {
 				return nil, err
 			}
-			l, lerr := s.link(v)
+			l, lerr := s.routeLink(v)
 			if lerr != nil {
 				return nil, lerr
 			}

@@ -96,11 +96,16 @@ func (s *session) ruleModify(args [][]byte, del bool) *cmdErr {
 	return nil
 }
 
+// ruleParser is the rule object's own state between commands.
+type ruleParser struct {
+	sel rules.Selector // the command being parsed, its storage reused
+}
+
 // parseRule reads the words of iprule_modify, in its order of checks. An
 // add without a table or action looks up main; a delete selects by what
 // it names only.
 func (s *session) parseRule(args [][]byte, del bool) (*rules.Selector, *cmdErr) {
-	sel := &s.ruleSel
+	sel := &s.rule.sel
 	*sel = rules.Selector{}
 	r := &sel.Rule
 	tableOK, sportSet, dportSet := false, false, false

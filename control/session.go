@@ -8,9 +8,7 @@ import (
 	"sync"
 	"syscall"
 
-	"urouter/dataplane"
 	"urouter/fib6"
-	"urouter/nexthop"
 	"urouter/router"
 	"urouter/rules"
 )
@@ -25,21 +23,13 @@ type session struct {
 	out    *bufio.Writer
 	errOut func(string)
 	txn    *fib6.Txn
-	rtxn   *rules.Txn // the open rule transaction
-	// what the last route commands checked, for the next (see legGroup,
-	// nexthopObject)
-	legCache legCheck
-	lastObj  *nexthop.Object
-	args     [][]byte
-	line     int
-	long     []byte         // a line longer than the reader's buffer
-	ruleSel  rules.Selector // the rule command being parsed
-	// per-command scratch, reused
-	gwCache   gwCheck
-	objMemo   memo
-	cmdMemo   memo
-	parseMemo parseMemo
-	lastDev   *dataplane.Link
+	rtxn   *rules.Txn  // the open rule transaction
+	routes routeParser // the route object's own state between commands
+	args   [][]byte
+	line   int
+	long   []byte     // a line longer than the reader's buffer
+	rule   ruleParser // the rule object's own state between commands
+	object memo       // the OBJECT word of the last line (see exec)
 	// monitor is set by a monitor command: the caller then streams events.
 	monitor *monitorReq
 }
@@ -179,7 +169,7 @@ func (s *session) exec(line []byte) *cmdErr {
 	}
 	w, rest := args[0], args[1:]
 	obj := ""
-	if i := s.objMemo.of(objectWords(), w); i > 0 {
+	if i := s.object.of(objectWords(), w); i > 0 {
 		obj = objects[i-1]
 	}
 	if is(w, "nh") {
