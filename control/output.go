@@ -109,20 +109,7 @@ func (j *jsonw) int(k string, v int64) {
 	j.w.Write(strconv.AppendInt(b[:0], v, 10))
 }
 
-// metrics writes a route's "metrics" (its MTU, if it has one).
-func (j *jsonw) metrics(mtu uint32) {
-	if mtu == 0 {
-		return
-	}
-	j.name("metrics")
-	j.startArray()
-	j.startObject()
-	j.uint("mtu", uint64(mtu))
-	j.endObject()
-	j.endArray()
-}
-
-// arrayStr writes a JSON array value of strings (e.g. flags).
+// strings writes a JSON array value of strings (e.g. flags).
 func (j *jsonw) strings(k string, vs []string) {
 	j.name(k)
 	j.startArray()
@@ -331,4 +318,16 @@ func (p *printer) closeArray() {
 	if p.j != nil {
 		p.j.endArray()
 	}
+}
+
+// metrics prints a route's MTU, if it has one: in JSON its "metrics".
+func (p *printer) metrics(mtu uint32) {
+	if mtu == 0 {
+		return
+	}
+	p.openArray("metrics")
+	p.openObject("")
+	p.uint("mtu", " mtu %d", uint64(mtu))
+	p.closeObject()
+	p.closeArray()
 }

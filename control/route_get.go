@@ -249,71 +249,40 @@ func (s *session) printGet(q *getReq, res *decide.Result) {
 	if q.iif == nil {
 		pref, _ = s.r.Decider.RouteSource(res, q.dst)
 	}
-	if s.opt.json {
-		j := &jsonw{w: s.out, pretty: s.opt.pretty}
-		j.startArray()
-		j.startObject()
-		if r.Type != fib6.Unicast {
-			j.str("type", r.Type.String())
-		}
-		j.str("dst", q.dst.String())
-		j.str("from", from.String())
-		if res.Path.Gateway.IsValid() {
-			j.str("gateway", res.Path.Gateway.String())
-		}
-		j.str("dev", dev)
-		if res.Table != fib6.TableMain {
-			j.str("table", tableString(res.Table))
-		}
-		if r.Proto != fib6.ProtoBoot {
-			j.str("protocol", protoString(r.Proto))
-		}
-		if pref.IsValid() {
-			j.str("prefsrc", pref.String())
-		}
-		j.uint("metric", uint64(r.Metric))
-		j.strings("flags", pathFlags(res.Path))
-		j.metrics(r.MTU)
-		if q.iif != nil {
-			j.str("iif", string(q.iif))
-		}
-		j.str("pref", "medium")
-		j.endObject()
-		j.endArray()
-		s.out.WriteByte('\n')
-		return
-	}
-	b := make([]byte, 0, 128)
+	w := s.newPrinter()
+	w.begin()
+	w.openObject("")
 	if r.Type != fib6.Unicast {
-		b = append(append(b, r.Type.String()...), ' ')
+		w.str("type", "%s ", r.Type.String())
 	}
-	b = q.dst.AppendTo(b)
-	b = from.AppendTo(append(b, " from "...))
+	w.addr("dst", "%s", q.dst)
+	w.addr("from", " from %s", from)
 	if res.Path.Gateway.IsValid() {
-		b = res.Path.Gateway.AppendTo(append(b, " via "...))
+		w.addr("gateway", " via %s", res.Path.Gateway)
 	}
-	b = append(append(b, " dev "...), dev...)
+	w.str("dev", " dev %s", dev)
 	if res.Table != fib6.TableMain {
-		b = append(append(b, " table "...), tableString(res.Table)...)
+		w.str("table", " table %s", tableString(res.Table))
 	}
 	if r.Proto != fib6.ProtoBoot {
-		b = append(append(b, " proto "...), protoString(r.Proto)...)
+		w.str("protocol", " proto %s", protoString(r.Proto))
 	}
 	if pref.IsValid() {
-		b = pref.AppendTo(append(b, " src "...))
+		w.addr("prefsrc", " src %s", pref)
 	}
-	b = strconv.AppendUint(append(b, " metric "...), uint64(r.Metric), 10)
+	w.uint("metric", " metric %d", uint64(r.Metric))
+	w.strings("flags", "", pathFlags(res.Path)) // text names onlink alone
 	if res.Path.Flags&nexthop.OnLink != 0 {
-		b = append(b, " onlink"...)
+		w.text(" onlink")
 	}
-	if r.MTU != 0 {
-		b = strconv.AppendUint(append(b, " mtu "...), uint64(r.MTU), 10)
-	}
+	w.metrics(r.MTU)
 	if q.iif != nil {
-		b = append(append(b, " iif "...), q.iif...)
+		w.bytes("iif", " iif %s", q.iif)
 	}
-	b = append(b, " pref medium\n"...)
-	s.out.Write(b)
+	w.str("pref", " pref %s", "medium")
+	w.text("\n")
+	w.closeObject()
+	w.end()
 }
 
 // printFibmatch prints the whole route that decided, as `route show`

@@ -111,13 +111,7 @@ func (p *routePrinter) add(r fib6.Route) {
 		flags = pathFlags(*sh.single)
 	}
 	w.strings("flags", " %s", flags)
-	if r.MTU != 0 {
-		w.openArray("metrics")
-		w.openObject("")
-		w.uint("mtu", " mtu %d", uint64(r.MTU))
-		w.closeObject()
-		w.closeArray()
-	}
+	w.metrics(r.MTU)
 	if r.Expires != 0 {
 		w.int("expires", " expires %dsec", p.expires(&r))
 	}
