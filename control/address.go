@@ -1,7 +1,6 @@
 package control
 
 import (
-	"fmt"
 	"net/netip"
 
 	"urouter/dataplane"
@@ -160,37 +159,26 @@ func (s *session) addrShow(args [][]byte) *cmdErr {
 	if err != nil {
 		return err
 	}
-	j := s.jsonArray()
+	w := s.newPrinter()
+	w.begin()
 	for _, l := range links {
-		addrs := l.Addrs()
-		if j != nil {
-			j.startObject()
-			s.linkJSON(j, l, false)
-			j.name("addr_info")
-			j.startArray()
-			for _, a := range addrs {
-				j.startObject()
-				j.str("family", "inet6")
-				j.str("local", a.Addr().String())
-				j.uint("prefixlen", uint64(a.Bits()))
-				j.str("scope", scopeOf(a.Addr()))
-				j.uint("valid_life_time", 4294967295)
-				j.uint("preferred_life_time", 4294967295)
-				j.endObject()
-			}
-			j.endArray()
-			j.endObject()
-			continue
+		w.openObject("")
+		s.printLink(&w, l, false)
+		w.openArray("addr_info")
+		for _, a := range l.Addrs() {
+			w.openObject("")
+			w.str("family", "    %s", "inet6")
+			w.addr("local", " %s", a.Addr())
+			w.uint("prefixlen", "/%d", uint64(a.Bits()))
+			w.str("scope", " scope %s ", scopeOf(a.Addr()))
+			w.text(dadWords(l.DAD(a.Addr())) + "\n")
+			w.uint("valid_life_time", "       valid_lft forever", 4294967295)
+			w.uint("preferred_life_time", " preferred_lft forever\n", 4294967295)
+			w.closeObject()
 		}
-		s.out.WriteString(s.linkLine(l, false))
-		s.out.WriteString(linkL2(l))
-		for _, a := range addrs {
-			fmt.Fprintf(s.out, "    inet6 %s scope %s %s\n       valid_lft forever preferred_lft forever\n", a, scopeOf(a.Addr()), dadWords(l.DAD(a.Addr())))
-		}
+		w.closeArray()
+		w.closeObject()
 	}
-	if j != nil {
-		j.endArray()
-		s.out.WriteByte('\n')
-	}
+	w.end()
 	return nil
 }

@@ -202,6 +202,8 @@ func (h *hub) format(s *session, p *routePrinter, ev event) {
 			del, ev.link.Index, ev.link.Name, ev.addr, scopeOf(ev.addr.Addr()))
 	default:
 		label("[LINK]")
-		s.out.WriteString(del + s.linkLine(ev.link, false) + linkL2(ev.link))
+		w := printer{w: s.out} // text, as ip monitor prints
+		w.text(del)
+		s.printLink(&w, ev.link, false)
 	}
 }
