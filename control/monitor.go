@@ -186,11 +186,12 @@ func (h *hub) format(s *session, p *routePrinter, ev event) {
 	if ev.deleted {
 		del = "Deleted "
 	}
+	w := printer{w: s.out} // text, as ip monitor prints
 	switch {
 	case ev.neigh != nil:
 		label("[NEIGH]")
-		s.out.WriteString(del)
-		s.neighLine(nil, ev.link, *ev.neigh, true)
+		w.text(del)
+		s.printNeigh(&w, ev.link, *ev.neigh, true)
 	case ev.route != nil:
 		label("[ROUTE]")
 		p.table = ev.route.Table
@@ -202,7 +203,6 @@ func (h *hub) format(s *session, p *routePrinter, ev event) {
 			del, ev.link.Index, ev.link.Name, ev.addr, scopeOf(ev.addr.Addr()))
 	default:
 		label("[LINK]")
-		w := printer{w: s.out} // text, as ip monitor prints
 		w.text(del)
 		s.printLink(&w, ev.link, false)
 	}
