@@ -17,16 +17,6 @@ type jsonw struct {
 	sep    byte
 }
 
-// jsonArray starts the array a -j show prints, or returns nil without -j.
-func (s *session) jsonArray() *jsonw {
-	if !s.opt.json {
-		return nil
-	}
-	j := &jsonw{w: s.out, pretty: s.opt.pretty}
-	j.startArray()
-	return j
-}
-
 func (j *jsonw) eor() {
 	if j.sep != 0 {
 		j.w.WriteByte(j.sep)
