@@ -62,6 +62,8 @@ var getWords = sync.OnceValue(func() keywords {
 	})
 })
 
+// parseGet reads iproute_get's words; the warning is for a destination
+// given as a prefix.
 func parseGet(args [][]byte) (*getReq, *cmdErr, string) {
 	q := &getReq{}
 	warn := ""
@@ -72,84 +74,23 @@ func parseGet(args [][]byte) (*getReq, *cmdErr, string) {
 		if mayBeKeyword(w) {
 			k = getWords().of(w)
 		}
-		var v []byte
 		var err *cmdErr
-		if k != 0 && k != gkNotify && k != gkConnected && k != gkFibmatch {
-			if v, err = ws.next(); err != nil {
-				return nil, err, ""
-			}
-		}
 		switch k {
-		case gkTos:
-			ds, ok := parseDSField(v)
-			if !ok {
-				return nil, invarg("TOS value is invalid\n", v), ""
-			}
-			q.key.DSField = ds
-		case gkFrom:
-			p, perr := parsePrefix(v)
-			if perr != nil {
-				return nil, perr, ""
-			}
-			if p.Bits() != 128 {
-				return nil, extack("ipv6: Invalid values in header for get route request."), ""
-			}
-			q.src = p.Addr()
-		case gkIif:
-			q.iif = v
-		case gkMark:
-			if _, ok := parseUint32(v); !ok {
-				return nil, invarg("invalid mark value", v), "" // the router has no marks to match
-			}
-		case gkOif:
-			q.oif = v
+		case 0:
+			warn, err = q.parseDst(&ws, w)
 		case gkNotify:
 		case gkConnected:
 			q.connected = true
-		case gkVrf:
-			return nil, invarg("Invalid VRF\n", v), "" // the router has no VRFs
-		case gkUID:
-			if _, ok := parseUint32(v); !ok {
-				return nil, invarg("invalid UID\n", v), ""
-			}
 		case gkFibmatch:
 			q.fibmatch = true
-		case gkAs:
-			return nil, unsupported(w), ""
-		case gkSport, gkDport:
-			n, perr := strconv.ParseUint(str(v), 0, 16)
-			if perr != nil {
-				return nil, invarg("invalid "+[]string{"sport", "dport"}[k-gkSport]+"\n", v), ""
-			}
-			if k == gkSport {
-				q.key.Sport = uint16(n)
-			} else {
-				q.key.Dport = uint16(n)
-			}
-		case gkIPProto:
-			p, ok := parseIPProto(v)
-			if !ok {
-				return nil, invarg("Invalid \"ipproto\" value\n", v), ""
-			}
-			q.key.Proto, q.protoGiven = p, true
 		default:
-			if is(w, "to") {
-				if w, err = ws.next(); err != nil {
-					return nil, err, ""
-				}
+			var v []byte
+			if v, err = ws.next(); err == nil {
+				err = q.parseWord(k, w, v)
 			}
-			if matches(w, "help") {
-				return nil, routeUsage(), ""
-			}
-			p, perr := parsePrefix(w)
-			if perr != nil {
-				return nil, perr, ""
-			}
-			warn = ""
-			if p.Bits() != 128 {
-				warn = "Warning: /" + strconv.Itoa(p.Bits()) + " as prefix is invalid, only /128 (or none) is supported."
-			}
-			q.dst = p.Addr() // the last one given counts, as with ip
+		}
+		if err != nil {
+			return nil, err, ""
 		}
 	}
 	if !q.dst.IsValid() {
@@ -163,6 +104,83 @@ func parseGet(args [][]byte) (*getReq, *cmdErr, string) {
 		}
 	}
 	return q, nil, warn
+}
+
+// parseWord reads keyword k's value v.
+func (q *getReq) parseWord(k int, w, v []byte) *cmdErr {
+	switch k {
+	case gkTos:
+		ds, ok := parseDSField(v)
+		if !ok {
+			return invarg("TOS value is invalid\n", v)
+		}
+		q.key.DSField = ds
+	case gkFrom:
+		p, err := parsePrefix(v)
+		if err != nil {
+			return err
+		}
+		if p.Bits() != 128 {
+			return extack("ipv6: Invalid values in header for get route request.")
+		}
+		q.src = p.Addr()
+	case gkIif:
+		q.iif = v
+	case gkMark:
+		if _, ok := parseUint32(v); !ok {
+			return invarg("invalid mark value", v) // the router has no marks to match
+		}
+	case gkOif:
+		q.oif = v
+	case gkVrf:
+		return invarg("Invalid VRF\n", v) // the router has no VRFs
+	case gkUID:
+		if _, ok := parseUint32(v); !ok {
+			return invarg("invalid UID\n", v)
+		}
+	case gkAs:
+		return unsupported(w)
+	case gkSport, gkDport:
+		n, err := strconv.ParseUint(str(v), 0, 16)
+		if err != nil {
+			return invarg("invalid "+[]string{"sport", "dport"}[k-gkSport]+"\n", v)
+		}
+		if k == gkSport {
+			q.key.Sport = uint16(n)
+		} else {
+			q.key.Dport = uint16(n)
+		}
+	case gkIPProto:
+		p, ok := parseIPProto(v)
+		if !ok {
+			return invarg("Invalid \"ipproto\" value\n", v)
+		}
+		q.key.Proto, q.protoGiven = p, true
+	}
+	return nil
+}
+
+// parseDst reads `[to] ADDRESS`; the last one given counts, as with ip.
+// A prefix other than /128 is taken with a warning.
+func (q *getReq) parseDst(ws *argv, w []byte) (string, *cmdErr) {
+	if is(w, "to") {
+		var err *cmdErr
+		if w, err = ws.next(); err != nil {
+			return "", err
+		}
+	}
+	if matches(w, "help") {
+		return "", routeUsage()
+	}
+	p, err := parsePrefix(w)
+	if err != nil {
+		return "", err
+	}
+	q.dst = p.Addr()
+	if p.Bits() != 128 {
+		return "Warning: /" + strconv.Itoa(p.Bits()) + " as prefix is invalid, only /128 (or none) is supported.", nil
+	}
+	return "", nil
 }
 
 func (s *session) routeGet(args [][]byte) *cmdErr {
