@@ -69,98 +69,134 @@ func parseNhID(v []byte) (uint32, *cmdErr) {
 	return uint32(n), nil
 }
 
+// nhReq is a parsed `nexthop add/replace`.
+type nhReq struct {
+	sp        nexthop.Spec
+	dev       []byte
+	blackhole bool
+}
+
 func (s *session) nexthopModify(args [][]byte, replace bool) *cmdErr {
-	sp := nexthop.Spec{}
-	var dev []byte
-	blackhole := false
+	q, err := s.parseNexthop(args)
+	if err != nil {
+		return err
+	}
+	sp := &q.sp
+	if err := s.nexthopKind(q); err != nil {
+		return err
+	}
+	if q.dev != nil {
+		l, err := s.link(q.dev)
+		if err != nil {
+			return err
+		}
+		sp.Link = l.Index
+		if err := s.checkNexthopGateway(sp); err != nil {
+			return err
+		}
+	}
+	if _, err := s.r.Nexthops.Add(*sp, replace); err != nil {
+		return rejected(err)
+	}
+	return nil
+}
+
+// parseNexthop reads ipnexthop_modify's words.
+func (s *session) parseNexthop(args [][]byte) (*nhReq, *cmdErr) {
+	q := &nhReq{}
 	ws := argv{args: args}
 	for ; ws.i < len(args); ws.i++ {
 		w := args[ws.i]
+		var v []byte
+		var err *cmdErr
 		switch {
 		case is(w, "id"):
-			v, err := ws.next()
-			if err != nil {
-				return err
-			}
-			if sp.ID, err = parseNhID(v); err != nil {
-				return err
+			if v, err = ws.next(); err == nil {
+				q.sp.ID, err = parseNhID(v)
 			}
 		case is(w, "dev"):
-			v, err := ws.next()
-			if err != nil {
-				return err
+			if v, err = ws.next(); err == nil && s.r.Links.ByName(str(v)) == nil {
+				err = invarg("Device does not exist\n", v)
 			}
-			if s.r.Links.ByName(str(v)) == nil {
-				return invarg("Device does not exist\n", v)
-			}
-			dev = v
+			q.dev = v
 		case is(w, "via"):
-			v, err := ws.nextVia()
-			if err != nil {
-				return err
+			if v, err = ws.nextVia(); err == nil {
+				q.sp.Gateway, err = parseNhGateway(v)
 			}
-			a, perr := netip.ParseAddr(str(v))
-			if perr != nil || a.Zone() != "" {
-				return invarg("invalid address", v)
-			}
-			sp.Gateway = a
 		case is(w, "blackhole"):
-			blackhole = true
+			q.blackhole = true
 		case is(w, "onlink"):
-			sp.Flags |= nexthop.OnLink
+			q.sp.Flags |= nexthop.OnLink
 		case is(w, "group"):
-			v, err := ws.next()
-			if err != nil {
-				return err
-			}
-			if sp.Group, err = parseGroup(v); err != nil {
-				return err
+			if v, err = ws.next(); err == nil {
+				q.sp.Group, err = parseGroup(v)
 			}
 		case is(w, "type"):
-			v, err := ws.next()
-			if err != nil {
-				return err
-			}
-			switch {
-			case is(v, "mpath"):
-				sp.Type = nexthop.Mpath
-			case is(v, "resilient"):
-				sp.Type = nexthop.ResilientType
-				if err := parseResArgs(&sp, &ws); err != nil {
-					return err
-				}
-			default:
-				return badValue("type", v)
-			}
+			err = parseNhType(&q.sp, &ws)
 		case matches(w, "protocol"):
-			v, err := ws.next()
-			if err != nil {
-				return err
+			if v, err = ws.next(); err == nil {
+				p, ok := parseProto(v)
+				if !ok {
+					return nil, invarg("invalid protocol value", v)
+				}
+				q.sp.Proto = uint8(p)
 			}
-			p, ok := parseProto(v)
-			if !ok {
-				return invarg("invalid protocol value", v)
-			}
-			sp.Proto = uint8(p)
 		case is(w, "fdb"), is(w, "encap"), is(w, "vrf"), is(w, "master"):
-			return unsupported(w)
+			return nil, unsupported(w)
 		case matches(w, "help"):
-			return nexthopUsage()
+			return nil, nexthopUsage()
 		default:
-			return invarg("", w)
+			return nil, invarg("", w)
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
+	return q, nil
+}
+
+func parseNhGateway(v []byte) (netip.Addr, *cmdErr) {
+	a, err := netip.ParseAddr(str(v))
+	if err != nil || a.Zone() != "" {
+		return netip.Addr{}, invarg("invalid address", v)
+	}
+	return a, nil
+}
+
+// parseNhType reads `type { mpath | resilient [ RESILIENT_ARGS ] }`.
+func parseNhType(sp *nexthop.Spec, ws *argv) *cmdErr {
+	v, err := ws.next()
+	if err != nil {
+		return err
+	}
+	switch {
+	case is(v, "mpath"):
+		sp.Type = nexthop.Mpath
+	case is(v, "resilient"):
+		sp.Type = nexthop.ResilientType
+		return parseResArgs(sp, ws)
+	default:
+		return badValue("type", v)
+	}
+	return nil
+}
+
+// nexthopKind checks that the nexthop is one kind (a group, a blackhole
+// or a path through a link) as Linux's rtm_to_nh_config does, and gives
+// it its family.
+func (s *session) nexthopKind(q *nhReq) *cmdErr {
+	sp := &q.sp
 	switch {
 	case sp.IsGroup():
-		if blackhole || sp.Gateway.IsValid() || dev != nil || s.opt.inet6 { // a group is AF_UNSPEC
+		if q.blackhole || sp.Gateway.IsValid() || q.dev != nil || s.opt.inet6 { // a group is AF_UNSPEC
 			return extack("Invalid family for group.")
 		}
-	case blackhole:
-		if sp.Gateway.IsValid() || dev != nil {
+	case q.blackhole:
+		if sp.Gateway.IsValid() || q.dev != nil {
 			return extack("Blackhole attribute can not be used with gateway, oif, encap or fdb.")
 		}
 		sp.Flags |= nexthop.Blackhole
-	case dev == nil:
+	case q.dev == nil:
 		if !sp.Gateway.IsValid() && !s.opt.inet6 {
 			return extack("Invalid address family.")
 		}
@@ -172,19 +208,6 @@ func (s *session) nexthopModify(args [][]byte, replace bool) *cmdErr {
 	}
 	if sp.IsGroup() {
 		sp.Family = nexthop.FamilyUnspec
-	}
-	if dev != nil {
-		l, err := s.link(dev)
-		if err != nil {
-			return err
-		}
-		sp.Link = l.Index
-		if err := s.checkNexthopGateway(&sp); err != nil {
-			return err
-		}
-	}
-	if _, err := s.r.Nexthops.Add(sp, replace); err != nil {
-		return rejected(err)
 	}
 	return nil
 }
