@@ -75,65 +75,77 @@ func parseNud(w []byte) (neigh.State, bool) {
 	return 0, false
 }
 
-func (s *session) neighModify(args [][]byte, mode neigh.Mode) *cmdErr {
-	state := neigh.Permanent
-	var dev, lla []byte
-	var dst netip.Addr
-	var flags neigh.Flags
+// neighReq is a parsed `neigh add/del/change/replace`.
+type neighReq struct {
+	state    neigh.State
+	dev, lla []byte
+	dst      netip.Addr
+	flags    neigh.Flags
+}
+
+// parseNeighModify reads ipneigh_modify's words.
+func parseNeighModify(args [][]byte) (*neighReq, *cmdErr) {
+	q := &neighReq{state: neigh.Permanent}
 	ws := argv{args: args}
 	for ; ws.i < len(args); ws.i++ {
 		w := args[ws.i]
+		var v []byte
+		var err *cmdErr
 		switch {
 		case matches(w, "lladdr"):
-			v, err := ws.next()
-			if err != nil {
-				return err
+			if v, err = ws.next(); err == nil && q.lla != nil {
+				err = duparg("lladdr", v)
 			}
-			if lla != nil {
-				return duparg("lladdr", v)
-			}
-			lla = v
+			q.lla = v
 		case is(w, "nud"):
-			v, err := ws.next()
-			if err != nil {
-				return err
+			if v, err = ws.next(); err == nil {
+				st, ok := parseNud(v)
+				if !ok {
+					return nil, invarg("nud state is bad", v)
+				}
+				q.state = st
 			}
-			st, ok := parseNud(v)
-			if !ok {
-				return invarg("nud state is bad", v)
-			}
-			state = st
 		case is(w, "router"):
-			flags |= neigh.Router
+			q.flags |= neigh.Router
 		case is(w, "dev"):
-			v, err := ws.next()
-			if err != nil {
-				return err
-			}
-			dev = v
+			q.dev, err = ws.next()
 		case matches(w, "proxy"), is(w, "use"), is(w, "managed"), matches(w, "extern_learn"), matches(w, "protocol"):
-			return unsupported(w)
+			return nil, unsupported(w)
 		default:
-			w, err := ws.valueAfter(w, "to")
-			if err != nil {
-				return err
-			}
-			if matches(w, "help") {
-				return neighUsage()
-			}
-			if dst.IsValid() {
-				return parseErr("Error: either \"to\" is duplicate, or \"%s\" is a garbage.", w)
-			}
-			a, err := parseAddr(w)
-			if err != nil {
-				return err
-			}
-			dst = a
+			err = q.parseDst(&ws, w)
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
-	if dev == nil || !dst.IsValid() {
-		return &cmdErr{msg: "Device and destination are required arguments.", code: 255}
+	if q.dev == nil || !q.dst.IsValid() {
+		return nil, &cmdErr{msg: "Device and destination are required arguments.", code: 255}
 	}
+	return q, nil
+}
+
+// parseDst reads the word that is no keyword: `[to] ADDR`, once.
+func (q *neighReq) parseDst(ws *argv, w []byte) *cmdErr {
+	w, err := ws.valueAfter(w, "to")
+	if err != nil {
+		return err
+	}
+	if matches(w, "help") {
+		return neighUsage()
+	}
+	if q.dst.IsValid() {
+		return parseErr("Error: either \"to\" is duplicate, or \"%s\" is a garbage.", w)
+	}
+	q.dst, err = parseAddr(w)
+	return err
+}
+
+func (s *session) neighModify(args [][]byte, mode neigh.Mode) *cmdErr {
+	q, err := parseNeighModify(args)
+	if err != nil {
+		return err
+	}
+	dev, lla, dst, state, flags := q.dev, q.lla, q.dst, q.state, q.flags
 	var mac neigh.MAC
 	hasMAC := lla != nil && str(lla) != "null"
 	if hasMAC {
