@@ -137,23 +137,13 @@ func (s *session) parseRule(args [][]byte, del bool) (*rules.Selector, *cmdErr) 
 		case rkTos:
 			r.DSField, err = parseRuleTos(v)
 		case rkProtocol:
-			p, ok := parseProto(v)
-			if !ok {
-				return nil, invarg("\"protocol\" value is invalid\n", v)
-			}
-			r.Protocol = uint8(p)
+			r.Protocol, err = parseRuleProto(v)
 		case rkTable:
-			t, ok := parseRuleTable(v)
-			if !ok {
-				return nil, invarg("invalid table ID\n", v)
-			}
-			r.Table, tableOK = t, true
+			r.Table, err = parseRuleTableID(v)
+			tableOK = true
 		case rkSuppress:
-			n, ok := parseUint32(v)
-			if !ok || n > 1<<31-1 {
-				return nil, invarg("suppress_prefixlength value is invalid\n", v)
-			}
-			r.SuppressPrefixLen, r.Suppress = int32(n), true
+			r.SuppressPrefixLen, err = parseSuppress(v)
+			r.Suppress = true
 		case rkIif:
 			r.Iif, err = parseRuleIfname(w, v)
 		case rkOif:
@@ -183,18 +173,50 @@ func (s *session) parseRule(args [][]byte, del bool) (*rules.Selector, *cmdErr) 
 	if !tableOK && !del {
 		r.Table = fib6.TableMain
 	}
-	// what the kernel checks, once the words are read
+	if err := checkRulePorts(r, sportSet, dportSet); err != nil {
+		return nil, err
+	}
+	return sel, nil
+}
+
+// checkRulePorts checks the port ranges given as the kernel does, once
+// the words are read.
+func checkRulePorts(r *rules.Rule, sportSet, dportSet bool) *cmdErr {
 	if sportSet {
 		if e := rules.CheckPorts(r.Sport, true); e != nil {
-			return nil, rejected(e)
+			return rejected(e)
 		}
 	}
 	if dportSet {
 		if e := rules.CheckPorts(r.Dport, false); e != nil {
-			return nil, rejected(e)
+			return rejected(e)
 		}
 	}
-	return sel, nil
+	return nil
+}
+
+func parseRuleProto(v []byte) (uint8, *cmdErr) {
+	p, ok := parseProto(v)
+	if !ok {
+		return 0, invarg("\"protocol\" value is invalid\n", v)
+	}
+	return uint8(p), nil
+}
+
+func parseRuleTableID(v []byte) (uint32, *cmdErr) {
+	t, ok := parseRuleTable(v)
+	if !ok {
+		return 0, invarg("invalid table ID\n", v)
+	}
+	return t, nil
+}
+
+func parseSuppress(v []byte) (int32, *cmdErr) {
+	n, ok := parseUint32(v)
+	if !ok || n > 1<<31-1 {
+		return 0, invarg("suppress_prefixlength value is invalid\n", v)
+	}
+	return int32(n), nil
 }
 
 // The words of iprule_modify, in the order it checks them (the first
