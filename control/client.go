@@ -25,94 +25,9 @@ The daemon is found at --socket PATH, $UROUTER_SOCKET, or ` + DefaultSocket + ".
 // the batch) to the daemon and prints what comes back. It returns the exit
 // status.
 func Main(args []string) int {
-	var o options
-	socket := ""
-	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
-		opt := args[0]
-		if opt == "--" {
-			args = args[1:]
-			break
-		}
-		if opt == "--socket" || opt == "-socket" {
-			if len(args) < 2 {
-				fmt.Fprintln(os.Stderr, "Error: argument \"socket path\" is required")
-				return 255
-			}
-			socket, args = args[1], args[2:]
-			continue
-		}
-		if strings.HasPrefix(opt, "--") {
-			opt = opt[1:]
-		}
-		w := []byte(opt[1:])
-		next := func() (string, bool) {
-			if len(args) < 2 {
-				return "", false
-			}
-			args = args[1:]
-			return args[0], true
-		}
-		switch {
-		case matches(w, "loops"), matches(w, "rcvbuf"):
-			if _, ok := next(); !ok {
-				fmt.Fprintf(os.Stderr, "Error: argument \"%s\" is required\n", opt)
-				return 255
-			}
-		case matches(w, "family"):
-			f, ok := next()
-			if !ok {
-				fmt.Fprintln(os.Stderr, "Error: argument \"family type\" is required")
-				return 255
-			}
-			if f == "inet6" {
-				o.inet6 = true
-			} else {
-				fmt.Fprintf(os.Stderr, "Error: only the inet6 family is routed here, not \"%s\".\n", f)
-				return 255
-			}
-		case opt == "-6":
-			o.inet6 = true
-		case opt == "-4", opt == "-0", opt == "-M", opt == "-B":
-			fmt.Fprintf(os.Stderr, "Error: only IPv6 (-6) is routed here, not %s.\n", opt)
-			return 255
-		case matches(w, "human"), matches(w, "human-readable"), matches(w, "iec"):
-		case matches(w, "stats"), matches(w, "statistics"):
-			o.stats++
-		case matches(w, "details"):
-			o.details = true
-		case matches(w, "resolve"), matches(w, "oneline"), matches(w, "timestamp"), matches(w, "tshort"):
-		case matches(w, "Version"):
-			fmt.Println("urouter, iproute2-compatible command language (ip utility 6.x words)")
-			return 0
-		case matches(w, "force"):
-			o.force = true
-		case matches(w, "batch"):
-			f, ok := next()
-			if !ok {
-				fmt.Fprintln(os.Stderr, "Error: argument \"batch file\" is required")
-				return 255
-			}
-			o.batch, o.batchName = true, f
-		case matches(w, "brief"):
-			fmt.Fprintln(os.Stderr, "Error: -brief is not supported.")
-			return 255
-		case matches(w, "json"):
-			o.json = true
-		case matches(w, "pretty"):
-			o.pretty = true
-		case strings.HasPrefix(opt, "-c"):
-		case matches(w, "help"):
-			fmt.Fprintln(os.Stderr, usage)
-			return 255
-		case matches(w, "netns"):
-			fmt.Fprintln(os.Stderr, "Error: -netns is not supported: start the client in the namespace.")
-			return 255
-		case matches(w, "Numeric"), matches(w, "all"), opt == "-echo":
-		default:
-			fmt.Fprintf(os.Stderr, "Option \"%s\" is unknown, try \"ip -help\".\n", args[0])
-			return 255
-		}
-		args = args[1:]
+	o, socket, args, status := parseOptions(args)
+	if status >= 0 {
+		return status
 	}
 	if !o.batch && len(args) == 0 {
 		fmt.Fprintln(os.Stderr, usage)
@@ -142,6 +57,119 @@ func Main(args []string) int {
 		input = strings.NewReader(string(quoteArgs(args)) + "\n")
 	}
 	return talk(SocketPath(socket), o, input, keepOpen, os.Stdout, os.Stderr)
+}
+
+// parseOptions reads ip's global options and returns what follows them;
+// status is the client's exit status when an option ends it (an error,
+// -Version, -help), else -1.
+func parseOptions(args []string) (o options, socket string, rest []string, status int) {
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
+		opt := args[0]
+		if opt == "--" {
+			args = args[1:]
+			break
+		}
+		if opt == "--socket" || opt == "-socket" {
+			if len(args) < 2 {
+				fmt.Fprintln(os.Stderr, "Error: argument \"socket path\" is required")
+				return o, "", nil, 255
+			}
+			socket, args = args[1], args[2:]
+			continue
+		}
+		if strings.HasPrefix(opt, "--") {
+			opt = opt[1:]
+		}
+		var st int
+		if args, st = o.option(opt, args); st >= 0 {
+			return o, "", nil, st
+		}
+		args = args[1:]
+	}
+	return o, socket, args, -1
+}
+
+// option reads one option, args[0] (written opt), and any value it takes
+// from args; it returns args less that value, and an exit status as
+// parseOptions does.
+func (o *options) option(opt string, args []string) ([]string, int) {
+	w := []byte(opt[1:])
+	next := func() (string, bool) {
+		if len(args) < 2 {
+			return "", false
+		}
+		args = args[1:]
+		return args[0], true
+	}
+	switch {
+	case matches(w, "loops"), matches(w, "rcvbuf"):
+		if _, ok := next(); !ok {
+			fmt.Fprintf(os.Stderr, "Error: argument \"%s\" is required\n", opt)
+			return args, 255
+		}
+	case matches(w, "family"):
+		f, ok := next()
+		if !ok {
+			fmt.Fprintln(os.Stderr, "Error: argument \"family type\" is required")
+			return args, 255
+		}
+		if f != "inet6" {
+			fmt.Fprintf(os.Stderr, "Error: only the inet6 family is routed here, not \"%s\".\n", f)
+			return args, 255
+		}
+		o.inet6 = true
+	case matches(w, "batch"):
+		f, ok := next()
+		if !ok {
+			fmt.Fprintln(os.Stderr, "Error: argument \"batch file\" is required")
+			return args, 255
+		}
+		o.batch, o.batchName = true, f
+	default:
+		return args, o.flag(opt, w, args[0])
+	}
+	return args, -1
+}
+
+// flag reads an option that takes no value.
+func (o *options) flag(opt string, w []byte, arg string) int {
+	switch {
+	case opt == "-6":
+		o.inet6 = true
+	case opt == "-4", opt == "-0", opt == "-M", opt == "-B":
+		fmt.Fprintf(os.Stderr, "Error: only IPv6 (-6) is routed here, not %s.\n", opt)
+		return 255
+	case matches(w, "human"), matches(w, "human-readable"), matches(w, "iec"):
+	case matches(w, "stats"), matches(w, "statistics"):
+		o.stats++
+	case matches(w, "details"):
+		o.details = true
+	case matches(w, "resolve"), matches(w, "oneline"), matches(w, "timestamp"), matches(w, "tshort"):
+	case matches(w, "Version"):
+		fmt.Println("urouter, iproute2-compatible command language (ip utility 6.x words)")
+		return 0
+	case matches(w, "force"):
+		o.force = true
+	case matches(w, "brief"):
+		fmt.Fprintln(os.Stderr, "Error: -brief is not supported.")
+		return 255
+	case matches(w, "json"):
+		o.json = true
+	case matches(w, "pretty"):
+		o.pretty = true
+	case strings.HasPrefix(opt, "-c"):
+	case matches(w, "help"):
+		fmt.Fprintln(os.Stderr, usage)
+		return 255
+	case matches(w, "netns"):
+		fmt.Fprintln(os.Stderr, "Error: -netns is not supported: start the client in the namespace.")
+		return 255
+	case matches(w, "Numeric"), matches(w, "all"), opt == "-echo":
+	default:
+		fmt.Fprintf(os.Stderr, "Option \"%s\" is unknown, try \"ip -help\".\n", arg)
+		return 255
+	}
+	return -1
 }
 
 // writeSize is the client's send buffer: a batch file's size up to 256
