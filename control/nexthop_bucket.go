@@ -3,6 +3,7 @@ package control
 import (
 	"strconv"
 	"syscall"
+
 	"urouter/nexthop"
 )
 

@@ -2,6 +2,8 @@ package control
 
 import (
 	"strconv"
+	"syscall"
+
 	"urouter/fib6"
 	"urouter/nexthop"
 )
@@ -221,4 +223,23 @@ func (p *nhPrinter) unbalanced(v *nexthop.Version) int64 {
 	}
 	_, _, unb := p.s.r.Nexthops.Buckets(o)
 	return unb / 1000
+}
+
+func (s *session) nexthopGet(args [][]byte) *cmdErr {
+	if len(args) == 0 {
+		return nexthopUsage()
+	}
+	id, err := s.nexthopIDArg(args)
+	if err != nil {
+		return err
+	}
+	o := s.r.Nexthops.Get(id)
+	if o == nil {
+		return answers(syscall.ENOENT)
+	}
+	p := s.nhPrinter()
+	p.begin()
+	p.print(o.Load())
+	p.end()
+	return nil
 }
