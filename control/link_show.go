@@ -125,29 +125,25 @@ func printLinkStats(w *printer, c dataplane.Stats) {
 		w.text(linkStats(c))
 		return
 	}
-	j := w.j
-	j.name("stats64")
-	j.startObject()
+	w.openObject("stats64")
 	for _, dir := range []struct {
 		k                           string
 		bytes, packets, errs, drops uint64
 	}{{"rx", c.RxBytes, c.RxPackets, c.RxErrors, c.RxDropped}, {"tx", c.TxBytes, c.TxPackets, c.TxErrors, c.TxDropped}} {
-		j.name(dir.k)
-		j.startObject()
-		j.uint("bytes", dir.bytes)
-		j.uint("packets", dir.packets)
-		j.uint("errors", dir.errs)
-		j.uint("dropped", dir.drops)
-		j.endObject()
+		w.openObject(dir.k)
+		w.uint("bytes", "", dir.bytes)
+		w.uint("packets", "", dir.packets)
+		w.uint("errors", "", dir.errs)
+		w.uint("dropped", "", dir.drops)
+		w.closeObject()
 	}
-	j.name("drops")
-	j.startObject()
+	w.openObject("drops")
 	for _, d := range c.Drops {
-		j.uint(d.Reason, d.Count)
+		w.uint(d.Reason, "", d.Count)
 	}
-	j.endObject()
-	j.uint("icmp_ratelimited", c.ICMPLimited)
-	j.endObject()
+	w.closeObject()
+	w.uint("icmp_ratelimited", "", c.ICMPLimited)
+	w.closeObject()
 }
 
 func linkStats(c dataplane.Stats) string {

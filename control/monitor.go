@@ -159,7 +159,7 @@ func (h *hub) stream(s *session, in *bufio.Reader) {
 		close(gone)
 	}()
 	p := s.printer(&showFilter{monitor: true})
-	p.out.j = nil // ip monitor prints text even with -j
+	p.out = printer{w: s.out} // ip monitor prints text even with -j
 	for {
 		select {
 		case <-gone:
