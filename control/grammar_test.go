@@ -368,3 +368,17 @@ func TestGatewayThroughEarlierLine(t *testing.T) {
 		t.Fatalf("routes:\n%s\nwant:\n%s", out, want)
 	}
 }
+
+// TestBatchDeleteForgetsPaths: a route deleted in a batch takes with it
+// what the paths through it were checked against, for a multipath route
+// as for a single path (as Linux applies each line before the next).
+func TestBatchDeleteForgetsPaths(t *testing.T) {
+	for _, path := range []string{"via 2001:db8:99::2", "nexthop via 2001:db8:99::2 nexthop via 2001:db8:91::3"} {
+		r := newTestRouter(t)
+		_, e, st := run(r, options{batch: true}, "route add 2001:db8:99::/64 dev d0",
+			"route add 2001:db8:5::/48 "+path, "route del 2001:db8:99::/64", "route add 2001:db8:6::/48 "+path)
+		if want := "RTNETLINK answers: No route to host\nCommand failed test.batch:4\n"; st != 1 || e != want {
+			t.Errorf("%s: status %d, stderr %q; want 1, %q", path, st, e, want)
+		}
+	}
+}

@@ -125,8 +125,7 @@ func (s *session) routeModify(op routeOp, args [][]byte) *cmdErr {
 	if err := applyRoute(x, op, rt); err != nil {
 		return err
 	}
-	s.routes.gw.changed(q.dst)
-	s.routes.legs.changed(q.dst)
+	s.routes.changed(q.dst)
 	return nil
 }
 
@@ -176,7 +175,7 @@ func (s *session) routeDelete(q *routeReq, l *dataplane.Link, t *fib6.Table) *cm
 			return rejected(err)
 		}
 	}
-	s.routes.gw.changed(q.dst)
+	s.routes.changed(q.dst)
 	return nil
 }
 
@@ -407,6 +406,14 @@ func (c *legCheck) changed(p netip.Prefix) {
 			return
 		}
 	}
+}
+
+// changed forgets the gateways and paths checked when the session's open
+// transaction changes prefix p: a route added or deleted may reach them
+// or no longer.
+func (rp *routeParser) changed(p netip.Prefix) {
+	rp.gw.changed(p)
+	rp.legs.changed(p)
 }
 
 // gwCheck remembers the last gateway checkGateway accepted; none while gw
