@@ -104,7 +104,8 @@ func (s *session) routeModify(op routeOp, args [][]byte) *cmdErr {
 	if op == opDel {
 		return s.routeDelete(q, l, t)
 	}
-	rt := q.route()
+	var rt fib6.Route
+	q.fill(&rt)
 	if err := s.routePaths(q, l, &rt, tid, t); err != nil {
 		return err
 	}
@@ -122,7 +123,7 @@ func (s *session) routeModify(op routeOp, args [][]byte) *cmdErr {
 			}
 		}
 	}
-	if err := applyRoute(x, op, rt); err != nil {
+	if err := applyRoute(x, op, &rt); err != nil {
 		return err
 	}
 	s.routes.changed(q.dst)
@@ -179,9 +180,10 @@ func (s *session) routeDelete(q *routeReq, l *dataplane.Link, t *fib6.Table) *cm
 	return nil
 }
 
-// route is the route q adds, without its paths.
-func (q *routeReq) route() fib6.Route {
-	rt := fib6.Route{Dst: q.dst}
+// fill makes rt the route q adds, without its paths (in place: a route is
+// big, and a batch adds one a line).
+func (q *routeReq) fill(rt *fib6.Route) {
+	*rt = fib6.Route{Dst: q.dst}
 	rt.Src = q.src
 	rt.Type = q.typ
 	if rt.Type == 0 {
@@ -203,7 +205,6 @@ func (q *routeReq) route() fib6.Route {
 	if q.onlink {
 		rt.Nexthop.Flags |= nexthop.OnLink
 	}
-	return rt
 }
 
 // routePaths gives rt its paths as q names them: a nexthop object, a
@@ -236,22 +237,22 @@ func (s *session) routePaths(q *routeReq, l *dataplane.Link, rt *fib6.Route, tid
 }
 
 // applyRoute does op with rt in the transaction.
-func applyRoute(x *fib6.Txn, op routeOp, rt fib6.Route) *cmdErr {
+func applyRoute(x *fib6.Txn, op routeOp, rt *fib6.Route) *cmdErr {
 	var err error
 	switch op {
 	case opAdd:
-		err = x.Add(rt)
+		err = x.Add(*rt)
 	case opReplace:
-		err = x.Replace(rt)
+		err = x.Replace(*rt)
 	case opAppend:
-		err = x.Append(rt)
+		err = x.Append(*rt)
 	case opPrepend:
-		err = x.Prepend(rt)
+		err = x.Prepend(*rt)
 	case opChange:
 		if _, derr := x.Delete(fib6.Match{Dst: rt.Dst, Src: rt.Src, Metric: rt.Metric}); derr != nil {
 			return extack("Can not replace route - no match found.")
 		}
-		err = x.Add(rt)
+		err = x.Add(*rt)
 	}
 	if err != nil {
 		return rejected(err)
