@@ -225,10 +225,13 @@ func talk(socket string, o options, input io.Reader, keepOpen bool, stdoutW, std
 			_ = uc.Close() // the error reported is the input's
 		}
 	}()
-	st := answer(uc, stdoutW, stderr)
-	if e := sendErr.Load(); e != nil {
+	st, failure := answer(uc, stdoutW, stderr)
+	if e := sendErr.Load(); e != nil { // the connection was cut for it
 		say(stderr, "Error: cannot read the batch %q: %s\n", o.batchName, strerrorOf(*e))
 		return 1
+	}
+	if failure != "" {
+		say(stderr, "urouter: %s\n", failure)
 	}
 	return st
 }
@@ -254,8 +257,8 @@ func send(uc *net.UnixConn, o options, input io.Reader, keepOpen bool) error {
 }
 
 // answer copies the daemon's frames to stdout and stderr and returns the
-// exit status of its 'x' frame.
-func answer(uc *net.UnixConn, stdoutW, stderr io.Writer) int {
+// exit status of its 'x' frame, or 1 and what went wrong with the answer.
+func answer(uc *net.UnixConn, stdoutW, stderr io.Writer) (int, string) {
 	r := bufio.NewReaderSize(uc, 16<<10)
 	stdout := bufio.NewWriterSize(stdoutW, 16<<10)
 	done := func() {
@@ -265,32 +268,27 @@ func answer(uc *net.UnixConn, stdoutW, stderr io.Writer) int {
 	var hdr [5]byte
 	for {
 		if _, err := io.ReadFull(r, hdr[:]); err != nil {
-			done()
-			say(stderr, "urouter: the daemon closed the connection\n")
-			return 1
+			return 1, "the daemon closed the connection"
 		}
 		n := int64(binary.BigEndian.Uint32(hdr[1:]))
 		switch hdr[0] {
 		case 'o':
 			if _, err := io.CopyN(stdout, r, n); err != nil {
-				return 1
+				return 1, ""
 			}
 		case 'e':
 			done()
 			if _, err := io.CopyN(stderr, r, n); err != nil {
-				return 1
+				return 1, ""
 			}
 		case 'x':
 			var b [1]byte
 			if _, err := io.ReadFull(r, b[:]); err != nil {
-				done()
-				say(stderr, "urouter: the daemon closed the connection before its exit status\n")
-				return 1
+				return 1, "the daemon closed the connection before its exit status"
 			}
-			return int(b[0])
+			return int(b[0]), ""
 		default:
-			say(stderr, "urouter: garbled answer from the daemon\n")
-			return 1
+			return 1, "garbled answer from the daemon"
 		}
 	}
 }
