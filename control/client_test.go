@@ -35,7 +35,6 @@ func TestClientBatchReadError(t *testing.T) {
 	st := talk(sock, options{batch: true, batchName: "F"}, in, false, &out, &errs)
 	if st == 0 || !strings.Contains(errs.String(), "Error: ") || !strings.Contains(errs.String(), "Input/output error") ||
 		strings.Contains(errs.String(), "daemon closed") { // the cut is the client's, not the daemon's
-
 		t.Fatalf("a batch cut by a read error: status %d, stderr %q", st, errs.String())
 	}
 	if got, _, _ := run(r, options{}, "route show 2001:db8:ffff::/48"); got != "" {
