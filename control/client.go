@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -24,94 +25,9 @@ The daemon is found at --socket PATH, $UROUTER_SOCKET, or ` + DefaultSocket + ".
 // the batch) to the daemon and prints what comes back. It returns the exit
 // status.
 func Main(args []string) int {
-	var o options
-	socket := ""
-	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
-		opt := args[0]
-		if opt == "--" {
-			args = args[1:]
-			break
-		}
-		if opt == "--socket" || opt == "-socket" {
-			if len(args) < 2 {
-				fmt.Fprintln(os.Stderr, "Error: argument \"socket path\" is required")
-				return 255
-			}
-			socket, args = args[1], args[2:]
-			continue
-		}
-		if strings.HasPrefix(opt, "--") {
-			opt = opt[1:]
-		}
-		w := []byte(opt[1:])
-		next := func() (string, bool) {
-			if len(args) < 2 {
-				return "", false
-			}
-			args = args[1:]
-			return args[0], true
-		}
-		switch {
-		case matches(w, "loops"), matches(w, "rcvbuf"):
-			if _, ok := next(); !ok {
-				fmt.Fprintf(os.Stderr, "Error: argument \"%s\" is required\n", opt)
-				return 255
-			}
-		case matches(w, "family"):
-			f, ok := next()
-			if !ok {
-				fmt.Fprintln(os.Stderr, "Error: argument \"family type\" is required")
-				return 255
-			}
-			if f == "inet6" {
-				o.inet6 = true
-			} else {
-				fmt.Fprintf(os.Stderr, "Error: only the inet6 family is routed here, not \"%s\".\n", f)
-				return 255
-			}
-		case opt == "-6":
-			o.inet6 = true
-		case opt == "-4", opt == "-0", opt == "-M", opt == "-B":
-			fmt.Fprintf(os.Stderr, "Error: only IPv6 (-6) is routed here, not %s.\n", opt)
-			return 255
-		case matches(w, "human"), matches(w, "human-readable"), matches(w, "iec"):
-		case matches(w, "stats"), matches(w, "statistics"):
-			o.stats++
-		case matches(w, "details"):
-			o.details = true
-		case matches(w, "resolve"), matches(w, "oneline"), matches(w, "timestamp"), matches(w, "tshort"):
-		case matches(w, "Version"):
-			fmt.Println("urouter, iproute2-compatible command language (ip utility 6.x words)")
-			return 0
-		case matches(w, "force"):
-			o.force = true
-		case matches(w, "batch"):
-			f, ok := next()
-			if !ok {
-				fmt.Fprintln(os.Stderr, "Error: argument \"batch file\" is required")
-				return 255
-			}
-			o.batch, o.batchName = true, f
-		case matches(w, "brief"):
-			fmt.Fprintln(os.Stderr, "Error: -brief is not supported.")
-			return 255
-		case matches(w, "json"):
-			o.json = true
-		case matches(w, "pretty"):
-			o.pretty = true
-		case strings.HasPrefix(opt, "-c"):
-		case matches(w, "help"):
-			fmt.Fprintln(os.Stderr, usage)
-			return 255
-		case matches(w, "netns"):
-			fmt.Fprintln(os.Stderr, "Error: -netns is not supported: start the client in the namespace.")
-			return 255
-		case matches(w, "Numeric"), matches(w, "all"), opt == "-echo":
-		default:
-			fmt.Fprintf(os.Stderr, "Option \"%s\" is unknown, try \"ip -help\".\n", args[0])
-			return 255
-		}
-		args = args[1:]
+	o, socket, args, status := parseOptions(args)
+	if status >= 0 {
+		return status
 	}
 	if !o.batch && len(args) == 0 {
 		fmt.Fprintln(os.Stderr, usage)
@@ -129,7 +45,7 @@ func Main(args []string) int {
 				fmt.Fprintf(os.Stderr, "Cannot open file \"%s\" for reading: %s\n", o.batchName, strerrorOf(err))
 				return 1
 			}
-			defer f.Close()
+			defer func() { _ = f.Close() }() // read only: nothing to lose
 			input = f
 		}
 	case len(args) >= 2 && restores(args[0]) && matches([]byte(args[1]), "restore"):
@@ -141,6 +57,119 @@ func Main(args []string) int {
 		input = strings.NewReader(string(quoteArgs(args)) + "\n")
 	}
 	return talk(SocketPath(socket), o, input, keepOpen, os.Stdout, os.Stderr)
+}
+
+// parseOptions reads ip's global options and returns what follows them;
+// status is the client's exit status when an option ends it (an error,
+// -Version, -help), else -1.
+func parseOptions(args []string) (o options, socket string, rest []string, status int) {
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
+		opt := args[0]
+		if opt == "--" {
+			args = args[1:]
+			break
+		}
+		if opt == "--socket" || opt == "-socket" {
+			if len(args) < 2 {
+				fmt.Fprintln(os.Stderr, "Error: argument \"socket path\" is required")
+				return o, "", nil, 255
+			}
+			socket, args = args[1], args[2:]
+			continue
+		}
+		if strings.HasPrefix(opt, "--") {
+			opt = opt[1:]
+		}
+		var st int
+		if args, st = o.option(opt, args); st >= 0 {
+			return o, "", nil, st
+		}
+		args = args[1:]
+	}
+	return o, socket, args, -1
+}
+
+// option reads one option, args[0] (written opt), and any value it takes
+// from args; it returns args less that value, and an exit status as
+// parseOptions does.
+func (o *options) option(opt string, args []string) ([]string, int) {
+	w := []byte(opt[1:])
+	next := func() (string, bool) {
+		if len(args) < 2 {
+			return "", false
+		}
+		args = args[1:]
+		return args[0], true
+	}
+	switch {
+	case matches(w, "loops"), matches(w, "rcvbuf"):
+		if _, ok := next(); !ok {
+			fmt.Fprintf(os.Stderr, "Error: argument \"%s\" is required\n", opt)
+			return args, 255
+		}
+	case matches(w, "family"):
+		f, ok := next()
+		if !ok {
+			fmt.Fprintln(os.Stderr, "Error: argument \"family type\" is required")
+			return args, 255
+		}
+		if f != "inet6" {
+			fmt.Fprintf(os.Stderr, "Error: only the inet6 family is routed here, not \"%s\".\n", f)
+			return args, 255
+		}
+		o.inet6 = true
+	case matches(w, "batch"):
+		f, ok := next()
+		if !ok {
+			fmt.Fprintln(os.Stderr, "Error: argument \"batch file\" is required")
+			return args, 255
+		}
+		o.batch, o.batchName = true, f
+	default:
+		return args, o.flag(opt, w, args[0])
+	}
+	return args, -1
+}
+
+// flag reads an option that takes no value.
+func (o *options) flag(opt string, w []byte, arg string) int {
+	switch {
+	case opt == "-6":
+		o.inet6 = true
+	case opt == "-4", opt == "-0", opt == "-M", opt == "-B":
+		fmt.Fprintf(os.Stderr, "Error: only IPv6 (-6) is routed here, not %s.\n", opt)
+		return 255
+	case matches(w, "human"), matches(w, "human-readable"), matches(w, "iec"):
+	case matches(w, "stats"), matches(w, "statistics"):
+		o.stats++
+	case matches(w, "details"):
+		o.details = true
+	case matches(w, "resolve"), matches(w, "oneline"), matches(w, "timestamp"), matches(w, "tshort"):
+	case matches(w, "Version"):
+		fmt.Println("urouter, iproute2-compatible command language (ip utility 6.x words)")
+		return 0
+	case matches(w, "force"):
+		o.force = true
+	case matches(w, "brief"):
+		fmt.Fprintln(os.Stderr, "Error: -brief is not supported.")
+		return 255
+	case matches(w, "json"):
+		o.json = true
+	case matches(w, "pretty"):
+		o.pretty = true
+	case strings.HasPrefix(opt, "-c"):
+	case matches(w, "help"):
+		fmt.Fprintln(os.Stderr, usage)
+		return 255
+	case matches(w, "netns"):
+		fmt.Fprintln(os.Stderr, "Error: -netns is not supported: start the client in the namespace.")
+		return 255
+	case matches(w, "Numeric"), matches(w, "all"), opt == "-echo":
+	default:
+		fmt.Fprintf(os.Stderr, "Option \"%s\" is unknown, try \"ip -help\".\n", arg)
+		return 255
+	}
+	return -1
 }
 
 // writeSize is the client's send buffer: a batch file's size up to 256
@@ -181,48 +210,91 @@ func strerrorOf(err error) string {
 func talk(socket string, o options, input io.Reader, keepOpen bool, stdoutW, stderr io.Writer) int {
 	c, err := net.Dial("unix", socket)
 	if err != nil {
-		fmt.Fprintf(stderr, "urouter: cannot reach the daemon at %s: %v\n", socket, err)
+		say(stderr, "urouter: cannot reach the daemon at %s: %v\n", socket, err)
 		return 1
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }() // a socket read to its end: nothing left to lose
 	uc := c.(*net.UnixConn)
+	var sendErr atomic.Pointer[error]
 	go func() {
-		w := bufio.NewWriterSize(uc, writeSize(input))
-		w.WriteString(o.header())
-		io.Copy(w, &lineEnder{r: input})
-		w.Flush()
-		if !keepOpen {
-			uc.CloseWrite()
+		if err := send(uc, o, input, keepOpen); err != nil {
+			sendErr.Store(&err)
+			// Cut the connection without the rest of the input: the
+			// daemon applies the lines it has whole and drops the one it
+			// was cut off in, as when a client dies mid-batch.
+			_ = uc.Close() // the error reported is the input's
 		}
 	}()
+	st, failure := answer(uc, stdoutW, stderr)
+	if e := sendErr.Load(); e != nil { // the connection was cut for it
+		say(stderr, "Error: cannot read the batch %q: %s\n", o.batchName, strerrorOf(*e))
+		return 1
+	}
+	if failure != "" {
+		say(stderr, "urouter: %s\n", failure)
+	}
+	return st
+}
+
+// send writes the header and the input to the daemon, then closes the
+// writing side unless the session streams (monitor). It returns only a
+// failure to read the input: a failed write means the daemon stopped
+// reading (a batch that failed), and its answer says why.
+func send(uc *net.UnixConn, o options, input io.Reader, keepOpen bool) error {
+	w := bufio.NewWriterSize(uc, writeSize(input))
+	w.WriteString(o.header())
+	in := &lineEnder{r: input}
+	if _, err := io.Copy(w, in); err != nil {
+		return in.failed() // nil: the write failed, the daemon stopped reading
+	}
+	if err := w.Flush(); err != nil {
+		return nil // the daemon stopped reading; its answer tells
+	}
+	if !keepOpen {
+		_ = uc.CloseWrite() // as a failed Flush: the daemon's answer tells
+	}
+	return nil
+}
+
+// answer copies the daemon's frames to stdout and stderr and returns the
+// exit status of its 'x' frame, or 1 and what went wrong with the answer.
+func answer(uc *net.UnixConn, stdoutW, stderr io.Writer) (int, string) {
 	r := bufio.NewReaderSize(uc, 16<<10)
 	stdout := bufio.NewWriterSize(stdoutW, 16<<10)
-	defer stdout.Flush()
+	done := func() {
+		_ = stdout.Flush() // the client's own stdout gone: nobody to tell
+	}
+	defer done()
 	var hdr [5]byte
 	for {
 		if _, err := io.ReadFull(r, hdr[:]); err != nil {
-			stdout.Flush()
-			fmt.Fprintln(stderr, "urouter: the daemon closed the connection")
-			return 1
+			return 1, "the daemon closed the connection"
 		}
 		n := int64(binary.BigEndian.Uint32(hdr[1:]))
 		switch hdr[0] {
 		case 'o':
 			if _, err := io.CopyN(stdout, r, n); err != nil {
-				return 1
+				return 1, ""
 			}
 		case 'e':
-			stdout.Flush()
+			done()
 			if _, err := io.CopyN(stderr, r, n); err != nil {
-				return 1
+				return 1, ""
 			}
 		case 'x':
 			var b [1]byte
-			io.ReadFull(r, b[:])
-			return int(b[0])
+			if _, err := io.ReadFull(r, b[:]); err != nil {
+				return 1, "the daemon closed the connection before its exit status"
+			}
+			return int(b[0]), ""
 		default:
-			fmt.Fprintln(stderr, "urouter: garbled answer from the daemon")
-			return 1
+			return 1, "garbled answer from the daemon"
 		}
 	}
+}
+
+// say writes a message to the client's stderr: if that fails, there is
+// no one left to tell.
+func say(stderr io.Writer, format string, a ...any) {
+	_, _ = fmt.Fprintf(stderr, format, a...)
 }

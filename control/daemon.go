@@ -49,7 +49,7 @@ func Listen(path string, r *router.Router) (*Server, error) {
 	}
 	if _, err := os.Stat(path); err == nil {
 		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-			c.Close()
+			_ = c.Close() // a probe: it answered, that is all
 			return nil, fmt.Errorf("another daemon owns %s", path)
 		}
 		if err := os.Remove(path); err != nil {
@@ -65,7 +65,7 @@ func Listen(path string, r *router.Router) (*Server, error) {
 	}
 	ln.SetUnlinkOnClose(true)
 	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
+		_ = ln.Close() // the chmod's error is the one to report
 		return nil, err
 	}
 	srv := &Server{R: r, hub: &hub{r: r}, ln: ln, stop: make(chan struct{})}
@@ -97,7 +97,7 @@ func (s *Server) Serve() error {
 // Close stops accepting and removes the socket.
 func (s *Server) Close() {
 	close(s.stop)
-	s.ln.Close()
+	_ = s.ln.Close() // Serve's Accept ends either way
 	s.R.Watch(nil)
 }
 
@@ -108,7 +108,7 @@ func ApplyConfig(r *router.Router, path string) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: nothing to lose
 	var msgs []string
 	out := bufio.NewWriter(os.Stdout)
 	s := &session{
@@ -117,9 +117,14 @@ func ApplyConfig(r *router.Router, path string) error {
 		out:    out,
 		errOut: func(m string) { msgs = append(msgs, m) },
 	}
-	in := bufio.NewReaderSize(&lineEnder{r: f}, readBuf)
-	status := s.run(in)
-	out.Flush()
+	le := &lineEnder{r: f}
+	status := s.run(bufio.NewReaderSize(le, readBuf))
+	if err := le.failed(); err != nil {
+		return fmt.Errorf("reading %s: %w", path, err)
+	}
+	// what a config's show commands print is for a console, if any: a
+	// daemon started without one still starts
+	_ = out.Flush()
 	if status != 0 {
 		return errors.New(strings.Join(msgs, "\n"))
 	}
@@ -127,28 +132,37 @@ func ApplyConfig(r *router.Router, path string) error {
 }
 
 // lineEnder passes a reader through and adds a final '\n' if the input
-// lacks one, so that its last line counts.
+// ends without one. It ends a line only at the input's end: a read that
+// fails leaves the line it cut short as it is, for the reader to drop.
 type lineEnder struct {
-	r    interface{ Read([]byte) (int, error) }
+	r    io.Reader
 	last byte
-	done bool
+	err  error // the input's error once it has one (io.EOF at its end)
 }
 
 func (l *lineEnder) Read(p []byte) (int, error) {
-	if l.done {
-		return 0, io.EOF
+	if l.err != nil {
+		return 0, l.err
 	}
 	n, err := l.r.Read(p)
 	if n > 0 {
 		l.last = p[n-1]
 	}
-	if err != nil && n == 0 {
-		l.done = true
-		if l.last != '\n' && l.last != 0 && len(p) > 0 {
-			p[0] = '\n'
-			return 1, nil
-		}
-		return 0, err
+	if err == nil || n > 0 {
+		return n, nil // a reader returns its error again on the next Read
 	}
-	return n, nil
+	l.err = err
+	if err == io.EOF && l.last != '\n' && l.last != 0 && len(p) > 0 {
+		p[0] = '\n'
+		return 1, nil
+	}
+	return 0, err
+}
+
+// failed is the input's error, if it failed before its end.
+func (l *lineEnder) failed() error {
+	if l.err == io.EOF {
+		return nil
+	}
+	return l.err
 }

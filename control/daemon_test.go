@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -25,7 +26,7 @@ func startServer(t *testing.T, r *router.Router) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go srv.Serve()
+	go func() { _ = srv.Serve() }() // it ends when the test closes it
 	t.Cleanup(srv.Close)
 	return path
 }
@@ -38,8 +39,8 @@ func dial(t *testing.T, sock string, o options) net.Conn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
-	fmt.Fprint(c, o.header())
+	t.Cleanup(func() { _ = c.Close() }) // closed by some tests already
+	put(t, c, "%s", o.header())
 	return c
 }
 
@@ -86,7 +87,9 @@ func TestStaleSocket(t *testing.T) {
 		t.Fatal(err)
 	}
 	ln.SetUnlinkOnClose(false)
-	ln.Close() // the file stays, nobody listens
+	if err := ln.Close(); err != nil { // the file stays, nobody listens
+		t.Fatal(err)
+	}
 	srv, err := Listen(path, router.New())
 	if err != nil {
 		t.Fatalf("stale socket not replaced: %v", err)
@@ -101,10 +104,12 @@ func TestDisconnectMidBatch(t *testing.T) {
 	sock := startServer(t, r)
 	c := dial(t, sock, options{batch: true, batchName: "-"})
 	for i := 0; i < 100; i++ {
-		fmt.Fprintf(c, "route add 2001:db8:%x::/48 dev d0\n", i)
+		put(t, c, "route add 2001:db8:%x::/48 dev d0\n", i)
 	}
-	fmt.Fprint(c, "route add 2001:db8:ffff::/48 de") // cut short
-	c.Close()
+	put(t, c, "route add 2001:db8:ffff::/48 de") // cut short
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		out, _, _ := run(r, options{}, "route show root 2001:db8::/32")
@@ -129,7 +134,7 @@ func TestPausedClientPublishes(t *testing.T) {
 	r := newTestRouter(t)
 	sock := startServer(t, r)
 	c := dial(t, sock, options{batch: true, batchName: "-"})
-	fmt.Fprint(c, "route add 2001:db8:1::/48 dev d0\nroute add 2001:db8:2::/48 dev d0\n")
+	put(t, c, "route add 2001:db8:1::/48 dev d0\nroute add 2001:db8:2::/48 dev d0\n")
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		out, _, _ := client(sock, options{}, "route show root 2001:db8::/32\n")
@@ -187,7 +192,7 @@ func TestMonitor(t *testing.T) {
 	r := newTestRouter(t)
 	sock := startServer(t, r)
 	c := dial(t, sock, options{})
-	fmt.Fprint(c, "monitor route\n")
+	put(t, c, "monitor route\n")
 	time.Sleep(50 * time.Millisecond) // subscribed
 	client(sock, options{}, "route add 2001:db8:7::/48 dev d0 table 9\n")
 	client(sock, options{}, "route del 2001:db8:7::/48 table 9\n")
@@ -195,7 +200,9 @@ func TestMonitor(t *testing.T) {
 	var got string
 	for !strings.Contains(got, "Deleted") {
 		var hdr [5]byte
-		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if err := c.SetReadDeadline(time.Now().Add(5 * time.Second)); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := br.Read(hdr[:1]); err != nil {
 			t.Fatalf("monitor: %v (got %q)", err, got)
 		}
@@ -204,7 +211,9 @@ func TestMonitor(t *testing.T) {
 		}
 		n := int(hdr[1])<<24 | int(hdr[2])<<16 | int(hdr[3])<<8 | int(hdr[4])
 		buf := make([]byte, n)
-		ioReadFull(br, buf)
+		if _, err := ioReadFull(br, buf); err != nil {
+			t.Fatal(err)
+		}
 		got += string(buf)
 	}
 	want := "2001:db8:7::/48 dev d0 table 9 metric 1024 pref medium\nDeleted 2001:db8:7::/48 dev d0 table 9 metric 1024 pref medium\n"
@@ -232,7 +241,7 @@ func TestSaveRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	z, _ := gzip.NewReader(f)
 	sc := bufio.NewScanner(z)
 	var lines []string
@@ -309,7 +318,7 @@ func TestClientThatDoesNotRead(t *testing.T) {
 		for i := 0; i < 200000; i++ {
 			fmt.Fprint(w, "route add 2001:db8:5::/48 dev d0\n") // File exists, inside the transaction
 		}
-		w.Flush()
+		_ = w.Flush() // the test may be over and the connection closed: what counts is asserted below
 	}()
 	time.Sleep(300 * time.Millisecond) // the errors fill the socket: the daemon waits on the client
 	if x, ok := r.Tables.Main().TryBegin(); !ok {
@@ -353,4 +362,13 @@ func slowest(t *testing.T, sock string, o options, n int, cmd func(i int) string
 		worst = max(worst, time.Since(start))
 	}
 	return worst
+}
+
+// put writes to a test's connection; a write that fails fails the test
+// (it may run in a goroutine of the test: Error, not Fatal).
+func put(t testing.TB, w io.Writer, format string, a ...any) {
+	t.Helper()
+	if _, err := fmt.Fprintf(w, format, a...); err != nil {
+		t.Error(err)
+	}
 }

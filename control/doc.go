@@ -1,11 +1,45 @@
-// Package control owns the command language: iproute2's words and
-// grammar (route, link, address, monitor; -batch, -json), the daemon's
-// control socket and its sessions, and the client that talks to it.
+// Package control owns the command language: iproute2's words, grammar,
+// output and errors (ip's global options, -batch, -force, -json,
+// -pretty, -details, -stats), the daemon's control socket and its
+// sessions, and the client that talks to it.
 //
 // control has no policy of its own: it parses a command, calls the router
-// (package router) or, for routes, a table's transaction, and prints what
-// comes back as ip prints it. A command is parsed and validated, and
+// (package router), a table's transaction or the rule set's, and prints
+// what comes back as ip prints it. A command is parsed and validated, and
 // everything it needs allocated, before it takes any lock. A session never
-// holds a table's transaction while it waits on its client, in either
-// direction (see pausingConn).
+// holds a transaction while it waits on its client, in either direction
+// (see pausingConn).
+//
+// Its objects are ip's address, link, monitor, neighbour, nexthop (with
+// its buckets), ntable, route and rule, and urouter's own ra (Router
+// Advertisements), fpm (zebra's FPM feed) and mirror (kernel tables
+// followed).
+//
+// Each object's command goes through up to three stages, each in a file
+// named for it: OBJECT_parse.go reads its words in iproute2's order of
+// checks, OBJECT_modify.go holds the command's dispatch and applies a
+// change, OBJECT_show.go selects and prints. What an object keeps from
+// one line of a batch to the next (the route's memo of words, links,
+// gateways and paths checked) is in a parser of its own (routeParser,
+// ruleParser), not in the session.
+//
+//	client.go                     the client: ip's global options, the request, the answer
+//	wire.go                       the wire: header, frames, pausingConn
+//	daemon.go                     the socket's server, the config file
+//	session.go                    a session: lines in, the object picked, the transactions
+//	args.go, errors.go, names.go  words, iproute2's errors, its names of protocols and tables
+//	output.go                     the printer: text and JSON from the same calls
+//	route_parse.go                route add/del/...'s words, the route parser's memo
+//	route_modify.go               route's commands, a route checked and applied
+//	route_show.go, route_print.go route show/flush/save: the selector, the printer
+//	route_get.go, route_explain.go route get, and -d's explanation of the decision
+//	nexthop_{parse,modify,show}.go, nexthop_bucket.go  nexthop objects and buckets
+//	rule_{parse,modify,show}.go   rules
+//	link_{parse,modify,show}.go   links (TUN, TAP, host, dummy)
+//	address_{modify,show}.go      the router's addresses
+//	neigh_{parse,modify,show}.go  the Ethernet links' neighbours
+//	ntable_{modify,show}.go       the neighbour tables' knobs
+//	ra_{modify,show}.go           Router Advertisements
+//	feeds.go                      fpm show, mirror show
+//	monitor.go                    ip monitor: the hub and its events
 package control

@@ -1,7 +1,6 @@
 package control
 
 import (
-	"fmt"
 	"time"
 
 	"urouter/feed"
@@ -35,33 +34,24 @@ func (s *session) fpmCmd(args [][]byte) *cmdErr {
 		return extack("FPM is off (urouter daemon --fpm [ADDR]:PORT).")
 	}
 	st := f.Status()
-	if j := s.jsonArray(); j != nil {
-		j.startObject()
-		j.str("listen", st.Listen)
-		j.str("state", fpmState(st))
-		if st.Connected {
-			j.str("peer", st.Peer)
-			j.str("since", st.Since.UTC().Format(time.RFC3339))
-		}
-		j.uint("connects", f.Connects.Load())
-		j.uint("frames", f.Frames.Load())
-		j.uint("bytes", f.Bytes.Load())
-		j.uint("closed_replaced", f.Replaced.Load())
-		j.uint("closed_malformed", f.Malformed.Load())
-		j.uint("closed_lost", f.Lost.Load())
-		applierJSON(j, f.Applier)
-		j.endObject()
-		j.endArray()
-		s.out.WriteByte('\n')
-		return nil
-	}
-	fmt.Fprintf(s.out, "fpm listen %s %s", st.Listen, fpmState(st))
+	w := s.newPrinter()
+	w.begin()
+	w.openObject("")
+	w.str("listen", "fpm listen %s", st.Listen)
+	w.str("state", " %s", fpmState(st))
 	if st.Connected {
-		fmt.Fprintf(s.out, " peer %s since %s", st.Peer, st.Since.UTC().Format(time.RFC3339))
+		w.str("peer", " peer %s", st.Peer)
+		w.str("since", " since %s", st.Since.UTC().Format(time.RFC3339))
 	}
-	fmt.Fprintf(s.out, "\n    connects %d frames %d bytes %d\n    closed replaced %d malformed %d lost %d\n",
-		f.Connects.Load(), f.Frames.Load(), f.Bytes.Load(), f.Replaced.Load(), f.Malformed.Load(), f.Lost.Load())
-	s.applierText(f.Applier)
+	w.uint("connects", "\n    connects %d", f.Connects.Load())
+	w.uint("frames", " frames %d", f.Frames.Load())
+	w.uint("bytes", " bytes %d\n", f.Bytes.Load())
+	w.uint("closed_replaced", "    closed replaced %d", f.Replaced.Load())
+	w.uint("closed_malformed", " malformed %d", f.Malformed.Load())
+	w.uint("closed_lost", " lost %d\n", f.Lost.Load())
+	printApplier(&w, f.Applier)
+	w.closeObject()
+	w.end()
 	return nil
 }
 
@@ -83,63 +73,49 @@ func (s *session) mirrorCmd(args [][]byte) *cmdErr {
 	if s.feeds != nil {
 		ms = s.feeds.Tables
 	}
-	j := s.jsonArray()
+	w := s.newPrinter()
+	w.begin()
 	for _, m := range ms {
-		if j != nil {
-			j.startObject()
-			j.uint("table", uint64(m.Table))
-			j.str("synced", m.Synced().UTC().Format(time.RFC3339Nano))
-			j.uint("events", m.Events.Load())
-			j.uint("resyncs", m.Resyncs.Load())
-			applierJSON(j, m.Applier)
-			j.endObject()
-			continue
-		}
-		fmt.Fprintf(s.out, "kernel table %s synced %s\n    events %d resyncs %d\n", tableString(m.Table),
-			m.Synced().UTC().Format(time.RFC3339Nano), m.Events.Load(), m.Resyncs.Load())
-		s.applierText(m.Applier)
+		w.openObject("")
+		w.uint("table", "", uint64(m.Table))
+		w.text("kernel table " + tableString(m.Table))
+		w.str("synced", " synced %s\n", m.Synced().UTC().Format(time.RFC3339Nano))
+		w.uint("events", "    events %d", m.Events.Load())
+		w.uint("resyncs", " resyncs %d\n", m.Resyncs.Load())
+		printApplier(&w, m.Applier)
+		w.closeObject()
 	}
-	if j != nil {
-		j.endArray()
-		s.out.WriteByte('\n')
-	}
+	w.end()
 	return nil
 }
 
-func (s *session) applierText(a *feed.Applier) {
+// printApplier prints what a feed's applier did and holds.
+func printApplier(w *printer, a *feed.Applier) {
 	st := &a.Stats
 	routes, nhs := a.Owned()
-	fmt.Fprintf(s.out, "    messages %d routes %d route-deletes %d nexthops %d nexthop-deletes %d\n"+
-		"    skipped %d rejected %d malformed %d swept %d transactions %d\n"+
-		"    installed routes %d nexthops %d pending-groups %d pending-overflow %d\n",
-		st.Messages.Load(), st.Routes.Load(), st.RouteDeletes.Load(), st.Nexthops.Load(), st.NexthopDeletes.Load(),
-		st.Skipped.Load(), st.Rejected.Load(), st.Malformed.Load(), st.Swept.Load(), st.Transactions.Load(), routes, nhs,
-		a.Pending(), st.PendingOverflow.Load())
-	if u := a.Updated(); u.UnixNano() > 0 {
-		fmt.Fprintf(s.out, "    updated %s\n", u.UTC().Format(time.RFC3339Nano))
-	}
-	if e := a.LastError(); e != "" {
-		fmt.Fprintf(s.out, "    last error: %s\n", e)
-	}
-}
-
-func applierJSON(j *jsonw, a *feed.Applier) {
-	st := &a.Stats
-	routes, nhs := a.Owned()
-	for _, c := range []struct {
-		k string
-		v uint64
-	}{{"messages", st.Messages.Load()}, {"routes", st.Routes.Load()}, {"route_deletes", st.RouteDeletes.Load()},
-		{"nexthops", st.Nexthops.Load()}, {"nexthop_deletes", st.NexthopDeletes.Load()}, {"skipped", st.Skipped.Load()},
-		{"rejected", st.Rejected.Load()}, {"malformed", st.Malformed.Load()}, {"swept", st.Swept.Load()},
-		{"transactions", st.Transactions.Load()}, {"installed_routes", uint64(routes)}, {"installed_nexthops", uint64(nhs)},
-		{"pending_groups", uint64(a.Pending())}, {"pending_overflow", st.PendingOverflow.Load()}} {
-		j.uint(c.k, c.v)
-	}
-	if e := a.LastError(); e != "" {
-		j.str("last_error", e)
+	w.uint("messages", "    messages %d", st.Messages.Load())
+	w.uint("routes", " routes %d", st.Routes.Load())
+	w.uint("route_deletes", " route-deletes %d", st.RouteDeletes.Load())
+	w.uint("nexthops", " nexthops %d", st.Nexthops.Load())
+	w.uint("nexthop_deletes", " nexthop-deletes %d\n", st.NexthopDeletes.Load())
+	w.uint("skipped", "    skipped %d", st.Skipped.Load())
+	w.uint("rejected", " rejected %d", st.Rejected.Load())
+	w.uint("malformed", " malformed %d", st.Malformed.Load())
+	w.uint("swept", " swept %d", st.Swept.Load())
+	w.uint("transactions", " transactions %d\n", st.Transactions.Load())
+	w.uint("installed_routes", "    installed routes %d", uint64(routes))
+	w.uint("installed_nexthops", " nexthops %d", uint64(nhs))
+	w.uint("pending_groups", " pending-groups %d", uint64(a.Pending()))
+	w.uint("pending_overflow", " pending-overflow %d\n", st.PendingOverflow.Load())
+	// JSON names the last error before the time of the last update, text after
+	e := a.LastError()
+	if e != "" && w.json() {
+		w.str("last_error", "", e)
 	}
 	if u := a.Updated(); u.UnixNano() > 0 {
-		j.str("updated", u.UTC().Format(time.RFC3339Nano))
+		w.str("updated", "    updated %s\n", u.UTC().Format(time.RFC3339Nano))
+	}
+	if e != "" && !w.json() {
+		w.str("last_error", "    last error: %s\n", e)
 	}
 }

@@ -19,7 +19,7 @@ func run(r *router.Router, o options, lines ...string) (stdout, stderr string, s
 		s.opt.batchName = "test.batch"
 	}
 	status = s.run(bufio.NewReader(strings.NewReader(strings.Join(lines, "\n") + "\n")))
-	s.out.Flush()
+	_ = s.out.Flush() // a bytes.Buffer takes everything
 	return out.String(), errs.String(), status
 }
 
@@ -106,7 +106,10 @@ func TestRouteGrammar(t *testing.T) {
 	}
 }
 
-func TestRouteOutput(t *testing.T) {
+// outputRouter is newTestRouter with a route of every kind the output
+// tests print.
+func outputRouter(t *testing.T) *router.Router {
+	t.Helper()
 	r := newTestRouter(t)
 	for _, c := range []string{
 		"route add 2001:db8:5::/48 via 2001:db8:91::2 dev d0",
@@ -126,6 +129,11 @@ func TestRouteOutput(t *testing.T) {
 			t.Fatalf("%s: %s", c, e)
 		}
 	}
+	return r
+}
+
+func TestRouteOutput(t *testing.T) {
+	r := outputRouter(t)
 	text, _, _ := run(r, options{}, "route show")
 	want := `default via fe80::1 dev d0 metric 1024 pref medium
 2001:db8:5::/48 via 2001:db8:91::2 dev d0 metric 1024 pref medium
@@ -144,6 +152,10 @@ throw 2001:db8:d::/48 dev lo metric 1024 pref medium
 	if text != want {
 		t.Errorf("route show:\n%s\nwant:\n%s", text, want)
 	}
+}
+
+func TestRouteOutputJSON(t *testing.T) {
+	r := outputRouter(t)
 	js, _, _ := run(r, options{json: true}, "route show 2001:db8:7::/48", "route show 2001:db8:74::/48")
 	wantJS := `[{"dst":"2001:db8:7::/48","dev":"d0","protocol":"static","metric":10,"flags":[],"metrics":[{"mtu":1400}],"pref":"medium"}]
 [{"dst":"2001:db8:74::/48","metric":1024,"flags":[],"pref":"medium","nexthops":[{"gateway":"fe80::1","dev":"d0","weight":1,"flags":[]},{"gateway":"fe80::2","dev":"d0","weight":1,"flags":[]}]}]
@@ -164,6 +176,10 @@ throw 2001:db8:d::/48 dev lo metric 1024 pref medium
 	if pretty != wantPretty {
 		t.Errorf("-j -p route show table 100:\n%s\nwant:\n%s", pretty, wantPretty)
 	}
+}
+
+func TestRouteOutputTables(t *testing.T) {
+	r := outputRouter(t)
 	all, _, _ := run(r, options{}, "route show table all")
 	for _, line := range []string{
 		"blackhole 2001:db8:9::/48 dev lo table 100 metric 1024 pref medium\n",
@@ -178,6 +194,10 @@ throw 2001:db8:d::/48 dev lo metric 1024 pref medium
 	if details != "unicast 2001:db8:5::/48 via 2001:db8:91::2 dev d0 proto boot scope global metric 1024 pref medium\n" {
 		t.Errorf("-d: %q", details)
 	}
+}
+
+func TestRouteOutputSelectors(t *testing.T) {
+	r := outputRouter(t)
 	for cmd, want := range map[string]string{
 		"route get 2001:db8:5::1":                            "2001:db8:5::1 from :: via 2001:db8:91::2 dev d0 src 2001:db8:91::1 metric 1024 pref medium\n",
 		"route get 2001:db8:8::1 from 2001:db8:aa::5":        "2001:db8:8::1 from 2001:db8:aa::5 dev d0 src 2001:db8:91::1 metric 1024 pref medium\n",
@@ -346,5 +366,19 @@ func TestGatewayThroughEarlierLine(t *testing.T) {
 		"2001:db8:91::/64 dev d0 proto kernel metric 256 pref medium\n"
 	if out != want {
 		t.Fatalf("routes:\n%s\nwant:\n%s", out, want)
+	}
+}
+
+// TestBatchDeleteForgetsPaths: a route deleted in a batch takes with it
+// what the paths through it were checked against, for a multipath route
+// as for a single path (as Linux applies each line before the next).
+func TestBatchDeleteForgetsPaths(t *testing.T) {
+	for _, path := range []string{"via 2001:db8:99::2", "nexthop via 2001:db8:99::2 nexthop via 2001:db8:91::3"} {
+		r := newTestRouter(t)
+		_, e, st := run(r, options{batch: true}, "route add 2001:db8:99::/64 dev d0",
+			"route add 2001:db8:5::/48 "+path, "route del 2001:db8:99::/64", "route add 2001:db8:6::/48 "+path)
+		if want := "RTNETLINK answers: No route to host\nCommand failed test.batch:4\n"; st != 1 || e != want {
+			t.Errorf("%s: status %d, stderr %q; want 1, %q", path, st, e, want)
+		}
 	}
 }

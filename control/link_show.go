@@ -42,25 +42,14 @@ func (s *session) linkShow(args [][]byte) *cmdErr {
 	if err != nil {
 		return err
 	}
-	j := s.jsonArray()
+	w := s.newPrinter()
+	w.begin()
 	for _, l := range links {
-		if j != nil {
-			j.startObject()
-			s.linkJSON(j, l, true)
-			j.endObject()
-		} else {
-			s.out.WriteString(s.linkLine(l, true))
-			s.out.WriteString(linkL2(l))
-			s.out.WriteString(s.mirrorLine(l))
-			if s.opt.stats > 0 {
-				s.out.WriteString(linkStats(l))
-			}
-		}
+		w.openObject("")
+		s.printLink(&w, l, true)
+		w.closeObject()
 	}
-	if j != nil {
-		j.endArray()
-		s.out.WriteByte('\n')
-	}
+	w.end()
 	return nil
 }
 
@@ -76,43 +65,88 @@ func operstate(l *dataplane.Link) string {
 	return "UNKNOWN"
 }
 
-// linkLine is the first line of `ip link show` (mode is left out by
-// `ip addr show`).
-func (s *session) linkLine(l *dataplane.Link, mode bool) string {
-	m := ""
-	if mode {
-		m = "mode DEFAULT "
+// printLink prints a link as iplink.c's print_linkinfo does; full is
+// `ip link show`'s, with its mode and its statistics (`ip addr show`
+// leaves them out).
+func (s *session) printLink(w *printer, l *dataplane.Link, full bool) {
+	w.uint("ifindex", "%d: ", uint64(l.Index))
+	w.str("ifname", "%s: ", l.Name)
+	names := l.Flags().Names()
+	w.strings("flags", "", names)
+	w.text("<" + strings.Join(names, ",") + ">")
+	w.uint("mtu", " mtu %d", uint64(l.MTU()))
+	w.str("qdisc", " qdisc %s", "noqueue")
+	w.str("operstate", " state %s ", operstate(l))
+	if full {
+		w.str("linkmode", "mode %s ", "DEFAULT")
 	}
-	return fmt.Sprintf("%d: %s: <%s> mtu %d qdisc noqueue state %s %sgroup default qlen %d\n",
-		l.Index, l.Name, strings.Join(l.Flags().Names(), ","), l.MTU(), operstate(l), m, l.Hardware().TxQueueLen())
-}
-
-// linkL2 is the second line: the link-layer type and addresses.
-func linkL2(l *dataplane.Link) string {
+	w.str("group", "group %s", "default")
 	hw := l.Hardware()
-	if hw.HardwareAddr() == nil {
-		return "    link/" + hw.LinkType() + " \n"
+	w.uint("txqlen", " qlen %d\n", uint64(hw.TxQueueLen()))
+	w.str("link_type", "    link/%s ", hw.LinkType())
+	if hw.HardwareAddr() != nil {
+		w.str("address", "%s", hw.HardwareAddr().String())
+		w.str("broadcast", " brd %s", hw.Broadcast().String())
 	}
-	return "    link/" + hw.LinkType() + " " + hw.HardwareAddr().String() + " brd " + hw.Broadcast().String() + "\n"
+	w.text("\n")
+	if full || w.json() { // ip addr's text leaves the mirror out, its JSON has it
+		s.printMirror(w, l)
+	}
+	if full && s.opt.stats > 0 {
+		printLinkStats(w, l.Stats())
+	}
 }
 
-// mirrorLine says which kernel interface stands for the link (and, with
+// printMirror says which kernel interface stands for the link (and, with
 // -s, what crossed it).
-func (s *session) mirrorLine(l *dataplane.Link) string {
+func (s *session) printMirror(w *printer, l *dataplane.Link) {
 	m := l.Mirror()
 	if m == nil {
-		return ""
+		return
 	}
-	line := fmt.Sprintf("    mirror %s ifindex %d\n", m.Name, m.Index)
+	w.openObject("mirror")
+	w.str("ifname", "    mirror %s", m.Name)
+	w.uint("ifindex", " ifindex %d\n", uint64(m.Index))
 	if s.opt.stats > 0 {
-		line += fmt.Sprintf("    mirror up %d packets %d bytes down %d packets %d bytes dropped %d\n",
-			m.UpPackets.Load(), m.UpBytes.Load(), m.DownPackets.Load(), m.DownBytes.Load(), m.Dropped.Load())
+		w.uint("up_packets", "    mirror up %d packets", m.UpPackets.Load())
+		w.uint("up_bytes", " %d bytes", m.UpBytes.Load())
+		w.uint("down_packets", " down %d packets", m.DownPackets.Load())
+		w.uint("down_bytes", " %d bytes", m.DownBytes.Load())
+		w.uint("dropped", " dropped %d\n", m.Dropped.Load())
 	}
-	return line
+	w.closeObject()
 }
 
-func linkStats(l *dataplane.Link) string {
-	c := l.Stats()
+// printLinkStats prints a link's counters. As in iproute2's
+// print_link_stats64, the text is a table of its own and the JSON an
+// object of its own; beyond Linux's, the reasons the router dropped for.
+func printLinkStats(w *printer, c dataplane.Stats) {
+	if !w.json() {
+		w.text(linkStats(c))
+		return
+	}
+	w.openObject("stats64")
+	for _, dir := range []struct {
+		k                           string
+		bytes, packets, errs, drops uint64
+	}{{"rx", c.RxBytes, c.RxPackets, c.RxErrors, c.RxDropped}, {"tx", c.TxBytes, c.TxPackets, c.TxErrors, c.TxDropped}} {
+		w.openObject(dir.k)
+		w.uint("bytes", "", dir.bytes)
+		w.uint("packets", "", dir.packets)
+		w.uint("errors", "", dir.errs)
+		w.uint("dropped", "", dir.drops)
+		w.closeObject()
+	}
+	w.openObject("drops")
+	for _, d := range c.Drops {
+		w.uint(d.Reason, "", d.Count)
+	}
+	w.closeObject()
+	w.uint("icmp_ratelimited", "", c.ICMPLimited)
+	w.closeObject()
+}
+
+func linkStats(c dataplane.Stats) string {
 	return fmt.Sprintf("    RX:  bytes packets errors dropped  missed   mcast           \n"+
 		"    %10d %7d %6d %7d %7d %7d \n"+
 		"    TX:  bytes packets errors dropped carrier collsns           \n"+
@@ -134,66 +168,4 @@ func dropReasons(c dataplane.Stats) string {
 		fmt.Fprintf(&b, "    icmp_ratelimited %d\n", c.ICMPLimited)
 	}
 	return b.String()
-}
-
-func (s *session) linkJSON(j *jsonw, l *dataplane.Link, full bool) {
-	j.uint("ifindex", uint64(l.Index))
-	j.str("ifname", l.Name)
-	j.strings("flags", l.Flags().Names())
-	j.uint("mtu", uint64(l.MTU()))
-	j.str("qdisc", "noqueue")
-	j.str("operstate", operstate(l))
-	if full {
-		j.str("linkmode", "DEFAULT")
-	}
-	j.str("group", "default")
-	j.uint("txqlen", uint64(l.Hardware().TxQueueLen()))
-	hw := l.Hardware()
-	j.str("link_type", hw.LinkType())
-	if hw.HardwareAddr() != nil {
-		j.str("address", hw.HardwareAddr().String())
-		j.str("broadcast", hw.Broadcast().String())
-	}
-	if m := l.Mirror(); m != nil {
-		j.name("mirror")
-		j.startObject()
-		j.str("ifname", m.Name)
-		j.uint("ifindex", uint64(m.Index))
-		if s.opt.stats > 0 {
-			j.uint("up_packets", m.UpPackets.Load())
-			j.uint("up_bytes", m.UpBytes.Load())
-			j.uint("down_packets", m.DownPackets.Load())
-			j.uint("down_bytes", m.DownBytes.Load())
-			j.uint("dropped", m.Dropped.Load())
-		}
-		j.endObject()
-	}
-	if !full {
-		return
-	}
-	if s.opt.stats > 0 {
-		c := l.Stats()
-		j.name("stats64")
-		j.startObject()
-		for _, dir := range []struct {
-			k                           string
-			bytes, packets, errs, drops uint64
-		}{{"rx", c.RxBytes, c.RxPackets, c.RxErrors, c.RxDropped}, {"tx", c.TxBytes, c.TxPackets, c.TxErrors, c.TxDropped}} {
-			j.name(dir.k)
-			j.startObject()
-			j.uint("bytes", dir.bytes)
-			j.uint("packets", dir.packets)
-			j.uint("errors", dir.errs)
-			j.uint("dropped", dir.drops)
-			j.endObject()
-		}
-		j.name("drops")
-		j.startObject()
-		for _, d := range c.Drops {
-			j.uint(d.Reason, d.Count)
-		}
-		j.endObject()
-		j.uint("icmp_ratelimited", c.ICMPLimited)
-		j.endObject()
-	}
 }

@@ -155,11 +155,11 @@ func (h *hub) stream(s *session, in *bufio.Reader) {
 	defer h.unsubscribe(sub)
 	gone := make(chan struct{})
 	go func() {
-		io.Copy(io.Discard, in) // the client sends nothing more; EOF means it left
+		_, _ = io.Copy(io.Discard, in) // the client sends nothing more: EOF or an error, it left
 		close(gone)
 	}()
 	p := s.printer(&showFilter{monitor: true})
-	p.j = nil // ip monitor prints text even with -j
+	p.out = printer{w: s.out} // ip monitor prints text even with -j
 	for {
 		select {
 		case <-gone:
@@ -186,11 +186,12 @@ func (h *hub) format(s *session, p *routePrinter, ev event) {
 	if ev.deleted {
 		del = "Deleted "
 	}
+	w := printer{w: s.out} // text, as ip monitor prints
 	switch {
 	case ev.neigh != nil:
 		label("[NEIGH]")
-		s.out.WriteString(del)
-		s.neighLine(nil, ev.link, *ev.neigh, true)
+		w.text(del)
+		s.printNeigh(&w, ev.link, *ev.neigh, true)
 	case ev.route != nil:
 		label("[ROUTE]")
 		p.table = ev.route.Table
@@ -202,6 +203,7 @@ func (h *hub) format(s *session, p *routePrinter, ev event) {
 			del, ev.link.Index, ev.link.Name, ev.addr, scopeOf(ev.addr.Addr()))
 	default:
 		label("[LINK]")
-		s.out.WriteString(del + s.linkLine(ev.link, false) + linkL2(ev.link))
+		w.text(del)
+		s.printLink(&w, ev.link, false)
 	}
 }

@@ -3,6 +3,7 @@ package control
 import (
 	"strconv"
 	"syscall"
+
 	"urouter/nexthop"
 )
 
@@ -29,52 +30,21 @@ func (s *session) nexthopBucket(args [][]byte) *cmdErr {
 func (s *session) bucketShow(args [][]byte, get bool) *cmdErr {
 	index := -1
 	if get {
-		var rest [][]byte
-		for i := 0; i < len(args); i++ {
-			if is(args[i], "index") && i+1 < len(args) {
-				n, err := strconv.ParseUint(str(args[i+1]), 0, 16)
-				if err != nil {
-					return invarg("invalid index value", args[i+1])
-				}
-				index = int(n)
-				i++
-				continue
-			}
-			rest = append(rest, args[i])
-		}
-		args = rest
-		if index < 0 {
-			return nexthopUsage()
+		var err *cmdErr
+		if args, index, err = bucketIndex(args); err != nil {
+			return err
 		}
 	}
 	f, err := s.parseNhFilter(args, true)
 	if err != nil {
 		return err
 	}
-	var objs []*nexthop.Object
-	if f.idSet {
-		o := s.r.Nexthops.Get(f.id)
-		if o == nil {
-			return answers(syscall.ENOENT)
-		}
-		if v := o.Load(); !v.IsGroup() || v.Type != nexthop.ResilientType {
-			return &cmdErr{msg: "Error: Nexthop group not of type resilient.\nDump terminated", code: 2}
-		}
-		objs = append(objs, o)
-	} else {
-		for _, v := range s.r.Nexthops.List() {
-			if v.IsGroup() && v.Type == nexthop.ResilientType {
-				if o := s.r.Nexthops.Get(v.ID); o != nil {
-					objs = append(objs, o)
-				}
-			}
-		}
+	objs, err := s.resilientGroups(f)
+	if err != nil {
+		return err
 	}
-	var j *jsonw
-	if s.opt.json {
-		j = &jsonw{w: s.out, pretty: s.opt.pretty}
-		j.startArray()
-	}
+	w := s.newPrinter()
+	w.begin()
 	for _, o := range objs {
 		ids, idle, _ := s.r.Nexthops.Buckets(o)
 		if get && index >= len(ids) {
@@ -89,28 +59,69 @@ func (s *session) bucketShow(args [][]byte, get bool) *cmdErr {
 					continue
 				}
 			}
-			secs := strconv.FormatFloat(float64(idle[i]/10)/100, 'f', -1, 64)
-			if j != nil {
-				j.startObject()
-				j.uint("id", uint64(o.ID()))
-				j.name("bucket")
-				j.startObject()
-				j.uint("index", uint64(i))
-				j.name("idle_time")
-				j.raw(secs)
-				j.uint("nhid", uint64(nh))
-				j.endObject()
-				j.strings("flags", nil)
-				j.endObject()
-				continue
-			}
-			s.out.WriteString("id " + strconv.FormatUint(uint64(o.ID()), 10) + " index " + strconv.Itoa(i) +
-				" idle_time " + secs + " nhid " + strconv.FormatUint(uint64(nh), 10) + " \n")
+			printBucket(&w, o.ID(), i, idle[i], nh)
 		}
 	}
-	if j != nil {
-		j.endArray()
-		s.out.WriteByte('\n')
-	}
+	w.end()
 	return nil
+}
+
+// bucketIndex takes `index I` out of a bucket get's arguments.
+func bucketIndex(args [][]byte) ([][]byte, int, *cmdErr) {
+	index := -1
+	var rest [][]byte
+	for i := 0; i < len(args); i++ {
+		if is(args[i], "index") && i+1 < len(args) {
+			n, err := strconv.ParseUint(str(args[i+1]), 0, 16)
+			if err != nil {
+				return nil, 0, invarg("invalid index value", args[i+1])
+			}
+			index = int(n)
+			i++
+			continue
+		}
+		rest = append(rest, args[i])
+	}
+	if index < 0 {
+		return nil, 0, nexthopUsage()
+	}
+	return rest, index, nil
+}
+
+// resilientGroups are the resilient groups f selects by id, or all.
+func (s *session) resilientGroups(f *nhFilter) ([]*nexthop.Object, *cmdErr) {
+	var objs []*nexthop.Object
+	if f.idSet {
+		o := s.r.Nexthops.Get(f.id)
+		if o == nil {
+			return nil, answers(syscall.ENOENT)
+		}
+		if v := o.Load(); !v.IsGroup() || v.Type != nexthop.ResilientType {
+			return nil, &cmdErr{msg: "Error: Nexthop group not of type resilient.\nDump terminated", code: 2}
+		}
+		return append(objs, o), nil
+	}
+	for _, v := range s.r.Nexthops.List() {
+		if v.IsGroup() && v.Type == nexthop.ResilientType {
+			if o := s.r.Nexthops.Get(v.ID); o != nil {
+				objs = append(objs, o)
+			}
+		}
+	}
+	return objs, nil
+}
+
+// printBucket prints bucket i of group id as print_nexthop_bucket does;
+// idle is in milliseconds.
+func printBucket(w *printer, id uint32, i int, idle int64, nh uint32) {
+	w.openObject("")
+	w.uint("id", "id %d ", uint64(id))
+	w.openObject("bucket")
+	w.uint("index", "index %d ", uint64(i))
+	w.number("idle_time", "idle_time %s ", strconv.FormatFloat(float64(idle/10)/100, 'f', -1, 64))
+	w.uint("nhid", "nhid %d ", uint64(nh))
+	w.closeObject()
+	w.strings("flags", "", nil)
+	w.text("\n")
+	w.closeObject()
 }

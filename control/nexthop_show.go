@@ -2,6 +2,8 @@ package control
 
 import (
 	"strconv"
+	"syscall"
+
 	"urouter/fib6"
 	"urouter/nexthop"
 )
@@ -121,30 +123,17 @@ func (s *session) nexthopShow(args [][]byte, flush bool) *cmdErr {
 
 // nhPrinter prints nexthop objects as ipnexthop.c's print_nexthop does.
 type nhPrinter struct {
-	s *session
-	j *jsonw
+	s   *session
+	out printer
 }
 
 func (s *session) nhPrinter() *nhPrinter {
-	p := &nhPrinter{s: s}
-	if s.opt.json {
-		p.j = &jsonw{w: s.out, pretty: s.opt.pretty}
-	}
-	return p
+	return &nhPrinter{s: s, out: s.newPrinter()}
 }
 
-func (p *nhPrinter) begin() {
-	if p.j != nil {
-		p.j.startArray()
-	}
-}
+func (p *nhPrinter) begin() { p.out.begin() }
 
-func (p *nhPrinter) end() {
-	if p.j != nil {
-		p.j.endArray()
-		p.s.out.WriteByte('\n')
-	}
-}
+func (p *nhPrinter) end() { p.out.end() }
 
 func (p *nhPrinter) devName(link int32) string {
 	if l := p.s.r.Links.ByIndex(link); l != nil {
@@ -166,95 +155,63 @@ func nhScope(v *nexthop.Version) string {
 }
 
 func (p *nhPrinter) print(v *nexthop.Version) {
-	d := p.s.opt.details
+	d, w := p.s.opt.details, &p.out
 	scope := nhScope(v)
-	if j := p.j; j != nil {
-		j.startObject()
-		j.uint("id", uint64(v.ID))
-		if v.IsGroup() {
-			j.name("group")
-			j.startArray()
-			for _, e := range v.Group {
-				j.startObject()
-				j.uint("id", uint64(e.ID))
-				if e.Weight != 1 {
-					j.uint("weight", uint64(e.Weight))
-				}
-				j.endObject()
-			}
-			j.endArray()
-			if v.Type == nexthop.ResilientType {
-				j.str("type", "resilient")
-				j.name("resilient_args")
-				j.startObject()
-				j.uint("buckets", uint64(v.Buckets))
-				j.uint("idle_timer", uint64(v.IdleTimer))
-				j.uint("unbalanced_timer", uint64(v.UnbalancedTimer))
-				j.uint("unbalanced_time", uint64(p.unbalanced(v)))
-				j.endObject()
-			}
-		}
-		if v.Gateway.IsValid() {
-			j.str("gateway", v.Gateway.String())
-		}
-		if !v.IsGroup() && v.Flags&nexthop.Blackhole == 0 {
-			j.str("dev", p.devName(v.Link))
-		}
-		if scope != "global" || d {
-			j.str("scope", scope)
-		}
-		if v.Flags&nexthop.Blackhole != 0 {
-			j.name("blackhole")
-			j.raw("null")
-		}
-		if v.Proto != 0 || d {
-			j.str("protocol", protoString(fib6.Proto(v.Proto)))
-		}
-		j.strings("flags", pathFlags(v.Nexthop))
-		j.endObject()
-		return
-	}
-	b := strconv.AppendUint([]byte("id "), uint64(v.ID), 10)
-	b = append(b, ' ')
+	w.openObject("")
+	w.uint("id", "id %d ", uint64(v.ID))
 	if v.IsGroup() {
-		b = append(b, "group "...)
-		for i, e := range v.Group {
-			if i > 0 {
-				b = append(b, '/')
-			}
-			b = strconv.AppendUint(b, uint64(e.ID), 10)
-			if e.Weight != 1 {
-				b = strconv.AppendUint(append(b, ','), uint64(e.Weight), 10)
-			}
-		}
-		b = append(b, ' ')
-		if v.Type == nexthop.ResilientType {
-			b = strconv.AppendUint(append(b, "type resilient buckets "...), uint64(v.Buckets), 10)
-			b = strconv.AppendUint(append(b, " idle_timer "...), uint64(v.IdleTimer), 10)
-			b = strconv.AppendUint(append(b, " unbalanced_timer "...), uint64(v.UnbalancedTimer), 10)
-			b = strconv.AppendUint(append(b, " unbalanced_time "...), uint64(p.unbalanced(v)), 10)
-			b = append(b, ' ')
-		}
+		p.group(v)
 	}
 	if v.Gateway.IsValid() {
-		b = append(v.Gateway.AppendTo(append(b, "via "...)), ' ')
+		w.addr("gateway", "via %s ", v.Gateway)
 	}
 	if !v.IsGroup() && v.Flags&nexthop.Blackhole == 0 {
-		b = append(append(append(b, "dev "...), p.devName(v.Link)...), ' ')
+		w.str("dev", "dev %s ", p.devName(v.Link))
 	}
 	if scope != "global" || d {
-		b = append(append(append(b, "scope "...), scope...), ' ')
+		w.str("scope", "scope %s ", scope)
 	}
 	if v.Flags&nexthop.Blackhole != 0 {
-		b = append(b, "blackhole "...)
+		w.null("blackhole", "blackhole ")
 	}
 	if v.Proto != 0 || d {
-		b = append(append(append(b, "proto "...), protoString(fib6.Proto(v.Proto))...), ' ')
+		w.str("protocol", "proto %s ", protoString(fib6.Proto(v.Proto)))
 	}
-	for _, f := range pathFlags(v.Nexthop) {
-		b = append(append(b, f...), ' ')
+	w.strings("flags", "%s ", pathFlags(v.Nexthop))
+	w.text("\n")
+	w.closeObject()
+}
+
+// group prints a group's members, ID[,WEIGHT] by '/', and a resilient
+// group's arguments.
+func (p *nhPrinter) group(v *nexthop.Version) {
+	w := &p.out
+	w.text("group ")
+	w.openArray("group")
+	for i, e := range v.Group {
+		if i > 0 {
+			w.text("/")
+		}
+		w.openObject("")
+		w.uint("id", "%d", uint64(e.ID))
+		if e.Weight != 1 {
+			w.uint("weight", ",%d", uint64(e.Weight))
+		}
+		w.closeObject()
 	}
-	p.s.out.Write(append(b, '\n'))
+	w.closeArray()
+	w.text(" ")
+	if v.Type != nexthop.ResilientType {
+		return
+	}
+	w.str("type", "type %s ", "resilient")
+	w.openObject("resilient_args")
+	w.uint("buckets", "buckets %d", uint64(v.Buckets))
+	w.uint("idle_timer", " idle_timer %d", uint64(v.IdleTimer))
+	w.uint("unbalanced_timer", " unbalanced_timer %d", uint64(v.UnbalancedTimer))
+	w.uint("unbalanced_time", " unbalanced_time %d", uint64(p.unbalanced(v)))
+	w.closeObject()
+	w.text(" ")
 }
 
 // unbalanced is how long a resilient group has been unbalanced, in
@@ -266,4 +223,23 @@ func (p *nhPrinter) unbalanced(v *nexthop.Version) int64 {
 	}
 	_, _, unb := p.s.r.Nexthops.Buckets(o)
 	return unb / 1000
+}
+
+func (s *session) nexthopGet(args [][]byte) *cmdErr {
+	if len(args) == 0 {
+		return nexthopUsage()
+	}
+	id, err := s.nexthopIDArg(args)
+	if err != nil {
+		return err
+	}
+	o := s.r.Nexthops.Get(id)
+	if o == nil {
+		return answers(syscall.ENOENT)
+	}
+	p := s.nhPrinter()
+	p.begin()
+	p.print(o.Load())
+	p.end()
+	return nil
 }

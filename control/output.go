@@ -2,7 +2,9 @@ package control
 
 import (
 	"bufio"
+	"net/netip"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -13,16 +15,6 @@ type jsonw struct {
 	pretty bool
 	depth  int
 	sep    byte
-}
-
-// jsonArray starts the array a -j show prints, or returns nil without -j.
-func (s *session) jsonArray() *jsonw {
-	if !s.opt.json {
-		return nil
-	}
-	j := &jsonw{w: s.out, pretty: s.opt.pretty}
-	j.startArray()
-	return j
 }
 
 func (j *jsonw) eor() {
@@ -107,20 +99,7 @@ func (j *jsonw) int(k string, v int64) {
 	j.w.Write(strconv.AppendInt(b[:0], v, 10))
 }
 
-// metrics writes a route's "metrics" (its MTU, if it has one).
-func (j *jsonw) metrics(mtu uint32) {
-	if mtu == 0 {
-		return
-	}
-	j.name("metrics")
-	j.startArray()
-	j.startObject()
-	j.uint("mtu", uint64(mtu))
-	j.endObject()
-	j.endArray()
-}
-
-// arrayStr writes a JSON array value of strings (e.g. flags).
+// strings writes a JSON array value of strings (e.g. flags).
 func (j *jsonw) strings(k string, vs []string) {
 	j.name(k)
 	j.startArray()
@@ -172,4 +151,173 @@ func (j *jsonw) raw(v string) {
 func (j *jsonw) null(k string) {
 	j.name(k)
 	j.raw("null")
+}
+
+// printer prints an object in text or in JSON from the same calls, as
+// iproute2 prints both from one print_*(PRINT_ANY, key, fmt, value): in
+// text the value goes through format, whose one verb (%s, %d) stands for
+// it (a format without a verb prints alone, an empty one prints nothing:
+// a JSON-only piece); in JSON the key and value are written. Objects and
+// arrays are JSON's alone; text says what it needs through text().
+type printer struct {
+	w   *bufio.Writer
+	j   *jsonw // nil: text
+	buf [64]byte
+}
+
+func (s *session) newPrinter() printer {
+	p := printer{w: s.out}
+	if s.opt.json {
+		p.j = &jsonw{w: s.out, pretty: s.opt.pretty}
+	}
+	return p
+}
+
+func (p *printer) json() bool { return p.j != nil }
+
+// begin and end wrap a show's objects: JSON's outer array.
+func (p *printer) begin() {
+	if p.j != nil {
+		p.j.startArray()
+	}
+}
+
+func (p *printer) end() {
+	if p.j != nil {
+		p.j.endArray()
+		p.w.WriteByte('\n')
+	}
+}
+
+// text prints s in text only (PRINT_FP).
+func (p *printer) text(s string) {
+	if p.j == nil {
+		p.w.WriteString(s)
+	}
+}
+
+// textf prints v through format in text.
+func (p *printer) textf(format string, v string) {
+	i := strings.IndexByte(format, '%')
+	if i < 0 {
+		p.w.WriteString(format)
+		return
+	}
+	p.w.WriteString(format[:i])
+	p.w.WriteString(v)
+	p.w.WriteString(format[i+2:])
+}
+
+// bytes prints a string value given as bytes (scratch; not kept).
+func (p *printer) bytes(key, format string, v []byte) {
+	if p.j != nil {
+		p.j.name(key)
+		p.j.eor()
+		p.j.quote(str(v))
+		return
+	}
+	p.textf(format, str(v))
+}
+
+func (p *printer) str(key, format, v string) {
+	if p.j != nil {
+		p.j.str(key, v)
+		return
+	}
+	p.textf(format, v)
+}
+
+func (p *printer) uint(key, format string, v uint64) {
+	if p.j != nil {
+		p.j.uint(key, v)
+		return
+	}
+	p.textf(format, str(strconv.AppendUint(p.buf[:0], v, 10)))
+}
+
+func (p *printer) int(key, format string, v int64) {
+	if p.j != nil {
+		p.j.int(key, v)
+		return
+	}
+	p.textf(format, str(strconv.AppendInt(p.buf[:0], v, 10)))
+}
+
+// number prints a number already written out (a fraction), unquoted.
+func (p *printer) number(key, format, v string) {
+	if p.j != nil {
+		p.j.name(key)
+		p.j.raw(v)
+		return
+	}
+	p.textf(format, v)
+}
+
+func (p *printer) addr(key, format string, a netip.Addr) {
+	p.bytes(key, format, a.AppendTo(p.buf[:0]))
+}
+
+// null prints a flag as print_null does: format in text, key: null in
+// JSON.
+func (p *printer) null(key, format string) {
+	if p.j != nil {
+		p.j.null(key)
+		return
+	}
+	p.w.WriteString(format)
+}
+
+// strings prints a list (flags): each through format in text, an array
+// of strings (empty for none) in JSON.
+func (p *printer) strings(key, format string, vs []string) {
+	if p.j != nil {
+		p.j.strings(key, vs)
+		return
+	}
+	for _, v := range vs {
+		p.textf(format, v)
+	}
+}
+
+// openObject starts a JSON object, named key inside an object, or an
+// element of an array for "".
+func (p *printer) openObject(key string) {
+	if p.j != nil {
+		if key != "" {
+			p.j.name(key)
+		}
+		p.j.startObject()
+	}
+}
+
+func (p *printer) closeObject() {
+	if p.j != nil {
+		p.j.endObject()
+	}
+}
+
+// openArray starts a JSON array named key.
+func (p *printer) openArray(key string) {
+	if p.j != nil {
+		p.j.name(key)
+		p.j.startArray()
+	}
+}
+
+func (p *printer) closeArray() {
+	if p.j != nil {
+		p.j.endArray()
+	}
+}
+
+// metrics prints a route's MTU, if it has one: in JSON its "metrics".
+func (p *printer) metrics(mtu uint32) {
+	if mtu == 0 {
+		return
+	}
+	p.openArray("metrics")
+	p.openObject("")
+	p.uint("mtu", " mtu %d", uint64(mtu))
+	p.closeObject()
+	p.closeArray()
 }

@@ -34,7 +34,12 @@ func (s *session) appendStep(b []byte, q *getReq, st *decide.Step) []byte {
 	switch st.Kind {
 	case decide.RuleMatched, decide.RuleSkipped:
 		b = strconv.AppendUint(append(b, "rule "...), uint64(st.Rule.Pref), 10)
-		b = s.appendRule(append(b, ": "...), st.Rule, rules.State{}, false)
+		// the rule as `rule show` prints it, through its printer: the
+		// line so far goes out first, the rest of it after
+		s.out.Write(append(b, ": "...))
+		w := printer{w: s.out}
+		printRule(&w, st.Rule, rules.State{}, false)
+		b = b[:0]
 		if st.Kind == decide.RuleMatched {
 			return append(b, ": matches"...)
 		}

@@ -63,6 +63,8 @@ var getWords = sync.OnceValue(func() keywords {
 	})
 })
 
+// parseGet reads iproute_get's words; the warning is for a destination
+// given as a prefix.
 func parseGet(args [][]byte) (*getReq, *cmdErr, string) {
 	q := &getReq{}
 	warn := ""
@@ -73,84 +75,23 @@ func parseGet(args [][]byte) (*getReq, *cmdErr, string) {
 		if mayBeKeyword(w) {
 			k = getWords().of(w)
 		}
-		var v []byte
 		var err *cmdErr
-		if k != 0 && k != gkNotify && k != gkConnected && k != gkFibmatch {
-			if v, err = ws.next(); err != nil {
-				return nil, err, ""
-			}
-		}
 		switch k {
-		case gkTos:
-			ds, ok := parseDSField(v)
-			if !ok {
-				return nil, invarg("TOS value is invalid\n", v), ""
-			}
-			q.key.DSField = ds
-		case gkFrom:
-			p, perr := parsePrefix(v)
-			if perr != nil {
-				return nil, perr, ""
-			}
-			if p.Bits() != 128 {
-				return nil, extack("ipv6: Invalid values in header for get route request."), ""
-			}
-			q.src = p.Addr()
-		case gkIif:
-			q.iif = v
-		case gkMark:
-			if _, ok := parseUint32(v); !ok {
-				return nil, invarg("invalid mark value", v), "" // the router has no marks to match
-			}
-		case gkOif:
-			q.oif = v
+		case 0:
+			warn, err = q.parseDst(&ws, w)
 		case gkNotify:
 		case gkConnected:
 			q.connected = true
-		case gkVrf:
-			return nil, invarg("Invalid VRF\n", v), "" // the router has no VRFs
-		case gkUID:
-			if _, ok := parseUint32(v); !ok {
-				return nil, invarg("invalid UID\n", v), ""
-			}
 		case gkFibmatch:
 			q.fibmatch = true
-		case gkAs:
-			return nil, unsupported(w), ""
-		case gkSport, gkDport:
-			n, perr := strconv.ParseUint(str(v), 0, 16)
-			if perr != nil {
-				return nil, invarg("invalid "+[]string{"sport", "dport"}[k-gkSport]+"\n", v), ""
-			}
-			if k == gkSport {
-				q.key.Sport = uint16(n)
-			} else {
-				q.key.Dport = uint16(n)
-			}
-		case gkIPProto:
-			p, ok := parseIPProto(v)
-			if !ok {
-				return nil, invarg("Invalid \"ipproto\" value\n", v), ""
-			}
-			q.key.Proto, q.protoGiven = p, true
 		default:
-			if is(w, "to") {
-				if w, err = ws.next(); err != nil {
-					return nil, err, ""
-				}
+			var v []byte
+			if v, err = ws.next(); err == nil {
+				err = q.parseWord(k, w, v)
 			}
-			if matches(w, "help") {
-				return nil, routeUsage(), ""
-			}
-			p, perr := parsePrefix(w)
-			if perr != nil {
-				return nil, perr, ""
-			}
-			warn = ""
-			if p.Bits() != 128 {
-				warn = "Warning: /" + strconv.Itoa(p.Bits()) + " as prefix is invalid, only /128 (or none) is supported."
-			}
-			q.dst = p.Addr() // the last one given counts, as with ip
+		}
+		if err != nil {
+			return nil, err, ""
 		}
 	}
 	if !q.dst.IsValid() {
@@ -166,10 +107,87 @@ func parseGet(args [][]byte) (*getReq, *cmdErr, string) {
 	return q, nil, warn
 }
 
+// parseWord reads keyword k's value v.
+func (q *getReq) parseWord(k int, w, v []byte) *cmdErr {
+	switch k {
+	case gkTos:
+		ds, ok := parseDSField(v)
+		if !ok {
+			return invarg("TOS value is invalid\n", v)
+		}
+		q.key.DSField = ds
+	case gkFrom:
+		p, err := parsePrefix(v)
+		if err != nil {
+			return err
+		}
+		if p.Bits() != 128 {
+			return extack("ipv6: Invalid values in header for get route request.")
+		}
+		q.src = p.Addr()
+	case gkIif:
+		q.iif = v
+	case gkMark:
+		if _, ok := parseUint32(v); !ok {
+			return invarg("invalid mark value", v) // the router has no marks to match
+		}
+	case gkOif:
+		q.oif = v
+	case gkVrf:
+		return invarg("Invalid VRF\n", v) // the router has no VRFs
+	case gkUID:
+		if _, ok := parseUint32(v); !ok {
+			return invarg("invalid UID\n", v)
+		}
+	case gkAs:
+		return unsupported(w)
+	case gkSport, gkDport:
+		n, err := strconv.ParseUint(str(v), 0, 16)
+		if err != nil {
+			return invarg("invalid "+[]string{"sport", "dport"}[k-gkSport]+"\n", v)
+		}
+		if k == gkSport {
+			q.key.Sport = uint16(n)
+		} else {
+			q.key.Dport = uint16(n)
+		}
+	case gkIPProto:
+		p, ok := parseIPProto(v)
+		if !ok {
+			return invarg("Invalid \"ipproto\" value\n", v)
+		}
+		q.key.Proto, q.protoGiven = p, true
+	}
+	return nil
+}
+
+// parseDst reads `[to] ADDRESS`; the last one given counts, as with ip.
+// A prefix other than /128 is taken with a warning.
+func (q *getReq) parseDst(ws *argv, w []byte) (string, *cmdErr) {
+	if is(w, "to") {
+		var err *cmdErr
+		if w, err = ws.next(); err != nil {
+			return "", err
+		}
+	}
+	if matches(w, "help") {
+		return "", routeUsage()
+	}
+	p, err := parsePrefix(w)
+	if err != nil {
+		return "", err
+	}
+	q.dst = p.Addr()
+	if p.Bits() != 128 {
+		return "Warning: /" + strconv.Itoa(p.Bits()) + " as prefix is invalid, only /128 (or none) is supported.", nil
+	}
+	return "", nil
+}
+
 func (s *session) routeGet(args [][]byte) *cmdErr {
 	q, err, warn := parseGet(args)
 	if warn != "" {
-		s.out.Flush()
+		s.flush()
 		s.errOut(warn)
 	}
 	if err != nil {
@@ -181,7 +199,7 @@ func (s *session) routeGet(args [][]byte) *cmdErr {
 	}
 	var iif *dataplane.Link
 	if q.iif != nil {
-		if iif, err = s.link(q.iif); err != nil {
+		if iif, err = s.routeLink(q.iif); err != nil {
 			return err
 		}
 		if iif.Flags()&port.FlagLoopback == 0 { // iif lo is the router itself: no iif
@@ -189,7 +207,7 @@ func (s *session) routeGet(args [][]byte) *cmdErr {
 		}
 	}
 	if q.oif != nil {
-		l, err := s.link(q.oif)
+		l, err := s.routeLink(q.oif)
 		if err != nil {
 			return err
 		}
@@ -217,7 +235,7 @@ func (s *session) routeGet(args [][]byte) *cmdErr {
 	if q.fibmatch {
 		s.printFibmatch(q, &r)
 		if q.connected {
-			s.out.Flush()
+			s.flush()
 			return &cmdErr{msg: "Failed to connect the route", code: 1}
 		}
 		return nil
@@ -250,71 +268,40 @@ func (s *session) printGet(q *getReq, res *decide.Result) {
 	if q.iif == nil {
 		pref, _ = s.r.Decider.RouteSource(res, q.dst)
 	}
-	if s.opt.json {
-		j := &jsonw{w: s.out, pretty: s.opt.pretty}
-		j.startArray()
-		j.startObject()
-		if r.Type != fib6.Unicast {
-			j.str("type", r.Type.String())
-		}
-		j.str("dst", q.dst.String())
-		j.str("from", from.String())
-		if res.Path.Gateway.IsValid() {
-			j.str("gateway", res.Path.Gateway.String())
-		}
-		j.str("dev", dev)
-		if res.Table != fib6.TableMain {
-			j.str("table", tableString(res.Table))
-		}
-		if r.Proto != fib6.ProtoBoot {
-			j.str("protocol", protoString(r.Proto))
-		}
-		if pref.IsValid() {
-			j.str("prefsrc", pref.String())
-		}
-		j.uint("metric", uint64(r.Metric))
-		j.strings("flags", pathFlags(res.Path))
-		j.metrics(r.MTU)
-		if q.iif != nil {
-			j.str("iif", string(q.iif))
-		}
-		j.str("pref", "medium")
-		j.endObject()
-		j.endArray()
-		s.out.WriteByte('\n')
-		return
-	}
-	b := make([]byte, 0, 128)
+	w := s.newPrinter()
+	w.begin()
+	w.openObject("")
 	if r.Type != fib6.Unicast {
-		b = append(append(b, r.Type.String()...), ' ')
+		w.str("type", "%s ", r.Type.String())
 	}
-	b = q.dst.AppendTo(b)
-	b = from.AppendTo(append(b, " from "...))
+	w.addr("dst", "%s", q.dst)
+	w.addr("from", " from %s", from)
 	if res.Path.Gateway.IsValid() {
-		b = res.Path.Gateway.AppendTo(append(b, " via "...))
+		w.addr("gateway", " via %s", res.Path.Gateway)
 	}
-	b = append(append(b, " dev "...), dev...)
+	w.str("dev", " dev %s", dev)
 	if res.Table != fib6.TableMain {
-		b = append(append(b, " table "...), tableString(res.Table)...)
+		w.str("table", " table %s", tableString(res.Table))
 	}
 	if r.Proto != fib6.ProtoBoot {
-		b = append(append(b, " proto "...), protoString(r.Proto)...)
+		w.str("protocol", " proto %s", protoString(r.Proto))
 	}
 	if pref.IsValid() {
-		b = pref.AppendTo(append(b, " src "...))
+		w.addr("prefsrc", " src %s", pref)
 	}
-	b = strconv.AppendUint(append(b, " metric "...), uint64(r.Metric), 10)
+	w.uint("metric", " metric %d", uint64(r.Metric))
+	w.strings("flags", "", pathFlags(res.Path)) // text names onlink alone
 	if res.Path.Flags&nexthop.OnLink != 0 {
-		b = append(b, " onlink"...)
+		w.text(" onlink")
 	}
-	if r.MTU != 0 {
-		b = strconv.AppendUint(append(b, " mtu "...), uint64(r.MTU), 10)
-	}
+	w.metrics(r.MTU)
 	if q.iif != nil {
-		b = append(append(b, " iif "...), q.iif...)
+		w.bytes("iif", " iif %s", q.iif)
 	}
-	b = append(b, " pref medium\n"...)
-	s.out.Write(b)
+	w.str("pref", " pref %s", "medium")
+	w.text("\n")
+	w.closeObject()
+	w.end()
 }
 
 // printFibmatch prints the whole route that decided, as `route show`

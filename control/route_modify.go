@@ -18,7 +18,7 @@ func (s *session) route(args [][]byte) *cmdErr {
 		return s.routeShow(nil, false)
 	}
 	w, rest := args[0], args[1:]
-	switch s.cmdMemo.of(routeCmds(), w) {
+	switch s.routes.cmd.of(routeCmds(), w) {
 	case rcAdd:
 		return s.routeModify(opAdd, rest)
 	case rcChange:
@@ -51,16 +51,27 @@ func (s *session) route(args [][]byte) *cmdErr {
 	return parseErr("Command \"%s\" is unknown, try \"ip route help\".", w)
 }
 
+// link is the link of that name, for any object's command.
 func (s *session) link(name []byte) (*dataplane.Link, *cmdErr) {
-	if l := s.lastDev; l != nil && l.Name == string(name) && s.r.Links.ByIndex(l.Index) == l {
-		return l, nil // still the link of that name
-	}
 	l := s.r.Links.ByName(str(name))
 	if l == nil {
 		return nil, nodev(name)
 	}
-	s.lastDev = l
 	return l, nil
+}
+
+// routeLink is s.link for route commands: a batch names the same link on
+// every line, and the one named last is kept while it is still the link
+// of that name.
+func (s *session) routeLink(name []byte) (*dataplane.Link, *cmdErr) {
+	if l := s.routes.dev; l != nil && l.Name == string(name) && s.r.Links.ByIndex(l.Index) == l {
+		return l, nil
+	}
+	l, err := s.link(name)
+	if err == nil {
+		s.routes.dev = l
+	}
+	return l, err
 }
 
 // routeModify validates and allocates everything it can before it takes
@@ -69,7 +80,7 @@ func (s *session) link(name []byte) (*dataplane.Link, *cmdErr) {
 func (s *session) routeModify(op routeOp, args [][]byte) *cmdErr {
 	var req routeReq
 	q := &req
-	if perr := parseRouteModify(q, args, &s.parseMemo); perr != nil {
+	if perr := parseRouteModify(q, args, &s.routes.words); perr != nil {
 		return perr
 	}
 	tid := q.table
@@ -85,59 +96,94 @@ func (s *session) routeModify(op routeOp, args [][]byte) *cmdErr {
 	var l *dataplane.Link
 	if q.dev != nil {
 		var err *cmdErr
-		if l, err = s.link(q.dev); err != nil {
+		if l, err = s.routeLink(q.dev); err != nil {
 			return err
 		}
 	}
 	t := s.r.Tables.Get(tid) // nil until a route is added to it
 	if op == opDel {
-		if t == nil {
-			return answers(syscall.ESRCH)
-		}
-		m := fib6.Match{Dst: q.dst, Src: q.src, Gateway: q.gw}
-		if q.metricSet {
-			m.Metric = q.metric
-			if m.Metric == 0 {
-				m.Metric = fib6.DefaultMetric
-			}
-		}
-		if q.protoSet {
-			m.Proto = q.proto
-		}
-		if q.typ != 0 {
-			m.Type = q.typ
-		}
-		if l != nil {
-			m.Link = l.Index
-		}
-		if q.nhidSet {
-			m.NhID = q.nhid
-		}
-		x := s.txnFor(t)
-		if len(q.legs) == 0 {
-			if _, err := x.Delete(m); err != nil {
-				return rejected(err)
-			}
-		}
-		// `del P nexthop via A ... nexthop via B ...` deletes each path
-		for _, lg := range q.legs {
-			pm := m
-			pm.Gateway = lg.gw
-			if lg.dev != nil {
-				ll, err := s.link(lg.dev)
-				if err != nil {
-					return err
-				}
-				pm.Link = ll.Index
-			}
-			if _, err := x.Delete(pm); err != nil {
-				return rejected(err)
-			}
-		}
-		s.gwCache.changed(q.dst)
-		return nil
+		return s.routeDelete(q, l, t)
 	}
-	rt := fib6.Route{Dst: q.dst}
+	var rt fib6.Route
+	q.fill(&rt)
+	if err := s.routePaths(q, l, &rt, tid, t); err != nil {
+		return err
+	}
+	if t == nil {
+		t = s.r.Tables.Ensure(tid)
+	}
+	x := s.txnFor(t)
+	if l != nil && !l.Up() && (rt.Type == fib6.Unicast || rt.Type == fib6.Local) {
+		return extack("Nexthop device is not up.")
+	}
+	if rt.Group != nil {
+		for _, m := range rt.Group.Members() {
+			if ll := s.r.Links.ByIndex(m.Link); ll == nil || !ll.Up() {
+				return extack("Nexthop device is not up.")
+			}
+		}
+	}
+	if err := applyRoute(x, op, &rt); err != nil {
+		return err
+	}
+	s.routes.changed(q.dst)
+	return nil
+}
+
+// routeDelete deletes the routes q matches in table t (nil if it does not
+// exist); l is q's link.
+func (s *session) routeDelete(q *routeReq, l *dataplane.Link, t *fib6.Table) *cmdErr {
+	if t == nil {
+		return answers(syscall.ESRCH)
+	}
+	m := fib6.Match{Dst: q.dst, Src: q.src, Gateway: q.gw}
+	if q.metricSet {
+		m.Metric = q.metric
+		if m.Metric == 0 {
+			m.Metric = fib6.DefaultMetric
+		}
+	}
+	if q.protoSet {
+		m.Proto = q.proto
+	}
+	if q.typ != 0 {
+		m.Type = q.typ
+	}
+	if l != nil {
+		m.Link = l.Index
+	}
+	if q.nhidSet {
+		m.NhID = q.nhid
+	}
+	x := s.txnFor(t)
+	if len(q.legs) == 0 {
+		if _, err := x.Delete(m); err != nil {
+			return rejected(err)
+		}
+	}
+	// `del P nexthop via A ... nexthop via B ...` deletes each path
+	for _, lg := range q.legs {
+		pm := m
+		pm.Gateway = lg.gw
+		if lg.dev != nil {
+			ll, err := s.routeLink(lg.dev)
+			if err != nil {
+				return err
+			}
+			pm.Link = ll.Index
+		}
+		if _, err := x.Delete(pm); err != nil {
+			return rejected(err)
+		}
+	}
+	s.routes.changed(q.dst)
+	return nil
+}
+
+// fill makes rt the route q adds, without its paths (in place: a route is
+// big, and a batch adds one a line).
+func (q *routeReq) fill(rt *fib6.Route) {
+	*rt = fib6.Route{Dst: q.dst}
 	rt.Src = q.src
 	rt.Type = q.typ
 	if rt.Type == 0 {
@@ -159,6 +205,11 @@ func (s *session) routeModify(op routeOp, args [][]byte) *cmdErr {
 	if q.onlink {
 		rt.Nexthop.Flags |= nexthop.OnLink
 	}
+}
+
+// routePaths gives rt its paths as q names them: a nexthop object, a
+// multipath group or one nexthop, each checked as Linux checks it.
+func (s *session) routePaths(q *routeReq, l *dataplane.Link, rt *fib6.Route, tid uint32, t *fib6.Table) *cmdErr {
 	switch {
 	case q.nhidSet:
 		if q.gw.IsValid() || l != nil || len(q.legs) > 0 {
@@ -178,45 +229,34 @@ func (s *session) routeModify(op routeOp, args [][]byte) *cmdErr {
 		if l != nil {
 			rt.Nexthop.Link = l.Index
 		}
-		if err := s.checkGateway(&rt, tid, t); err != nil {
+		if err := s.checkGateway(rt, tid, t); err != nil {
 			return err
 		}
 	}
-	if t == nil {
-		t = s.r.Tables.Ensure(tid)
-	}
-	x := s.txnFor(t)
-	if l != nil && !l.Up() && (rt.Type == fib6.Unicast || rt.Type == fib6.Local) {
-		return extack("Nexthop device is not up.")
-	}
-	if rt.Group != nil {
-		for _, m := range rt.Group.Members() {
-			if ll := s.r.Links.ByIndex(m.Link); ll == nil || !ll.Up() {
-				return extack("Nexthop device is not up.")
-			}
-		}
-	}
+	return nil
+}
+
+// applyRoute does op with rt in the transaction.
+func applyRoute(x *fib6.Txn, op routeOp, rt *fib6.Route) *cmdErr {
 	var err error
 	switch op {
 	case opAdd:
-		err = x.Add(rt)
+		err = x.Add(*rt)
 	case opReplace:
-		err = x.Replace(rt)
+		err = x.Replace(*rt)
 	case opAppend:
-		err = x.Append(rt)
+		err = x.Append(*rt)
 	case opPrepend:
-		err = x.Prepend(rt)
+		err = x.Prepend(*rt)
 	case opChange:
 		if _, derr := x.Delete(fib6.Match{Dst: rt.Dst, Src: rt.Src, Metric: rt.Metric}); derr != nil {
 			return extack("Can not replace route - no match found.")
 		}
-		err = x.Add(rt)
+		err = x.Add(*rt)
 	}
 	if err != nil {
 		return rejected(err)
 	}
-	s.gwCache.changed(q.dst)
-	s.legCache.changed(q.dst)
 	return nil
 }
 
@@ -247,7 +287,7 @@ func (s *session) checkGateway(rt *fib6.Route, tid uint32, t *fib6.Table) *cmdEr
 	}
 	// A batch names the same gateway again and again: what was checked
 	// holds while the tables and rules it was checked in are unchanged.
-	c := &s.gwCache
+	c := &s.routes.gw
 	rs, gen := s.r.Rules.Load(), s.r.Tables.Generation()
 	if c.gw == gw && c.tid == tid && (nh.Link == 0 || nh.Link == c.link) &&
 		c.rules == rs && c.gen == gen && (t == nil || c.tidGen == t.Generation()) {
@@ -282,14 +322,14 @@ func (s *session) checkGateway(rt *fib6.Route, tid uint32, t *fib6.Table) *cmdEr
 }
 
 // nexthopObject is nexthop object id, nil if there is none. A batch names
-// the same object on every line: the session keeps the last one while it
-// lives (the table's transaction checks that again).
+// the same object on every line: the route parser keeps the last one
+// while it lives (the table's transaction checks that again).
 func (s *session) nexthopObject(id uint32) *nexthop.Object {
-	if o := s.lastObj; o != nil && o.ID() == id && o.Alive() {
+	if o := s.routes.obj; o != nil && o.ID() == id && o.Alive() {
 		return o
 	}
-	s.lastObj = s.r.Nexthops.Get(id)
-	return s.lastObj
+	s.routes.obj = s.r.Nexthops.Get(id)
+	return s.routes.obj
 }
 
 // legGroup validates the paths of a multipath route, each as a route of
@@ -297,7 +337,7 @@ func (s *session) nexthopObject(id uint32) *nexthop.Object {
 // repeats the same paths on every line: the group checked last is reused
 // while the tables it was checked in are unchanged.
 func (s *session) legGroup(q *routeReq, tid uint32, t *fib6.Table) (*nexthop.Group, *cmdErr) {
-	c := &s.legCache
+	c := &s.routes.legs
 	rs, gen := s.r.Rules.Load(), s.r.Tables.Generation()
 	if c.g != nil && c.tid == tid && c.rules == rs && c.gen == gen && (t == nil || c.tidGen == t.Generation()) &&
 		sameLegs(c.legs, q.legs) {
@@ -312,7 +352,7 @@ func (s *session) legGroup(q *routeReq, tid uint32, t *fib6.Table) (*nexthop.Gro
 			rt.Nexthop.Flags |= nexthop.OnLink
 		}
 		if lg.dev != nil {
-			l, err := s.link(lg.dev)
+			l, err := s.routeLink(lg.dev)
 			if err != nil {
 				return nil, err
 			}
@@ -367,6 +407,14 @@ func (c *legCheck) changed(p netip.Prefix) {
 			return
 		}
 	}
+}
+
+// changed forgets the gateways and paths checked when the session's open
+// transaction changes prefix p: a route added or deleted may reach them
+// or no longer.
+func (rp *routeParser) changed(p netip.Prefix) {
+	rp.gw.changed(p)
+	rp.legs.changed(p)
 }
 
 // gwCheck remembers the last gateway checkGateway accepted; none while gw

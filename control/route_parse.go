@@ -6,6 +6,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"urouter/dataplane"
 	"urouter/fib6"
 	"urouter/nexthop"
 )
@@ -94,8 +95,19 @@ func parseUint32(b []byte) (uint32, bool) {
 	return uint32(n), err == nil
 }
 
-// parseRouteModify parses the arguments of add/del/change/append/replace/
-// prepend, keyword by keyword in iproute2's order (iproute_modify).
+// routeParser is the route object's state from one command to the next,
+// its own: a batch repeats its words, table, links, gateways, paths and
+// nexthop object on every line, and each is looked up or checked once
+// while it holds.
+type routeParser struct {
+	cmd   memo            // the command word
+	words parseMemo       // add/del/...'s keywords, gateway, table and paths
+	dev   *dataplane.Link // the link named last (see routeLink)
+	gw    gwCheck         // the gateway checked last (see checkGateway)
+	legs  legCheck        // the paths checked last (see legGroup)
+	obj   *nexthop.Object // the nexthop object named last (see nexthopObject)
+}
+
 // parseMemo keeps what the previous command parsed, for the next: a batch
 // repeats its keywords, gateway and table on every line.
 type parseMemo struct {
@@ -109,6 +121,8 @@ type parseMemo struct {
 	legGwVal []netip.Addr
 }
 
+// parseRouteModify parses the arguments of add/del/change/append/replace/
+// prepend, keyword by keyword in iproute2's order (iproute_modify).
 func parseRouteModify(q *routeReq, args [][]byte, pm *parseMemo) *cmdErr {
 	*q = routeReq{expires: -1}
 	memos := pm.kw[:]
@@ -127,173 +141,181 @@ func parseRouteModify(q *routeReq, args [][]byte, pm *parseMemo) *cmdErr {
 				nk++
 			}
 		}
+		var err *cmdErr
 		switch k {
-		case mkSrc:
-			v, err := ws.next()
-			if err != nil {
-				return err
-			}
-			if q.prefsrc, err = parseAddr(v); err != nil {
-				return err
-			}
-		case mkVia:
-			if q.gw.IsValid() {
-				return invarg("use nexthop syntax to specify multiple via\n", w)
-			}
-			v, err := ws.nextVia()
-			if err != nil {
-				return err
-			}
-			if pm.gw != nil && string(v) == string(pm.gw) {
-				q.gw = pm.gwVal
-			} else {
-				if q.gw, err = parseAddr(v); err != nil {
-					return err
-				}
-				pm.gw, pm.gwVal = append(pm.gw[:0], v...), q.gw
-			}
-		case mkFrom:
-			v, err := ws.next()
-			if err != nil {
-				return err
-			}
-			if q.src, err = parsePrefix(v); err != nil {
-				return err
-			}
-		case mkExpires:
-			n, err := ws.nextUint32("expires")
-			if err != nil {
-				return err
-			}
-			q.expires = int64(n)
-		case mkMetric:
-			n, err := ws.nextUint32("metric")
-			if err != nil {
-				return err
-			}
-			q.metric, q.metricSet = n, true
-		case mkScope:
-			v, err := ws.next()
-			if err != nil {
-				return err
-			}
-			if !is(v, "global") && !is(v, "universe") && !is(v, "0") {
-				return invarg("invalid \"scope\" value\n", v)
-			}
-		case mkMtu:
-			v, err := ws.next()
-			if err != nil {
-				return err
-			}
-			if is(v, "lock") {
-				if v, err = ws.next(); err != nil {
-					return err
-				}
-			}
-			n, ok := parseUint32(v)
-			if !ok {
-				return badValue("mtu", v)
-			}
-			q.mtu = n
+		case 0:
+			err = q.parseDst(&ws, w)
 		case mkUnsupported:
 			return unsupported(w)
-		case mkOnlink:
-			q.onlink = true
-		case mkNhid:
-			v, err := ws.next()
-			if err != nil {
-				return err
-			}
-			n, ok := parseUint32(v)
-			if !ok {
-				return badValue("id", v)
-			}
-			q.nhid, q.nhidSet = n, true
 		case mkNexthop:
-			if err := parseLegs(q, args[ws.i:], pm); err != nil {
-				return err
-			}
+			err = parseLegs(q, args[ws.i:], pm)
 			ws.i = len(args)
-		case mkProtocol:
-			v, err := ws.next()
-			if err != nil {
-				return err
-			}
-			p, ok := parseProto(v)
-			if !ok {
-				return badValue("protocol", v)
-			}
-			q.proto, q.protoSet = p, true
-		case mkTable:
-			v, err := ws.next()
-			if err != nil {
-				return err
-			}
-			if pm.tab != nil && string(v) == string(pm.tab) {
-				q.table = pm.tabID
-				break
-			}
-			t, ok := parseTable(v, false)
-			if !ok {
-				return badValue("table", v)
-			}
-			q.table = t
-			pm.tab, pm.tabID = append(pm.tab[:0], v...), t
-		case mkDev:
-			v, err := ws.next()
-			if err != nil {
-				return err
-			}
-			q.dev = v
-		case mkPref:
-			v, err := ws.next()
-			if err != nil {
-				return err
-			}
-			if !is(v, "medium") && !is(v, "0") {
-				if is(v, "low") || is(v, "high") {
-					return unsupported(v)
-				}
-				return badValue("pref", v)
-			}
+		case mkVia, mkDev, mkOnlink, mkNhid:
+			err = q.parsePath(&ws, k, w, pm)
 		default:
-			if is(w, "to") {
-				v, err := ws.next()
-				if err != nil {
-					return err
-				}
-				w = v
-			}
-			if mayBeKeyword(w) {
-				if t, ok := parseType(w); ok {
-					if t == 0 {
-						return parseErr("Error: route type \"%s\" is not supported by this router.", w)
-					}
-					q.typ = t
-					v, err := ws.next()
-					if err != nil {
-						return err
-					}
-					w = v
-				}
-			}
-			if matches(w, "help") {
-				return routeUsage()
-			}
-			if q.dst.IsValid() {
-				return garbage(w)
-			}
-			p, err := parsePrefix(w)
-			if err != nil {
-				return err
-			}
-			q.dst = p
+			err = q.parseNode(&ws, k, pm)
+		}
+		if err != nil {
+			return err
 		}
 	}
 	if !q.dst.IsValid() {
 		return routeUsage()
 	}
 	return nil
+}
+
+// parseDst reads the word that is no keyword: `[to] [TYPE] PREFIX`.
+func (q *routeReq) parseDst(ws *argv, w []byte) *cmdErr {
+	if is(w, "to") {
+		v, err := ws.next()
+		if err != nil {
+			return err
+		}
+		w = v
+	}
+	if mayBeKeyword(w) {
+		if t, ok := parseType(w); ok {
+			if t == 0 {
+				return parseErr("Error: route type \"%s\" is not supported by this router.", w)
+			}
+			q.typ = t
+			v, err := ws.next()
+			if err != nil {
+				return err
+			}
+			w = v
+		}
+	}
+	if matches(w, "help") {
+		return routeUsage()
+	}
+	if q.dst.IsValid() {
+		return garbage(w)
+	}
+	p, err := parsePrefix(w)
+	if err != nil {
+		return err
+	}
+	q.dst = p
+	return nil
+}
+
+// parsePath reads keyword k of the route's single path: via, dev,
+// onlink, or the nexthop object (nhid).
+func (q *routeReq) parsePath(ws *argv, k int, w []byte, pm *parseMemo) *cmdErr {
+	switch k {
+	case mkVia:
+		if q.gw.IsValid() {
+			return invarg("use nexthop syntax to specify multiple via\n", w)
+		}
+		v, err := ws.nextVia()
+		if err != nil {
+			return err
+		}
+		if pm.gw != nil && string(v) == string(pm.gw) {
+			q.gw = pm.gwVal
+			return nil
+		}
+		if q.gw, err = parseAddr(v); err != nil {
+			return err
+		}
+		pm.gw, pm.gwVal = append(pm.gw[:0], v...), q.gw
+	case mkDev:
+		v, err := ws.next()
+		if err != nil {
+			return err
+		}
+		q.dev = v
+	case mkOnlink:
+		q.onlink = true
+	case mkNhid:
+		v, err := ws.next()
+		if err != nil {
+			return err
+		}
+		n, ok := parseUint32(v)
+		if !ok {
+			return badValue("id", v)
+		}
+		q.nhid, q.nhidSet = n, true
+	}
+	return nil
+}
+
+// parseNode reads keyword k of the route itself: its source, table,
+// protocol, metric and options.
+func (q *routeReq) parseNode(ws *argv, k int, pm *parseMemo) *cmdErr {
+	switch k {
+	case mkExpires:
+		n, err := ws.nextUint32("expires")
+		q.expires = int64(n)
+		return err
+	case mkMetric:
+		n, err := ws.nextUint32("metric")
+		q.metric, q.metricSet = n, true
+		return err
+	}
+	v, err := ws.next()
+	if err != nil {
+		return err
+	}
+	switch k {
+	case mkSrc:
+		q.prefsrc, err = parseAddr(v)
+	case mkFrom:
+		q.src, err = parsePrefix(v)
+	case mkScope:
+		if !is(v, "global") && !is(v, "universe") && !is(v, "0") {
+			return invarg("invalid \"scope\" value\n", v)
+		}
+	case mkMtu:
+		q.mtu, err = nextMtu(ws, v)
+	case mkProtocol:
+		p, ok := parseProto(v)
+		if !ok {
+			return badValue("protocol", v)
+		}
+		q.proto, q.protoSet = p, true
+	case mkTable:
+		q.table, err = pm.table(v)
+	case mkPref:
+		if !is(v, "medium") && !is(v, "0") {
+			if is(v, "low") || is(v, "high") {
+				return unsupported(v)
+			}
+			return badValue("pref", v)
+		}
+	}
+	return err
+}
+
+// nextMtu reads `mtu [lock] NUMBER` from its first word v.
+func nextMtu(ws *argv, v []byte) (uint32, *cmdErr) {
+	if is(v, "lock") {
+		var err *cmdErr
+		if v, err = ws.next(); err != nil {
+			return 0, err
+		}
+	}
+	n, ok := parseUint32(v)
+	if !ok {
+		return 0, badValue("mtu", v)
+	}
+	return n, nil
+}
+
+// table reads a table's id, the one written last again from the memo.
+func (pm *parseMemo) table(v []byte) (uint32, *cmdErr) {
+	if pm.tab != nil && string(v) == string(pm.tab) {
+		return pm.tabID, nil
+	}
+	t, ok := parseTable(v, false)
+	if !ok {
+		return 0, badValue("table", v)
+	}
+	pm.tab, pm.tabID = append(pm.tab[:0], v...), t
+	return t, nil
 }
 
 // parseLegs parses the `nexthop ...` paths that end a route command, as

@@ -17,8 +17,7 @@ type routePrinter struct {
 	s       *session
 	f       *showFilter
 	table   uint32
-	j       *jsonw
-	b       []byte
+	out     printer
 	now     int64
 	deleted bool // monitor: "Deleted " prefix
 	// route get fibmatch: the table unless main, and the iif asked
@@ -30,25 +29,12 @@ type routePrinter struct {
 }
 
 func (s *session) printer(f *showFilter) *routePrinter {
-	p := &routePrinter{s: s, f: f, now: time.Now().UnixNano()}
-	if s.opt.json {
-		p.j = &jsonw{w: s.out, pretty: s.opt.pretty}
-	}
-	return p
+	return &routePrinter{s: s, f: f, out: s.newPrinter(), now: time.Now().UnixNano()}
 }
 
-func (p *routePrinter) begin() {
-	if p.j != nil {
-		p.j.startArray()
-	}
-}
+func (p *routePrinter) begin() { p.out.begin() }
 
-func (p *routePrinter) end() {
-	if p.j != nil {
-		p.j.endArray()
-		p.s.out.WriteByte('\n')
-	}
-}
+func (p *routePrinter) end() { p.out.end() }
 
 // routeShape is what a route prints of its paths: its nexthop object's
 // id (0 for none), its single path (when it has one), or its paths.
@@ -86,12 +72,98 @@ func (p *routePrinter) shape(r *fib6.Route) routeShape {
 	return sh
 }
 
+// add prints route r, as iproute2's print_route does.
 func (p *routePrinter) add(r fib6.Route) {
-	if p.j != nil {
-		p.json(&r)
-	} else {
-		p.text(&r)
+	d := p.s.opt.details
+	sh := p.shape(&r)
+	w := &p.out
+	w.openObject("")
+	if p.deleted {
+		w.text("Deleted ")
 	}
+	if sh.blackhole {
+		w.str("type", "%s ", "blackhole")
+	} else if r.Type != fib6.Unicast || d {
+		w.str("type", "%s ", r.Type.String())
+	}
+	w.bytes("dst", "%s", appendDst(w.buf[:0], r.Dst))
+	if r.Src.IsValid() {
+		w.bytes("from", " from %s", r.Src.AppendTo(w.buf[:0]))
+	}
+	if sh.nhid != 0 {
+		w.uint("nhid", " nhid %d", uint64(sh.nhid))
+	}
+	if sh.single != nil || sh.blackhole {
+		nh := nexthop.Nexthop{}
+		if sh.single != nil {
+			nh = *sh.single
+		}
+		if nh.Gateway.IsValid() && !p.f.Gateway.IsValid() {
+			w.addr("gateway", " via %s", nh.Gateway)
+		}
+		if p.f.Link == 0 {
+			w.str("dev", " dev %s", p.linkName(&r, nh.Link))
+		}
+	}
+	p.attrs(&r)
+	var flags []string
+	if sh.single != nil {
+		flags = pathFlags(*sh.single)
+	}
+	w.strings("flags", " %s", flags)
+	w.metrics(r.MTU)
+	if r.Expires != 0 {
+		w.int("expires", " expires %dsec", p.expires(&r))
+	}
+	if p.iif != "" {
+		w.str("iif", " iif %s", p.iif)
+	}
+	w.str("pref", " pref %s", "medium")
+	w.text("\n")
+	p.paths(&r, sh.paths)
+	w.closeObject()
+}
+
+// attrs prints the route's table, protocol, scope, source and metric.
+func (p *routePrinter) attrs(r *fib6.Route) {
+	d, w := p.s.opt.details, &p.out
+	if p.showTable() {
+		w.str("table", " table %s", tableString(p.table))
+	}
+	if (r.Proto != fib6.ProtoBoot || d) && p.f.Proto == 0 {
+		w.str("protocol", " proto %s", protoString(r.Proto))
+	}
+	if d {
+		w.str("scope", " scope %s", "global")
+	}
+	if r.PrefSrc.IsValid() {
+		w.addr("prefsrc", " src %s", r.PrefSrc)
+	}
+	if !p.f.metricSet {
+		w.uint("metric", " metric %d", uint64(r.Metric))
+	}
+}
+
+// paths prints a multipath route's paths, one a line.
+func (p *routePrinter) paths(r *fib6.Route, ms []nexthop.Member) {
+	if len(ms) == 0 {
+		return
+	}
+	w := &p.out
+	w.openArray("nexthops")
+	for _, m := range ms {
+		w.openObject("")
+		w.text("\tnexthop")
+		if m.Gateway.IsValid() {
+			w.addr("gateway", " via %s", m.Gateway)
+		}
+		w.str("dev", " dev %s", p.linkName(r, m.Link))
+		w.uint("weight", " weight %d ", uint64(m.Weight))
+		w.strings("flags", "%s ", pathFlags(m.Nexthop))
+		w.text("\n")
+		w.closeObject()
+	}
+	w.closeArray()
 }
 
 func (p *routePrinter) linkName(r *fib6.Route, link int32) string {
@@ -134,156 +206,4 @@ func pathFlags(nh nexthop.Nexthop) []string {
 	return fs
 }
 
-func (p *routePrinter) text(r *fib6.Route) {
-	d := p.s.opt.details
-	sh := p.shape(r)
-	b := p.b[:0]
-	if p.deleted {
-		b = append(b, "Deleted "...)
-	}
-	if sh.blackhole {
-		b = append(b, "blackhole "...)
-	} else if r.Type != fib6.Unicast || d {
-		b = append(append(b, r.Type.String()...), ' ')
-	}
-	b = appendDst(b, r.Dst)
-	if r.Src.IsValid() {
-		b = r.Src.AppendTo(append(b, " from "...))
-	}
-	if sh.nhid != 0 {
-		b = strconv.AppendUint(append(b, " nhid "...), uint64(sh.nhid), 10)
-	}
-	if sh.single != nil || sh.blackhole {
-		nh := nexthop.Nexthop{}
-		if sh.single != nil {
-			nh = *sh.single
-		}
-		if nh.Gateway.IsValid() && !p.f.Gateway.IsValid() {
-			b = nh.Gateway.AppendTo(append(b, " via "...))
-		}
-		if p.f.Link == 0 {
-			b = append(append(b, " dev "...), p.linkName(r, nh.Link)...)
-		}
-	}
-	if p.showTable() {
-		b = append(append(b, " table "...), tableString(p.table)...)
-	}
-	if (r.Proto != fib6.ProtoBoot || d) && p.f.Proto == 0 {
-		b = append(append(b, " proto "...), protoString(r.Proto)...)
-	}
-	if d {
-		b = append(b, " scope global"...)
-	}
-	if r.PrefSrc.IsValid() {
-		b = r.PrefSrc.AppendTo(append(b, " src "...))
-	}
-	if !p.f.metricSet {
-		b = strconv.AppendUint(append(b, " metric "...), uint64(r.Metric), 10)
-	}
-	if sh.single != nil {
-		for _, f := range pathFlags(*sh.single) {
-			b = append(append(b, ' '), f...)
-		}
-	}
-	if r.MTU != 0 {
-		b = strconv.AppendUint(append(b, " mtu "...), uint64(r.MTU), 10)
-	}
-	if r.Expires != 0 {
-		b = append(strconv.AppendInt(append(b, " expires "...), p.expires(r), 10), "sec"...)
-	}
-	if p.iif != "" {
-		b = append(append(b, " iif "...), p.iif...)
-	}
-	b = append(b, " pref medium\n"...)
-	for _, m := range sh.paths {
-		b = append(b, "\tnexthop"...)
-		if m.Gateway.IsValid() {
-			b = m.Gateway.AppendTo(append(b, " via "...))
-		}
-		b = append(append(b, " dev "...), p.linkName(r, m.Link)...)
-		b = append(strconv.AppendUint(append(b, " weight "...), uint64(m.Weight), 10), ' ')
-		for _, f := range pathFlags(m.Nexthop) {
-			b = append(append(b, f...), ' ')
-		}
-		b = append(b, '\n')
-	}
-	p.s.out.Write(b)
-	p.b = b
-}
-
 func dstString(p netip.Prefix) string { return string(appendDst(nil, p)) }
-
-func (p *routePrinter) json(r *fib6.Route) {
-	j := p.j
-	d := p.s.opt.details
-	sh := p.shape(r)
-	j.startObject()
-	if sh.blackhole {
-		j.str("type", "blackhole")
-	} else if r.Type != fib6.Unicast || d {
-		j.str("type", r.Type.String())
-	}
-	j.str("dst", dstString(r.Dst))
-	if r.Src.IsValid() {
-		j.str("from", r.Src.String())
-	}
-	if sh.nhid != 0 {
-		j.uint("nhid", uint64(sh.nhid))
-	}
-	if sh.single != nil || sh.blackhole {
-		nh := nexthop.Nexthop{}
-		if sh.single != nil {
-			nh = *sh.single
-		}
-		if nh.Gateway.IsValid() && !p.f.Gateway.IsValid() {
-			j.str("gateway", nh.Gateway.String())
-		}
-		if p.f.Link == 0 {
-			j.str("dev", p.linkName(r, nh.Link))
-		}
-	}
-	if p.showTable() {
-		j.str("table", tableString(p.table))
-	}
-	if (r.Proto != fib6.ProtoBoot || d) && p.f.Proto == 0 {
-		j.str("protocol", protoString(r.Proto))
-	}
-	if d {
-		j.str("scope", "global")
-	}
-	if r.PrefSrc.IsValid() {
-		j.str("prefsrc", r.PrefSrc.String())
-	}
-	if !p.f.metricSet {
-		j.uint("metric", uint64(r.Metric))
-	}
-	if sh.single != nil {
-		j.strings("flags", pathFlags(*sh.single))
-	} else {
-		j.strings("flags", nil)
-	}
-	j.metrics(r.MTU)
-	if r.Expires != 0 {
-		j.int("expires", p.expires(r))
-	}
-	if p.iif != "" {
-		j.str("iif", p.iif)
-	}
-	j.str("pref", "medium")
-	if len(sh.paths) > 0 {
-		j.name("nexthops")
-		j.startArray()
-		for _, m := range sh.paths {
-			j.startObject()
-			if m.Gateway.IsValid() {
-				j.str("gateway", m.Gateway.String())
-			}
-			j.str("dev", p.linkName(r, m.Link))
-			j.uint("weight", uint64(m.Weight))
-			j.strings("flags", pathFlags(m.Nexthop))
-			j.endObject()
-		}
-		j.endArray()
-	}
-	j.endObject()
-}

@@ -23,25 +23,17 @@ func (f *showFilter) selects(r *fib6.Route) bool {
 	return !f.cached && (!f.metricSet || r.Metric == f.metric)
 }
 
+// parseSelector reads a SELECTOR in iproute2's order of checks
+// (iproute_list_flush_or_save).
 func (s *session) parseSelector(args [][]byte) (*showFilter, *cmdErr) {
 	f := &showFilter{}
 	ws := argv{args: args}
 	for ; ws.i < len(args); ws.i++ {
 		w := args[ws.i]
+		var err *cmdErr
 		switch {
 		case matches(w, "table"):
-			v, err := ws.next()
-			if err != nil {
-				return nil, err
-			}
-			t, ok := parseTable(v, true)
-			if !ok {
-				if matches(v, "help") {
-					return nil, routeUsage()
-				}
-				return nil, invarg("table id value is invalid\n", v)
-			}
-			f.table = t
+			err = f.parseTable(&ws)
 		case matches(w, "vrf"):
 			return nil, unsupported(w)
 		case matches(w, "cached") || matches(w, "cloned"):
@@ -49,120 +41,153 @@ func (s *session) parseSelector(args [][]byte) (*showFilter, *cmdErr) {
 		case is(w, "tos") || matches(w, "dsfield"):
 			return nil, unsupported(w)
 		case matches(w, "protocol"):
-			v, err := ws.next()
-			if err != nil {
-				return nil, err
-			}
-			if is(v, "all") {
-				continue
-			}
-			p, ok := parseProto(v)
-			if !ok {
-				return nil, invarg("invalid \"protocol\"\n", v)
-			}
-			f.Proto = p
+			err = f.parseProto(&ws)
 		case matches(w, "scope"):
-			v, err := ws.next()
-			if err != nil {
-				return nil, err
-			}
-			if !is(v, "all") && !is(v, "global") && !is(v, "universe") && !is(v, "0") {
-				return nil, invarg("invalid \"scope\"\n", v)
+			var v []byte
+			if v, err = ws.next(); err == nil && !is(v, "all") && !is(v, "global") && !is(v, "universe") && !is(v, "0") {
+				err = invarg("invalid \"scope\"\n", v)
 			}
 		case matches(w, "type"):
-			v, err := ws.next()
-			if err != nil {
-				return nil, err
-			}
-			t, ok := parseType(v)
-			if !ok {
-				return nil, invarg("node type value is invalid\n", v)
-			}
-			if t == 0 {
-				f.cached = true // a type the router has no routes of
-			}
-			f.Type = t
+			err = f.parseType(&ws)
 		case is(w, "dev") || is(w, "oif"):
-			v, err := ws.next()
-			if err != nil {
-				return nil, err
-			}
-			l, lerr := s.link(v)
-			if lerr != nil {
-				return nil, lerr
-			}
-			f.Link = l.Index // never 0
+			err = s.parseDev(f, &ws)
 		case is(w, "iif"), is(w, "mark"), matches(w, "realms"):
 			return nil, unsupported(w)
 		case matches(w, "metric") || matches(w, "priority") || is(w, "preference"):
-			n, err := ws.nextUint32("metric")
-			if err != nil {
-				return nil, err
-			}
-			f.metric, f.metricSet = n, true
+			f.metric, err = ws.nextUint32("metric")
+			f.metricSet = true
 		case is(w, "via"):
-			v, err := ws.nextVia()
-			if err != nil {
-				return nil, err
-			}
-			if f.Gateway, err = parseAddr(v); err != nil {
-				return nil, err
+			var v []byte
+			if v, err = ws.nextVia(); err == nil {
+				f.Gateway, err = parseAddr(v)
 			}
 		case is(w, "src"):
 			return nil, unsupported(w)
 		case matches(w, "from"):
-			v, err := ws.next()
-			if err != nil {
-				return nil, err
-			}
-			if matches(v, "root") || matches(v, "match") || matches(v, "exact") {
-				if v, err = ws.next(); err != nil {
-					return nil, err
-				}
-			}
-			if f.Src, err = parsePrefix(v); err != nil {
-				return nil, err
-			}
+			err = f.parseFrom(&ws)
 		default:
-			if matches(w, "to") {
-				v, err := ws.next()
-				if err != nil {
-					return nil, err
-				}
-				w = v
-			}
-			var target *netip.Prefix
-			switch {
-			case matches(w, "root"):
-				target = &f.Root
-			case matches(w, "match"):
-				target = &f.Match
-			case matches(w, "exact"):
-				target = &f.Exact
-			}
-			if target != nil {
-				v, err := ws.next()
-				if err != nil {
-					return nil, err
-				}
-				w = v
-			} else {
-				target = &f.Exact
-			}
-			if matches(w, "help") {
-				return nil, routeUsage()
-			}
-			if is(w, "all") {
-				continue // everything
-			}
-			p, err := parsePrefix(w)
-			if err != nil {
-				return nil, err
-			}
-			*target = p
+			err = f.parsePrefix(&ws, w)
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
 	return f, nil
+}
+
+func (s *session) parseDev(f *showFilter, ws *argv) *cmdErr {
+	v, err := ws.next()
+	if err != nil {
+		return err
+	}
+	l, err := s.routeLink(v)
+	if err != nil {
+		return err
+	}
+	f.Link = l.Index // never 0
+	return nil
+}
+
+func (f *showFilter) parseTable(ws *argv) *cmdErr {
+	v, err := ws.next()
+	if err != nil {
+		return err
+	}
+	t, ok := parseTable(v, true)
+	if !ok {
+		if matches(v, "help") {
+			return routeUsage()
+		}
+		return invarg("table id value is invalid\n", v)
+	}
+	f.table = t
+	return nil
+}
+
+func (f *showFilter) parseProto(ws *argv) *cmdErr {
+	v, err := ws.next()
+	if err != nil || is(v, "all") {
+		return err
+	}
+	p, ok := parseProto(v)
+	if !ok {
+		return invarg("invalid \"protocol\"\n", v)
+	}
+	f.Proto = p
+	return nil
+}
+
+func (f *showFilter) parseType(ws *argv) *cmdErr {
+	v, err := ws.next()
+	if err != nil {
+		return err
+	}
+	t, ok := parseType(v)
+	if !ok {
+		return invarg("node type value is invalid\n", v)
+	}
+	if t == 0 {
+		f.cached = true // a type the router has no routes of
+	}
+	f.Type = t
+	return nil
+}
+
+// parseFrom reads `from [root|match|exact] PREFIX`.
+func (f *showFilter) parseFrom(ws *argv) *cmdErr {
+	v, err := ws.next()
+	if err != nil {
+		return err
+	}
+	if matches(v, "root") || matches(v, "match") || matches(v, "exact") {
+		if v, err = ws.next(); err != nil {
+			return err
+		}
+	}
+	f.Src, err = parsePrefix(v)
+	return err
+}
+
+// parsePrefix reads the word that is no keyword: `[to] [root|match|exact]
+// PREFIX`, exact by default, all for every prefix.
+func (f *showFilter) parsePrefix(ws *argv, w []byte) *cmdErr {
+	if matches(w, "to") {
+		v, err := ws.next()
+		if err != nil {
+			return err
+		}
+		w = v
+	}
+	var target *netip.Prefix
+	switch {
+	case matches(w, "root"):
+		target = &f.Root
+	case matches(w, "match"):
+		target = &f.Match
+	case matches(w, "exact"):
+		target = &f.Exact
+	}
+	if target != nil {
+		v, err := ws.next()
+		if err != nil {
+			return err
+		}
+		w = v
+	} else {
+		target = &f.Exact
+	}
+	if matches(w, "help") {
+		return routeUsage()
+	}
+	if is(w, "all") {
+		return nil // everything
+	}
+	p, err := parsePrefix(w)
+	if err != nil {
+		return err
+	}
+	*target = p
+	return nil
 }
 
 // tables returns the tables a selector names; main by default.

@@ -22,20 +22,20 @@ const (
 
 // ruleFilter is a list or flush SELECTOR; zero fields select all.
 type ruleFilter struct {
-	pref             uint32
-	prefSet, not     bool
-	src, dst         netip.Prefix // a rule's prefix must lie inside
-	tos              uint8
-	tosSet           bool
-	iif, oif         string
-	iifSet, oifSet   bool
-	ipproto          uint8
-	sport, dport     rules.PortRange
-	table            uint32
-	proto            uint8
-	protoSet         bool // flush only, as in iproute2
-	srcSet, dstSet   bool
-	flushing, saving bool
+	pref           uint32
+	prefSet, not   bool
+	src, dst       netip.Prefix // a rule's prefix must lie inside
+	tos            uint8
+	tosSet         bool
+	iif, oif       string
+	iifSet, oifSet bool
+	ipproto        uint8
+	sport, dport   rules.PortRange
+	table          uint32
+	proto          uint8
+	protoSet       bool // flush only, as in iproute2
+	srcSet, dstSet bool
+	flushing       bool
 }
 
 func inside(f netip.Prefix, r netip.Prefix) bool {
@@ -174,92 +174,110 @@ func (s *session) ruleShow(args [][]byte, act ruleAction) *cmdErr {
 	}
 	s.commitRules()
 	set := s.r.Rules.Load()
-	j := s.jsonArray()
-	var b []byte
-	for i := 0; i < set.Len(); i++ {
-		r := set.Rule(i)
-		switch {
-		case act == ruleSave:
-			b = append(appendRuleSpec(append(b[:0], "rule add "...), r), '\n')
-			s.out.Write(b)
-		case !f.selects(r):
-		case j != nil:
-			s.ruleJSON(j, r, set.State(i))
-		default:
-			b = strconv.AppendUint(b[:0], uint64(r.Pref), 10)
-			b = append(s.appendRule(append(b, ":\t"...), r, set.State(i), s.opt.details), '\n')
+	if act == ruleSave {
+		var b []byte
+		for i := 0; i < set.Len(); i++ {
+			b = append(appendRuleSpec(append(b[:0], "rule add "...), set.Rule(i)), '\n')
 			s.out.Write(b)
 		}
+		return nil
 	}
-	if j != nil {
-		j.endArray()
-		s.out.WriteByte('\n')
+	w := s.newPrinter()
+	w.begin()
+	for i := 0; i < set.Len(); i++ {
+		if r := set.Rule(i); f.selects(r) {
+			w.openObject("")
+			w.uint("priority", "%d:\t", uint64(r.Pref))
+			printRule(&w, r, set.State(i), s.opt.details)
+			w.text("\n")
+			w.closeObject()
+		}
 	}
+	w.end()
 	return nil
 }
 
-// appendRule is print_rule's text after the preference.
-func (s *session) appendRule(b []byte, r *rules.Rule, st rules.State, details bool) []byte {
+// printRule is print_rule's after the preference.
+func printRule(w *printer, r *rules.Rule, st rules.State, details bool) {
 	if r.Invert {
-		b = append(b, "not "...)
+		w.null("not", "not ")
 	}
-	b = append(b, "from "...)
-	b = appendRulePrefix(b, r.Src)
+	w.text("from ")
+	if r.Src.Bits() > 0 {
+		printRulePrefix(w, "src", "srclen", r.Src)
+	} else {
+		w.str("src", "%s", "all")
+	}
 	if r.Dst.Bits() > 0 {
-		b = appendRulePrefix(append(b, " to "...), r.Dst)
+		w.text(" to ")
+		printRulePrefix(w, "dst", "dstlen", r.Dst)
 	}
 	if r.DSField != 0 {
-		b = append(append(b, " tos "...), dsfieldString(r.DSField)...)
+		w.str("tos", " tos %s", dsfieldString(r.DSField))
 	}
 	if r.Iif != "" {
-		b = append(append(b, " iif "...), r.Iif...)
+		w.str("iif", " iif %s", r.Iif)
 		if st.IifDetached {
-			b = append(b, " [detached]"...)
+			w.null("iif_detached", " [detached]")
 		}
 	}
 	if r.Oif != "" {
-		b = append(append(b, " oif "...), r.Oif...)
+		w.str("oif", " oif %s", r.Oif)
 		if st.OifDetached {
-			b = append(b, " [detached]"...)
+			w.null("oif_detached", " [detached]")
 		}
 	}
 	if r.IPProto != 0 {
-		b = append(append(b, " ipproto "...), ipprotoString(r.IPProto)...)
+		w.str("ipproto", " ipproto %s", ipprotoString(r.IPProto))
 	}
-	b = appendPorts(b, " sport ", r.Sport)
-	b = appendPorts(b, " dport ", r.Dport)
+	printPorts(w, r.Sport, " sport %d", "sport", "sport_start", "sport_end")
+	printPorts(w, r.Dport, " dport %d", "dport", "dport_start", "dport_end")
 	if r.Table != 0 {
-		b = append(append(b, " lookup "...), tableString(r.Table)...)
+		w.str("table", " lookup %s", tableString(r.Table))
 		if r.Suppress {
-			b = strconv.AppendInt(append(b, " suppress_prefixlength "...), int64(r.SuppressPrefixLen), 10)
+			w.int("suppress_prefixlen", " suppress_prefixlength %d", int64(r.SuppressPrefixLen))
 		}
 	}
-	switch r.Action {
-	case rules.Goto:
-		b = strconv.AppendUint(append(b, " goto "...), uint64(r.Target), 10)
-		if st.Unresolved {
-			b = append(b, " [unresolved]"...)
-		}
-	case rules.Nop:
-		b = append(b, " nop"...)
-	case rules.ToTable:
-	default:
-		b = append(append(b, ' '), ruleActionString(r.Action)...)
-	}
+	printRuleAction(w, r, st)
 	if r.Protocol != 0 && r.Protocol != rules.ProtoKernel || details {
-		b = append(append(b, " proto "...), protoString(fib6.Proto(r.Protocol))...)
+		w.str("protocol", " proto %s", protoString(fib6.Proto(r.Protocol)))
 	}
-	return b
 }
 
-func appendRulePrefix(b []byte, p netip.Prefix) []byte {
-	switch {
-	case p.Bits() <= 0:
-		return append(b, "all"...)
-	case p.Bits() == 128:
-		return p.Addr().AppendTo(b)
+// printRulePrefix prints a selector's prefix, its length apart in JSON
+// and none for a host.
+func printRulePrefix(w *printer, key, lenKey string, p netip.Prefix) {
+	w.addr(key, "%s", p.Addr())
+	if p.Bits() != 128 {
+		w.uint(lenKey, "/%d", uint64(p.Bits()))
 	}
-	return p.AppendTo(b)
+}
+
+// printPorts prints a port range: one port, or its start and end.
+func printPorts(w *printer, p rules.PortRange, format, key, startKey, endKey string) {
+	switch {
+	case !p.Set():
+	case p.Lo == p.Hi:
+		w.uint(key, format, uint64(p.Lo))
+	default:
+		w.uint(startKey, format, uint64(p.Lo))
+		w.uint(endKey, "-%d", uint64(p.Hi))
+	}
+}
+
+func printRuleAction(w *printer, r *rules.Rule, st rules.State) {
+	switch r.Action {
+	case rules.Goto:
+		w.uint("goto", " goto %d", uint64(r.Target))
+		if st.Unresolved {
+			w.null("unresolved", " [unresolved]")
+		}
+	case rules.Nop:
+		w.null("nop", " nop")
+	case rules.ToTable:
+	default:
+		w.str("action", " %s", ruleActionString(r.Action))
+	}
 }
 
 func appendPorts(b []byte, key string, p rules.PortRange) []byte {
@@ -283,81 +301,6 @@ func ruleActionString(a rules.Action) string {
 		return "prohibit"
 	}
 	return strconv.Itoa(int(a))
-}
-
-func (s *session) ruleJSON(j *jsonw, r *rules.Rule, st rules.State) {
-	j.startObject()
-	j.uint("priority", uint64(r.Pref))
-	if r.Invert {
-		j.null("not")
-	}
-	if r.Src.Bits() > 0 {
-		j.str("src", r.Src.Addr().String())
-		if r.Src.Bits() != 128 {
-			j.uint("srclen", uint64(r.Src.Bits()))
-		}
-	} else {
-		j.str("src", "all")
-	}
-	if r.Dst.Bits() > 0 {
-		j.str("dst", r.Dst.Addr().String())
-		if r.Dst.Bits() != 128 {
-			j.uint("dstlen", uint64(r.Dst.Bits()))
-		}
-	}
-	if r.DSField != 0 {
-		j.str("tos", dsfieldString(r.DSField))
-	}
-	if r.Iif != "" {
-		j.str("iif", r.Iif)
-		if st.IifDetached {
-			j.null("iif_detached")
-		}
-	}
-	if r.Oif != "" {
-		j.str("oif", r.Oif)
-		if st.OifDetached {
-			j.null("oif_detached")
-		}
-	}
-	if r.IPProto != 0 {
-		j.str("ipproto", ipprotoString(r.IPProto))
-	}
-	portsJSON(j, "sport", r.Sport)
-	portsJSON(j, "dport", r.Dport)
-	if r.Table != 0 {
-		j.str("table", tableString(r.Table))
-		if r.Suppress {
-			j.int("suppress_prefixlen", int64(r.SuppressPrefixLen))
-		}
-	}
-	switch r.Action {
-	case rules.Goto:
-		j.uint("goto", uint64(r.Target))
-		if st.Unresolved {
-			j.null("unresolved")
-		}
-	case rules.Nop:
-		j.null("nop")
-	case rules.ToTable:
-	default:
-		j.str("action", ruleActionString(r.Action))
-	}
-	if r.Protocol != 0 && r.Protocol != rules.ProtoKernel || s.opt.details {
-		j.str("protocol", protoString(fib6.Proto(r.Protocol)))
-	}
-	j.endObject()
-}
-
-func portsJSON(j *jsonw, key string, p rules.PortRange) {
-	switch {
-	case !p.Set():
-	case p.Lo == p.Hi:
-		j.uint(key, uint64(p.Lo))
-	default:
-		j.uint(key+"_start", uint64(p.Lo))
-		j.uint(key+"_end", uint64(p.Hi))
-	}
 }
 
 // appendRuleSpec writes r in the words of `rule add`, for `rule save`.

@@ -17,7 +17,7 @@ func TestRuleBatchPausedAndCut(t *testing.T) {
 	sock := startServer(t, r)
 	c := dial(t, sock, options{batch: true, batchName: "-", inet6: true})
 	for i := 1; i <= 50; i++ {
-		fmt.Fprintf(c, "rule add pref %d from 2001:db8:%x::/48 table %d\n", i, i, i)
+		put(t, c, "rule add pref %d from 2001:db8:%x::/48 table %d\n", i, i, i)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -33,8 +33,10 @@ func TestRuleBatchPausedAndCut(t *testing.T) {
 	if _, e, st := client(sock, options{inet6: true}, "rule add pref 99 table 99\n"); st != 0 {
 		t.Fatalf("another client's rule add: %q %d", e, st)
 	}
-	fmt.Fprint(c, "rule add pref 60 table 60\nrule add pref 61 ta") // cut short
-	c.Close()
+	put(t, c, "rule add pref 60 table 60\nrule add pref 61 ta") // cut short
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
 	for {
 		out, _, _ := client(sock, options{inet6: true}, "rule show\n")
 		if strings.Contains(out, "60:\tfrom all lookup 60\n") {
@@ -161,7 +163,7 @@ func TestRuleClientThatDoesNotRead(t *testing.T) {
 		for i := 0; i < 200000; i++ {
 			fmt.Fprint(w, "rule add pref 5 table 5\n") // File exists from the second on
 		}
-		w.Flush()
+		_ = w.Flush() // the test may be over and the connection closed: what counts is asserted below
 	}()
 	time.Sleep(300 * time.Millisecond) // the errors fill the socket: the daemon waits on the client
 	worst := slowest(t, sock, options{inet6: true}, 20, func(i int) string { return fmt.Sprintf("rule add pref %d table %d", 100+i, 100+i) })

@@ -8,9 +8,7 @@ import (
 	"sync"
 	"syscall"
 
-	"urouter/dataplane"
 	"urouter/fib6"
-	"urouter/nexthop"
 	"urouter/router"
 	"urouter/rules"
 )
@@ -25,21 +23,13 @@ type session struct {
 	out    *bufio.Writer
 	errOut func(string)
 	txn    *fib6.Txn
-	rtxn   *rules.Txn // the open rule transaction
-	// what the last route commands checked, for the next (see legGroup,
-	// nexthopObject)
-	legCache legCheck
-	lastObj  *nexthop.Object
-	args     [][]byte
-	line     int
-	long     []byte         // a line longer than the reader's buffer
-	ruleSel  rules.Selector // the rule command being parsed
-	// per-command scratch, reused
-	gwCache   gwCheck
-	objMemo   memo
-	cmdMemo   memo
-	parseMemo parseMemo
-	lastDev   *dataplane.Link
+	rtxn   *rules.Txn  // the open rule transaction
+	routes routeParser // the route object's own state between commands
+	args   [][]byte
+	line   int
+	long   []byte     // a line longer than the reader's buffer
+	rule   ruleParser // the rule object's own state between commands
+	object memo       // the OBJECT word of the last line (see exec)
 	// monitor is set by a monitor command: the caller then streams events.
 	monitor *monitorReq
 }
@@ -91,7 +81,7 @@ func (s *session) run(in *bufio.Reader) int {
 			in = bufio.NewReaderSize(in, maxLine)
 		}
 		if in.Buffered() == 0 {
-			s.out.Flush()
+			s.flush()
 		}
 		line, err := in.ReadSlice('\n')
 		if err == bufio.ErrBufferFull { // a line longer than the buffer
@@ -118,7 +108,7 @@ func (s *session) run(in *bufio.Reader) int {
 		if e == nil || s.opt.restore && e.errno == syscall.EEXIST {
 			continue
 		}
-		s.out.Flush()
+		s.flush()
 		s.errOut(e.msg)
 		if !s.opt.batch {
 			return e.code
@@ -133,6 +123,13 @@ func (s *session) run(in *bufio.Reader) int {
 			return status
 		}
 	}
+}
+
+// flush sends what the session has printed. A client that went away gets
+// nothing more, but the lines it sent whole still run (a batch piped in by
+// a client that died): its connection's error is the next read's.
+func (s *session) flush() {
+	_ = s.out.Flush()
 }
 
 // A session reads and writes through small buffers (a connection costs
@@ -172,7 +169,7 @@ func (s *session) exec(line []byte) *cmdErr {
 	}
 	w, rest := args[0], args[1:]
 	obj := ""
-	if i := s.objMemo.of(objectWords(), w); i > 0 {
+	if i := s.object.of(objectWords(), w); i > 0 {
 		obj = objects[i-1]
 	}
 	if is(w, "nh") {
@@ -222,7 +219,7 @@ var errUnterminated = errors.New("Unterminated quoted string")
 
 // serveConn runs one client connection.
 func (srv *Server) serveConn(c net.Conn) {
-	defer c.Close()
+	defer func() { _ = c.Close() }() // the session is over: its client has been told, or is gone
 	pc := &pausingConn{Conn: c}
 	in := bufio.NewReaderSize(pc, readBuf)
 	hdr, err := in.ReadString('\n')
@@ -232,8 +229,9 @@ func (srv *Server) serveConn(c net.Conn) {
 	opt, err := parseHeader(hdr)
 	ew := &frameWriter{c: pc, kind: 'e'}
 	if err != nil {
-		ew.Write([]byte("Error: the daemon speaks another protocol version.\n"))
-		(&frameWriter{c: pc, kind: 'x'}).Write([]byte{1})
+		// a client that cannot read these is gone: no one else to tell
+		_, _ = ew.Write([]byte("Error: the daemon speaks another protocol version.\n"))
+		_, _ = (&frameWriter{c: pc, kind: 'x'}).Write([]byte{1})
 		return
 	}
 	s := &session{
@@ -242,14 +240,14 @@ func (srv *Server) serveConn(c net.Conn) {
 		feeds:  srv.Feeds,
 		opt:    opt,
 		out:    bufio.NewWriterSize(&frameWriter{c: pc, kind: 'o'}, writeBuf),
-		errOut: func(m string) { ew.Write([]byte(m + "\n")) },
+		errOut: func(m string) { _, _ = ew.Write([]byte(m + "\n")) }, // as flush
 	}
 	pc.holding, pc.pause = func() bool { return s.txn != nil || s.rtxn != nil }, s.commit
 	status := s.run(in)
-	s.out.Flush()
+	s.flush()
 	if s.monitor != nil {
 		s.hub.stream(s, in)
 		return
 	}
-	(&frameWriter{c: pc, kind: 'x'}).Write([]byte{byte(status)})
+	_, _ = (&frameWriter{c: pc, kind: 'x'}).Write([]byte{byte(status)}) // as flush
 }

@@ -131,9 +131,10 @@ func (p *pausingConn) Read(b []byte) (int, error) {
 	if p.holding == nil || !p.holding() {
 		return p.Conn.Read(b)
 	}
-	p.SetReadDeadline(time.Now().Add(idleCommit))
+	// a deadline fails only on a closed connection, which the call then reports
+	_ = p.SetReadDeadline(time.Now().Add(idleCommit))
 	n, err := p.Conn.Read(b)
-	p.SetReadDeadline(time.Time{})
+	_ = p.SetReadDeadline(time.Time{})
 	if n > 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
 		return n, err
 	}
@@ -145,9 +146,10 @@ func (p *pausingConn) Write(b []byte) (int, error) {
 	if p.holding == nil || !p.holding() {
 		return p.Conn.Write(b)
 	}
-	p.SetWriteDeadline(time.Now().Add(idleCommit))
+	// as in Read
+	_ = p.SetWriteDeadline(time.Now().Add(idleCommit))
 	n, err := p.Conn.Write(b)
-	p.SetWriteDeadline(time.Time{})
+	_ = p.SetWriteDeadline(time.Time{})
 	if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
 		return n, err
 	}

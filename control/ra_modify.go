@@ -85,15 +85,18 @@ func onOff(key string, v []byte) (bool, *cmdErr) {
 	return false, invarg(fmt.Sprintf("\"%s\" is on or off\n", key), v)
 }
 
+// raEdit is one change `ra set` makes to a link's RA configuration,
+// checked against the configuration it changes.
+type raEdit func(c *ndisc.RAConfig) *cmdErr
+
 func (s *session) raSet(args [][]byte) *cmdErr {
 	var dev []byte
-	var edits []func(c *ndisc.RAConfig) *cmdErr
+	var edits []raEdit
 	lifeSet, maxSet := false, false
 	ws := argv{args: args}
 	for ; ws.i < len(args); ws.i++ {
 		w := args[ws.i]
-		switch {
-		case is(w, "on") || is(w, "off"):
+		if is(w, "on") || is(w, "off") {
 			on := is(w, "on")
 			edits = append(edits, func(c *ndisc.RAConfig) *cmdErr { c.Enabled = on; return nil })
 			continue
@@ -102,84 +105,17 @@ func (s *session) raSet(args [][]byte) *cmdErr {
 		if err != nil {
 			return err
 		}
-		key := str(w)
-		switch key {
-		case "dev":
+		if is(w, "dev") {
 			dev = v
-		case "max-interval", "min-interval", "lifetime", "rdnss-lifetime":
-			d, err := parseSeconds(key, v)
-			if err != nil {
-				return err
-			}
-			maxSet = maxSet || key == "max-interval"
-			lifeSet = lifeSet || key == "lifetime"
-			edits = append(edits, func(c *ndisc.RAConfig) *cmdErr {
-				switch key {
-				case "max-interval":
-					if d < 4*time.Second || d > 1800*time.Second {
-						return badValue(key, v)
-					}
-					c.MaxInterval, c.MinInterval = d, max(d/3, 3*time.Second)
-				case "min-interval":
-					c.MinInterval = d
-				case "lifetime":
-					if d > 9000*time.Second {
-						return badValue(key, v)
-					}
-					c.Lifetime = d
-				default:
-					c.RDNSSLifetime = d
-				}
-				return nil
-			})
-		case "preference":
-			prefs := map[string]int8{"low": -1, "medium": 0, "high": 1}
-			p, ok := prefs[str(v)]
-			if !ok {
-				return invarg("\"preference\" is low, medium or high\n", v)
-			}
-			edits = append(edits, func(c *ndisc.RAConfig) *cmdErr { c.Preference = p; return nil })
-		case "mtu", "hoplimit":
-			n, perr := strconv.ParseUint(str(v), 10, 32)
-			if perr != nil || key == "hoplimit" && n > 255 || key == "mtu" && n != 0 && n < dataplane.MinMTU {
-				return badValue(key, v)
-			}
-			edits = append(edits, func(c *ndisc.RAConfig) *cmdErr {
-				if key == "mtu" {
-					c.MTU = uint32(n)
-				} else {
-					c.HopLimit = uint8(n)
-				}
-				return nil
-			})
-		case "managed", "other":
-			on, err := onOff(key, v)
-			if err != nil {
-				return err
-			}
-			edits = append(edits, func(c *ndisc.RAConfig) *cmdErr {
-				if key == "managed" {
-					c.Managed = on
-				} else {
-					c.Other = on
-				}
-				return nil
-			})
-		case "rdnss":
-			var as []netip.Addr
-			if !is(v, "none") {
-				for _, f := range strings.Split(str(v), ",") {
-					a, err := parseAddr([]byte(f))
-					if err != nil {
-						return err
-					}
-					as = append(as, a)
-				}
-			}
-			edits = append(edits, func(c *ndisc.RAConfig) *cmdErr { c.RDNSS = as; return nil })
-		default:
-			return garbageArgs(w)
+			continue
 		}
+		e, err := raEditOf(w, v)
+		if err != nil {
+			return err
+		}
+		maxSet = maxSet || is(w, "max-interval")
+		lifeSet = lifeSet || is(w, "lifetime")
+		edits = append(edits, e)
 	}
 	l, c, err := s.raLink(dev)
 	if err != nil {
@@ -198,6 +134,88 @@ func (s *session) raSet(args [][]byte) *cmdErr {
 	}
 	l.SetRA(c)
 	return nil
+}
+
+// raEditOf is the edit of `KEY VALUE`.
+func raEditOf(w, v []byte) (raEdit, *cmdErr) {
+	key := string(w)
+	switch key {
+	case "max-interval", "min-interval", "lifetime", "rdnss-lifetime":
+		return raInterval(key, v)
+	case "preference":
+		prefs := map[string]int8{"low": -1, "medium": 0, "high": 1}
+		p, ok := prefs[str(v)]
+		if !ok {
+			return nil, invarg("\"preference\" is low, medium or high\n", v)
+		}
+		return func(c *ndisc.RAConfig) *cmdErr { c.Preference = p; return nil }, nil
+	case "mtu", "hoplimit":
+		n, perr := strconv.ParseUint(str(v), 10, 32)
+		if perr != nil || key == "hoplimit" && n > 255 || key == "mtu" && n != 0 && n < dataplane.MinMTU {
+			return nil, badValue(key, v)
+		}
+		return func(c *ndisc.RAConfig) *cmdErr {
+			if key == "mtu" {
+				c.MTU = uint32(n)
+			} else {
+				c.HopLimit = uint8(n)
+			}
+			return nil
+		}, nil
+	case "managed", "other":
+		on, err := onOff(key, v)
+		if err != nil {
+			return nil, err
+		}
+		return func(c *ndisc.RAConfig) *cmdErr {
+			if key == "managed" {
+				c.Managed = on
+			} else {
+				c.Other = on
+			}
+			return nil
+		}, nil
+	case "rdnss":
+		var as []netip.Addr
+		if !is(v, "none") {
+			for _, f := range strings.Split(str(v), ",") {
+				a, err := parseAddr([]byte(f))
+				if err != nil {
+					return nil, err
+				}
+				as = append(as, a)
+			}
+		}
+		return func(c *ndisc.RAConfig) *cmdErr { c.RDNSS = as; return nil }, nil
+	}
+	return nil, garbageArgs(w)
+}
+
+// raInterval is the edit of one of the intervals, in seconds.
+func raInterval(key string, v []byte) (raEdit, *cmdErr) {
+	d, err := parseSeconds(key, v)
+	if err != nil {
+		return nil, err
+	}
+	return func(c *ndisc.RAConfig) *cmdErr {
+		switch key {
+		case "max-interval":
+			if d < 4*time.Second || d > 1800*time.Second {
+				return badValue(key, v)
+			}
+			c.MaxInterval, c.MinInterval = d, max(d/3, 3*time.Second)
+		case "min-interval":
+			c.MinInterval = d
+		case "lifetime":
+			if d > 9000*time.Second {
+				return badValue(key, v)
+			}
+			c.Lifetime = d
+		default:
+			c.RDNSSLifetime = d
+		}
+		return nil
+	}, nil
 }
 
 func (s *session) raPrefix(args [][]byte) *cmdErr {
@@ -273,48 +291,5 @@ func (s *session) raPrefix(args [][]byte) *cmdErr {
 		c.Prefixes = append(slices.Clone(c.Prefixes), p)
 	}
 	l.SetRA(c)
-	return nil
-}
-
-func (s *session) raShow(args [][]byte) *cmdErr {
-	links, err := s.shownLinks(args, "")
-	if err != nil {
-		return err
-	}
-	secs := func(d time.Duration) string {
-		if d >= time.Duration(1<<32-1)*time.Second {
-			return "infinity"
-		}
-		return strconv.FormatInt(int64(d/time.Second), 10)
-	}
-	onoff := map[bool]string{true: "on", false: "off"}
-	for _, l := range links {
-		c, ok := l.RA()
-		if !ok {
-			continue
-		}
-		pref := map[int8]string{-1: "low", 0: "medium", 1: "high"}[c.Preference]
-		fmt.Fprintf(s.out, "ra set dev %s %s max-interval %s min-interval %s lifetime %s preference %s hoplimit %d mtu %d managed %s other %s",
-			l.Name, onoff[c.Enabled], secs(c.MaxInterval), secs(c.MinInterval), secs(c.Lifetime), pref, c.HopLimit, c.MTU,
-			onoff[c.Managed], onoff[c.Other])
-		if len(c.RDNSS) > 0 {
-			var as []string
-			for _, a := range c.RDNSS {
-				as = append(as, a.String())
-			}
-			fmt.Fprintf(s.out, " rdnss %s rdnss-lifetime %s", strings.Join(as, ","), secs(c.RDNSSLifetime))
-		}
-		s.out.WriteByte('\n')
-		for _, p := range c.Prefixes {
-			fmt.Fprintf(s.out, "ra prefix add %s dev %s valid %s preferred %s", p.Prefix, l.Name, secs(p.Valid), secs(p.Preferred))
-			if !p.OnLink {
-				s.out.WriteString(" no-onlink")
-			}
-			if !p.Autonomous {
-				s.out.WriteString(" no-autonomous")
-			}
-			s.out.WriteByte('\n')
-		}
-	}
 	return nil
 }

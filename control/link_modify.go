@@ -3,7 +3,6 @@ package control
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -39,90 +38,6 @@ func (s *session) linkCmd(args [][]byte) *cmdErr {
 			"       ip link show [ DEVICE ]")
 	}
 	return parseErr("Command \"%s\" is unknown, try \"ip link help\".", w)
-}
-
-// linkArgs is what iplink_parse reads.
-type linkArgs struct {
-	name    []byte
-	typ     []byte
-	typArgs [][]byte
-	up, set bool
-	mtu     int
-	address []byte // the link-layer address, `address LLADDR`
-	mirror  []byte // `mirror KNAME` or `mirror none`
-}
-
-func parseLinkArgs(args [][]byte) (*linkArgs, *cmdErr) {
-	a := &linkArgs{mtu: -1}
-	ws := argv{args: args}
-	for ; ws.i < len(args); ws.i++ {
-		w := args[ws.i]
-		switch {
-		case is(w, "up"):
-			a.up, a.set = true, true
-		case is(w, "down"):
-			a.up, a.set = false, true
-		case is(w, "name"):
-			v, err := ws.next()
-			if err != nil {
-				return nil, err
-			}
-			if a.name != nil {
-				return nil, duparg("name", v)
-			}
-			a.name = v
-		case is(w, "mtu"):
-			v, err := ws.next()
-			if err != nil {
-				return nil, err
-			}
-			if a.mtu >= 0 {
-				return nil, duparg("mtu", v)
-			}
-			if a.mtu, err = parseMTU(v); err != nil {
-				return nil, err
-			}
-		case is(w, "mirror"):
-			v, err := ws.next()
-			if err != nil {
-				return nil, err
-			}
-			if a.mirror != nil {
-				return nil, duparg("mirror", v)
-			}
-			a.mirror = v
-		case matches(w, "address"):
-			v, err := ws.next()
-			if err != nil {
-				return nil, err
-			}
-			a.address = v
-		case matches(w, "type"):
-			v, err := ws.next()
-			if err != nil {
-				return nil, err
-			}
-			a.typ = v
-			a.typArgs = args[ws.i+1:]
-			return a, nil
-		default:
-			if is(w, "dev") {
-				v, err := ws.next()
-				if err != nil {
-					return nil, err
-				}
-				w = v
-			}
-			if matches(w, "help") {
-				return nil, parseErr("Usage: ip link { add | set | delete | show } ...")
-			}
-			if a.name != nil {
-				return nil, parseErr("Error: either \"dev\" is duplicate, or \"%s\" is a garbage.", w)
-			}
-			a.name = w
-		}
-	}
-	return a, nil
 }
 
 func (s *session) linkAdd(args [][]byte) *cmdErr {
@@ -189,55 +104,6 @@ func (s *session) linkAdd(args [][]byte) *cmdErr {
 		}
 	}
 	return nil
-}
-
-// parseTUNArgs reads `type tun [mtu N] [queues N] [netns NS] [gso on|off]`.
-func parseTUNArgs(a *linkArgs) (*port.TUNOptions, *cmdErr) {
-	o := &port.TUNOptions{Queues: 1}
-	err := pairs(a.typArgs, func(w, v []byte) *cmdErr {
-		var err *cmdErr
-		switch {
-		case is(w, "mtu"):
-			a.mtu, err = parseMTU(v)
-		case is(w, "queues"):
-			o.Queues, err = parseQueues(v)
-		case is(w, "netns"):
-			o.Netns = string(v)
-		case is(w, "gso"):
-			switch str(v) {
-			case "on":
-			case "off":
-				o.NoGSO = true
-			default:
-				return invarg("\"gso\" is on or off\n", v)
-			}
-		default:
-			return garbageArgs(w)
-		}
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return o, nil
-}
-
-// parseQueues reads the value of `queues`.
-func parseQueues(v []byte) (int, *cmdErr) {
-	n, err := strconv.Atoi(str(v))
-	if err != nil || n < 1 || n > 64 {
-		return 0, invarg("\"queues\" must be 1 to 64\n", v)
-	}
-	return n, nil
-}
-
-// parseMTU reads the value of `mtu`.
-func parseMTU(v []byte) (int, *cmdErr) {
-	n, err := strconv.Atoi(str(v))
-	if err != nil || n < 0 {
-		return 0, invarg("Invalid \"mtu\" value\n", v)
-	}
-	return n, nil
 }
 
 func linkErr(err error) *cmdErr {
@@ -309,4 +175,17 @@ func (s *session) linkDel(args [][]byte) *cmdErr {
 		return rejected(derr)
 	}
 	return nil
+}
+
+func (s *session) addEther(a *linkArgs, e *etherArgs, mtu int) (*dataplane.Link, error) {
+	eo := dataplane.EtherOptions{MAC: e.tap.MAC}
+	if !e.host {
+		e.tap.MTU = mtu
+		return s.r.AddTAP(string(a.name), e.tap, eo)
+	}
+	l, err := s.r.AddHost(string(a.name), e.dev, eo)
+	if err == nil && e.mtuSet {
+		err = s.r.SetMTU(l, mtu)
+	}
+	return l, err
 }

@@ -9,98 +9,19 @@ import (
 	"urouter/rules"
 )
 
-// The rule object: ip rule { add | del | show | list | flush | save |
-// restore }, with iprule.c's grammar, output and errors. The router has
-// IPv6 rules only: a rule is IPv6 with or without -6.
+// Parsing rule commands: iprule_modify's words in its order of checks,
+// and the values each takes.
 
-func ruleUsage() *cmdErr {
-	return parseErr(`Usage: ip rule { add | del } SELECTOR ACTION
-       ip rule { flush | save | restore }
-       ip rule [ list [ SELECTOR ]]
-SELECTOR := [ not ] [ from PREFIX ] [ to PREFIX ] [ tos TOS ]
-            [ fwmark FWMARK[/MASK] ]
-            [ iif STRING ] [ oif STRING ] [ pref NUMBER ] [ l3mdev ]
-            [ uidrange NUMBER-NUMBER ]
-            [ ipproto PROTOCOL ]
-            [ sport [ NUMBER | NUMBER-NUMBER ]
-            [ dport [ NUMBER | NUMBER-NUMBER ] ]
-ACTION := [ table TABLE_ID ]
-          [ protocol PROTO ]
-          [ nat ADDRESS ]
-          [ realms [SRCREALM/]DSTREALM ]
-          [ goto NUMBER ]
-          SUPPRESSOR
-SUPPRESSOR := [ suppress_prefixlength NUMBER ]
-              [ suppress_ifgroup DEVGROUP ]
-TABLE_ID := [ local | main | default | NUMBER ]`)
-}
-
-func (s *session) ruleCmd(args [][]byte) *cmdErr {
-	if len(args) == 0 {
-		return s.ruleShow(nil, ruleList)
-	}
-	w, rest := args[0], args[1:]
-	switch {
-	case matches(w, "list"), matches(w, "lst"), matches(w, "show"):
-		return s.ruleShow(rest, ruleList)
-	case matches(w, "save"):
-		if len(rest) > 0 {
-			return &cmdErr{msg: "\"ip rule save\" does not take any arguments.", code: 1}
-		}
-		return s.ruleShow(nil, ruleSave)
-	case matches(w, "restore"):
-		return parseErr("Error: \"rule restore\" reads its rules from standard input: run it from the client (urouter rule restore < FILE).")
-	case matches(w, "add"):
-		return s.ruleModify(rest, false)
-	case matches(w, "delete"):
-		return s.ruleModify(rest, true)
-	case matches(w, "flush"):
-		return s.ruleShow(rest, ruleFlush)
-	case matches(w, "help"):
-		return ruleUsage()
-	}
-	return parseErr("Command \"%s\" is unknown, try \"ip rule help\".", w)
-}
-
-// ruleTxn returns the session's open rule transaction, opening one.
-// Consecutive rule commands so go out in one publish.
-func (s *session) ruleTxn() *rules.Txn {
-	if s.rtxn == nil {
-		s.rtxn = s.r.Rules.Begin()
-	}
-	return s.rtxn
-}
-
-func (s *session) ruleModify(args [][]byte, del bool) *cmdErr {
-	if len(args) == 0 {
-		verb := "add"
-		if del {
-			verb = "del"
-		}
-		return &cmdErr{msg: "\"ip rule " + verb + "\" requires arguments.", code: 1}
-	}
-	sel, err := s.parseRule(args, del)
-	if err != nil {
-		return err
-	}
-	x := s.ruleTxn()
-	var e error
-	if del {
-		_, e = x.Delete(sel)
-	} else {
-		_, e = x.Add(sel.Rule, sel.PrefSet)
-	}
-	if e != nil {
-		return rejected(e)
-	}
-	return nil
+// ruleParser is the rule object's own state between commands.
+type ruleParser struct {
+	sel rules.Selector // the command being parsed, its storage reused
 }
 
 // parseRule reads the words of iprule_modify, in its order of checks. An
 // add without a table or action looks up main; a delete selects by what
 // it names only.
 func (s *session) parseRule(args [][]byte, del bool) (*rules.Selector, *cmdErr) {
-	sel := &s.ruleSel
+	sel := &s.rule.sel
 	*sel = rules.Selector{}
 	r := &sel.Rule
 	tableOK, sportSet, dportSet := false, false, false
@@ -132,23 +53,13 @@ func (s *session) parseRule(args [][]byte, del bool) (*rules.Selector, *cmdErr) 
 		case rkTos:
 			r.DSField, err = parseRuleTos(v)
 		case rkProtocol:
-			p, ok := parseProto(v)
-			if !ok {
-				return nil, invarg("\"protocol\" value is invalid\n", v)
-			}
-			r.Protocol = uint8(p)
+			r.Protocol, err = parseRuleProto(v)
 		case rkTable:
-			t, ok := parseRuleTable(v)
-			if !ok {
-				return nil, invarg("invalid table ID\n", v)
-			}
-			r.Table, tableOK = t, true
+			r.Table, err = parseRuleTableID(v)
+			tableOK = true
 		case rkSuppress:
-			n, ok := parseUint32(v)
-			if !ok || n > 1<<31-1 {
-				return nil, invarg("suppress_prefixlength value is invalid\n", v)
-			}
-			r.SuppressPrefixLen, r.Suppress = int32(n), true
+			r.SuppressPrefixLen, err = parseSuppress(v)
+			r.Suppress = true
 		case rkIif:
 			r.Iif, err = parseRuleIfname(w, v)
 		case rkOif:
@@ -178,18 +89,50 @@ func (s *session) parseRule(args [][]byte, del bool) (*rules.Selector, *cmdErr) 
 	if !tableOK && !del {
 		r.Table = fib6.TableMain
 	}
-	// what the kernel checks, once the words are read
+	if err := checkRulePorts(r, sportSet, dportSet); err != nil {
+		return nil, err
+	}
+	return sel, nil
+}
+
+// checkRulePorts checks the port ranges given as the kernel does, once
+// the words are read.
+func checkRulePorts(r *rules.Rule, sportSet, dportSet bool) *cmdErr {
 	if sportSet {
 		if e := rules.CheckPorts(r.Sport, true); e != nil {
-			return nil, rejected(e)
+			return rejected(e)
 		}
 	}
 	if dportSet {
 		if e := rules.CheckPorts(r.Dport, false); e != nil {
-			return nil, rejected(e)
+			return rejected(e)
 		}
 	}
-	return sel, nil
+	return nil
+}
+
+func parseRuleProto(v []byte) (uint8, *cmdErr) {
+	p, ok := parseProto(v)
+	if !ok {
+		return 0, invarg("\"protocol\" value is invalid\n", v)
+	}
+	return uint8(p), nil
+}
+
+func parseRuleTableID(v []byte) (uint32, *cmdErr) {
+	t, ok := parseRuleTable(v)
+	if !ok {
+		return 0, invarg("invalid table ID\n", v)
+	}
+	return t, nil
+}
+
+func parseSuppress(v []byte) (int32, *cmdErr) {
+	n, ok := parseUint32(v)
+	if !ok || n > 1<<31-1 {
+		return 0, invarg("suppress_prefixlength value is invalid\n", v)
+	}
+	return int32(n), nil
 }
 
 // The words of iprule_modify, in the order it checks them (the first
@@ -270,6 +213,8 @@ func parseRuleAction(r *rules.Rule, w []byte, ws *argv) *cmdErr {
 	return nil
 }
 
+// The values rule add, del, show and flush read alike.
+
 // rulePrefix reads a prefix as get_prefix does; "all" is no prefix.
 func (s *session) rulePrefix(v []byte) (p netip.Prefix, err *cmdErr) {
 	p, err = parsePrefix(v)
@@ -290,8 +235,6 @@ func parseRuleTable(v []byte) (uint32, bool) {
 	n, ok := parseUint32(v)
 	return n, ok
 }
-
-// The values rule add, del, show and flush read alike.
 
 func parseRulePref(v []byte) (uint32, *cmdErr) {
 	n, ok := parseUint32(v)

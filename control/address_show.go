@@ -1,0 +1,58 @@
+package control
+
+import (
+	"net/netip"
+	"urouter/ndisc"
+)
+
+// Showing addresses: ip addr show, each link with its addresses.
+
+// dadWords are the flags `ip address` prints of an address in DAD.
+func dadWords(s ndisc.DADState) string {
+	switch s {
+	case ndisc.Tentative:
+		return "tentative "
+	case ndisc.DADFailed:
+		return "dadfailed tentative "
+	}
+	return ""
+}
+
+func scopeOf(a netip.Addr) string {
+	switch {
+	case a.IsLoopback():
+		return "host"
+	case a.IsLinkLocalUnicast():
+		return "link"
+	}
+	return "global"
+}
+
+func (s *session) addrShow(args [][]byte) *cmdErr {
+	links, err := s.shownLinks(args, "")
+	if err != nil {
+		return err
+	}
+	w := s.newPrinter()
+	w.begin()
+	for _, l := range links {
+		w.openObject("")
+		s.printLink(&w, l, false)
+		w.openArray("addr_info")
+		for _, a := range l.Addrs() {
+			w.openObject("")
+			w.str("family", "    %s", "inet6")
+			w.addr("local", " %s", a.Addr())
+			w.uint("prefixlen", "/%d", uint64(a.Bits()))
+			w.str("scope", " scope %s ", scopeOf(a.Addr()))
+			w.text(dadWords(l.DAD(a.Addr())) + "\n")
+			w.uint("valid_life_time", "       valid_lft forever", 4294967295)
+			w.uint("preferred_life_time", " preferred_lft forever\n", 4294967295)
+			w.closeObject()
+		}
+		w.closeArray()
+		w.closeObject()
+	}
+	w.end()
+	return nil
+}

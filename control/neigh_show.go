@@ -1,0 +1,190 @@
+package control
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"urouter/dataplane"
+	"urouter/ndisc"
+)
+
+// Showing and flushing neighbours: ipneigh.c's filter and print_neigh.
+
+// neighFilter is what `show` and `flush` select.
+type neighFilter struct {
+	link   *dataplane.Link
+	to     netip.Prefix
+	states uint32 // NUD bits, 0x100 for NONE
+}
+
+func (f *neighFilter) selects(i ndisc.Info) bool {
+	st := uint32(i.State)
+	if st == 0 {
+		st = 0x100
+	}
+	return f.states&st != 0 && (!f.to.IsValid() || f.to.Contains(i.Addr))
+}
+
+func (s *session) neighShow(args [][]byte, flush bool) *cmdErr {
+	f, err := s.parseNeighFilter(args, flush)
+	if err != nil {
+		return err
+	}
+	links := s.r.Links.All()
+	if f.link != nil {
+		links = []*dataplane.Link{f.link}
+	}
+	if flush {
+		s.neighFlush(links, f)
+		return nil
+	}
+	w := s.newPrinter()
+	w.begin()
+	for _, l := range links {
+		t := l.Neigh()
+		if t == nil {
+			continue
+		}
+		for _, i := range t.Dump() {
+			if f.selects(i) {
+				s.printNeigh(&w, l, i, f.link == nil)
+			}
+		}
+	}
+	w.end()
+	return nil
+}
+
+// parseNeighFilter reads show's and flush's selector, as ipneigh.c's
+// do_show_or_flush.
+func (s *session) parseNeighFilter(args [][]byte, flush bool) (*neighFilter, *cmdErr) {
+	f := &neighFilter{states: 0xff &^ uint32(ndisc.NoARP)}
+	if flush {
+		if len(args) == 0 {
+			return nil, &cmdErr{msg: "Flush requires arguments.", code: 1}
+		}
+		f.states = ^uint32(ndisc.Permanent | ndisc.NoARP)
+	}
+	given := false
+	ws := argv{args: args}
+	for ; ws.i < len(args); ws.i++ {
+		w := args[ws.i]
+		switch {
+		case is(w, "dev"):
+			v, err := ws.next()
+			if err != nil {
+				return nil, err
+			}
+			if f.link != nil {
+				return nil, duparg("dev", v)
+			}
+			if f.link = s.r.Links.ByName(str(v)); f.link == nil {
+				return nil, nodev(v)
+			}
+		case is(w, "nud"):
+			v, err := ws.next()
+			if err != nil {
+				return nil, err
+			}
+			if !given {
+				given, f.states = true, 0
+			}
+			bits, err := nudBits(v, flush)
+			if err != nil {
+				return nil, err
+			}
+			f.states |= bits
+		case is(w, "unused"), is(w, "nomaster"):
+		case is(w, "proxy"), is(w, "master"), is(w, "vrf"), matches(w, "protocol"):
+			return nil, unsupported(w)
+		default:
+			w, err := ws.valueAfter(w, "to")
+			if err != nil {
+				return nil, err
+			}
+			if matches(w, "help") {
+				return nil, neighUsage()
+			}
+			p, err := parsePrefix(w)
+			if err != nil {
+				return nil, invarg("to value is invalid\n", w)
+			}
+			f.to = p
+		}
+	}
+	return f, nil
+}
+
+// nudBits are the NUD bits `nud v` selects (all of them for all, but
+// NOARP's in a flush; 0x100 for none).
+func nudBits(v []byte, flush bool) (uint32, *cmdErr) {
+	st, ok := parseNud(v)
+	bits := uint32(st)
+	switch {
+	case !ok && !is(v, "all"):
+		return 0, invarg("nud state is bad", v)
+	case !ok:
+		bits = ^uint32(0)
+		if flush {
+			bits &^= uint32(ndisc.NoARP)
+		}
+	case st == ndisc.None:
+		bits = 0x100
+	}
+	return bits, nil
+}
+
+// neighFlush deletes the entries f selects on links; -s says how many.
+func (s *session) neighFlush(links []*dataplane.Link, f *neighFilter) {
+	n := 0
+	for _, l := range links {
+		if t := l.Neigh(); t != nil {
+			n += t.Flush(f.selects)
+		}
+	}
+	if s.opt.stats > 0 {
+		if n == 0 {
+			s.out.WriteString("Nothing to flush.\n")
+		} else {
+			fmt.Fprintf(s.out, "\n*** Round 1, deleting %d entries ***\n*** Flush is complete after 1 round ***\n", n)
+		}
+	}
+}
+
+// printNeigh prints one entry as print_neigh does.
+func (s *session) printNeigh(w *printer, l *dataplane.Link, i ndisc.Info, withDev bool) {
+	showMAC := i.HasMAC && i.State&(ndisc.Failed|ndisc.Incomplete) == 0 && i.State != ndisc.None
+	secs := func(d interface{ Seconds() float64 }) uint64 { return uint64(max(d.Seconds(), 0)) }
+	w.openObject("")
+	w.addr("dst", "%s ", i.Addr)
+	if withDev {
+		w.str("dev", "dev %s ", l.Name)
+	}
+	if showMAC {
+		w.str("lladdr", "lladdr %s ", i.MAC.String())
+	}
+	if i.Flags&ndisc.Router != 0 {
+		w.null("router", "router ")
+	}
+	if s.opt.stats > 0 {
+		w.uint("used", " used %d", secs(i.Used))
+		w.uint("confirmed", "/%d", secs(i.Confirmed))
+		w.uint("updated", "/%d", secs(i.Updated))
+		w.uint("probes", "probes %d ", uint64(i.Probes))
+	}
+	if i.State != ndisc.None {
+		w.strings("state", "%s ", stateWords(i.State))
+	}
+	w.text("\n")
+	w.closeObject()
+}
+
+// stateWords are the state's NUD bits as print_neigh_state prints them;
+// NONE prints none.
+func stateWords(st ndisc.State) []string {
+	if st == ndisc.None {
+		return nil
+	}
+	return strings.Split(st.String(), ",")
+}

@@ -1,0 +1,144 @@
+package control
+
+import (
+	"urouter/fib6"
+	"urouter/nexthop"
+)
+
+// The nexthop object: ip nexthop { add | replace | del | get | show |
+// list | flush | bucket }, with ipnexthop.c's grammar, output and errors.
+
+func nexthopUsage() *cmdErr {
+	return parseErr(`Usage: ip nexthop { list | flush } [ protocol ID ] SELECTOR
+       ip nexthop { add | replace } id ID NH [ protocol ID ]
+       ip nexthop { get | del } id ID
+       ip nexthop bucket list BUCKET_SELECTOR
+       ip nexthop bucket get id ID index INDEX
+SELECTOR := [ id ID ] [ dev DEV ] [ vrf NAME ] [ master DEV ]
+            [ groups ] [ fdb ]
+BUCKET_SELECTOR := SELECTOR | [ nhid ID ]
+NH := { blackhole | [ via ADDRESS ] [ dev DEV ] [ onlink ]
+        [ encap ENCAPTYPE ENCAPHDR ] |
+        group GROUP [ fdb ] [ type TYPE [ TYPE_ARGS ] ] }
+GROUP := [ <id[,weight]>/<id[,weight]>/... ]
+TYPE := { mpath | resilient }
+TYPE_ARGS := [ RESILIENT_ARGS ]
+RESILIENT_ARGS := [ buckets BUCKETS ] [ idle_timer IDLE ]
+                  [ unbalanced_timer UNBALANCED ]
+ENCAPTYPE := [ mpls ]
+ENCAPHDR := [ MPLSLABEL ]`)
+}
+
+func (s *session) nexthopCmd(args [][]byte) *cmdErr {
+	if len(args) == 0 {
+		return s.nexthopShow(nil, false)
+	}
+	w, rest := args[0], args[1:]
+	switch {
+	case is(w, "add"), is(w, "create"):
+		return s.nexthopModify(rest, false)
+	case is(w, "replace"), is(w, "change"), is(w, "chg"):
+		return s.nexthopModify(rest, true)
+	case is(w, "delete"), is(w, "del"):
+		return s.nexthopDel(rest)
+	case matches(w, "list"), matches(w, "show"), is(w, "lst"):
+		return s.nexthopShow(rest, false)
+	case is(w, "get"):
+		return s.nexthopGet(rest)
+	case matches(w, "flush"):
+		return s.nexthopShow(rest, true)
+	case matches(w, "bucket"):
+		return s.nexthopBucket(rest)
+	case matches(w, "help"):
+		return nexthopUsage()
+	}
+	return parseErr("Command \"%s\" is unknown, try \"ip nexthop help\".", w)
+}
+
+func (s *session) nexthopModify(args [][]byte, replace bool) *cmdErr {
+	q, err := s.parseNexthop(args)
+	if err != nil {
+		return err
+	}
+	sp := &q.sp
+	if err := s.nexthopKind(q); err != nil {
+		return err
+	}
+	if q.dev != nil {
+		l, err := s.link(q.dev)
+		if err != nil {
+			return err
+		}
+		sp.Link = l.Index
+		if err := s.checkNexthopGateway(sp); err != nil {
+			return err
+		}
+	}
+	if _, err := s.r.Nexthops.Add(*sp, replace); err != nil {
+		return rejected(err)
+	}
+	return nil
+}
+
+// nexthopKind checks that the nexthop is one kind (a group, a blackhole
+// or a path through a link) as Linux's rtm_to_nh_config does, and gives
+// it its family.
+func (s *session) nexthopKind(q *nhReq) *cmdErr {
+	sp := &q.sp
+	switch {
+	case sp.IsGroup():
+		if q.blackhole || sp.Gateway.IsValid() || q.dev != nil || s.opt.inet6 { // a group is AF_UNSPEC
+			return extack("Invalid family for group.")
+		}
+	case q.blackhole:
+		if sp.Gateway.IsValid() || q.dev != nil {
+			return extack("Blackhole attribute can not be used with gateway, oif, encap or fdb.")
+		}
+		sp.Flags |= nexthop.Blackhole
+	case q.dev == nil:
+		if !sp.Gateway.IsValid() && !s.opt.inet6 {
+			return extack("Invalid address family.")
+		}
+		return extack("Device attribute required for non-blackhole and non-fdb nexthops.")
+	}
+	sp.Family = nexthop.FamilyInet
+	if s.opt.inet6 || sp.Gateway.Is6() {
+		sp.Family = nexthop.FamilyInet6
+	}
+	if sp.IsGroup() {
+		sp.Family = nexthop.FamilyUnspec
+	}
+	return nil
+}
+
+// checkNexthopGateway validates a nexthop's gateway on its link as Linux's
+// nh_create_ipv6 (through fib6_nh_init) does.
+func (s *session) checkNexthopGateway(sp *nexthop.Spec) *cmdErr {
+	gw := sp.Gateway
+	if !gw.IsValid() {
+		return nil
+	}
+	if !gw.Is6() || gw.Is4In6() {
+		return extack("Nexthop has invalid gateway.")
+	}
+	if gw.IsMulticast() || gw.IsUnspecified() {
+		return extack("Invalid gateway address.")
+	}
+	if gw.IsLoopback() || s.r.Decider.IsLocal(gw) {
+		return extack("Gateway can not be a local address.")
+	}
+	rt := fib6.Route{}
+	rt.Nexthop = sp.Nexthop
+	return s.checkGateway(&rt, fib6.TableMain, s.r.Tables.Main())
+}
+
+func (s *session) nexthopDel(args [][]byte) *cmdErr {
+	id, err := s.nexthopIDArg(args)
+	if err != nil {
+		return err
+	}
+	if err := s.r.DeleteNexthop(id); err != nil {
+		return rejected(err)
+	}
+	return nil
+}

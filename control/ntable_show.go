@@ -1,0 +1,49 @@
+package control
+
+import (
+	"fmt"
+	"time"
+
+	"urouter/dataplane"
+)
+
+// Showing the neighbour tables' knobs: ip ntable show, as ipntable.c
+// prints them.
+
+func (s *session) ntableShow(args [][]byte) *cmdErr {
+	var only *dataplane.Link
+	named := true
+	err := pairs(args, func(w, v []byte) *cmdErr {
+		var err *cmdErr
+		switch {
+		case is(w, "dev"):
+			only, err = s.link(v)
+		case is(w, "name"):
+			named = is(v, "ndisc_cache") // another table: nothing to show
+		default:
+			err = garbageArgs(w)
+		}
+		return err
+	})
+	if err != nil || !named {
+		return err
+	}
+	links := s.r.Links.All()
+	if only != nil {
+		links = []*dataplane.Link{only}
+	}
+	for _, l := range links {
+		t := l.Neigh()
+		if t == nil {
+			continue
+		}
+		p := t.Params()
+		ms := func(d time.Duration) int64 { return d.Milliseconds() }
+		fmt.Fprintf(s.out, "inet6 ndisc_cache \n    dev %s \n", l.Name)
+		fmt.Fprintf(s.out, "    thresh1 %d thresh2 %d thresh3 %d gc_int %d \n", p.Thresh1, p.Thresh2, p.Thresh3, ms(p.GCInterval))
+		fmt.Fprintf(s.out, "    entries %d reachable %d base_reachable %d retrans %d \n", t.Len(), ms(t.ReachableTime()), ms(p.BaseReachable), ms(p.Retrans))
+		fmt.Fprintf(s.out, "    gc_stale %d delay_probe %d queue %d \n", ms(p.GCStale), ms(p.DelayProbe), p.QueueLen)
+		fmt.Fprintf(s.out, "    app_probes 0 ucast_probes %d mcast_probes %d \n\n", p.UcastProbes, p.McastProbes)
+	}
+	return nil
+}

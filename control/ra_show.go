@@ -1,0 +1,54 @@
+package control
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Showing Router Advertisements: ra show, each Ethernet link's
+// configuration.
+
+func (s *session) raShow(args [][]byte) *cmdErr {
+	links, err := s.shownLinks(args, "")
+	if err != nil {
+		return err
+	}
+	secs := func(d time.Duration) string {
+		if d >= time.Duration(1<<32-1)*time.Second {
+			return "infinity"
+		}
+		return strconv.FormatInt(int64(d/time.Second), 10)
+	}
+	onoff := map[bool]string{true: "on", false: "off"}
+	for _, l := range links {
+		c, ok := l.RA()
+		if !ok {
+			continue
+		}
+		pref := map[int8]string{-1: "low", 0: "medium", 1: "high"}[c.Preference]
+		fmt.Fprintf(s.out, "ra set dev %s %s max-interval %s min-interval %s lifetime %s preference %s hoplimit %d mtu %d managed %s other %s",
+			l.Name, onoff[c.Enabled], secs(c.MaxInterval), secs(c.MinInterval), secs(c.Lifetime), pref, c.HopLimit, c.MTU,
+			onoff[c.Managed], onoff[c.Other])
+		if len(c.RDNSS) > 0 {
+			var as []string
+			for _, a := range c.RDNSS {
+				as = append(as, a.String())
+			}
+			fmt.Fprintf(s.out, " rdnss %s rdnss-lifetime %s", strings.Join(as, ","), secs(c.RDNSSLifetime))
+		}
+		s.out.WriteByte('\n')
+		for _, p := range c.Prefixes {
+			fmt.Fprintf(s.out, "ra prefix add %s dev %s valid %s preferred %s", p.Prefix, l.Name, secs(p.Valid), secs(p.Preferred))
+			if !p.OnLink {
+				s.out.WriteString(" no-onlink")
+			}
+			if !p.Autonomous {
+				s.out.WriteString(" no-autonomous")
+			}
+			s.out.WriteByte('\n')
+		}
+	}
+	return nil
+}
