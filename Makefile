@@ -18,10 +18,11 @@ lint:
 	$(GO) run $(STATICCHECK) ./...
 	$(GO) run $(ERRCHECK) -exclude .errcheck-excludes ./...
 
-# The test command: vet, then every test with the race detector (the
-# integration tests need root and network namespaces).
+# The test command: vet, the linter, then every test with the race detector
+# (the integration tests need root and network namespaces).
 test:
 	$(GO) vet ./...
+	$(MAKE) lint
 	$(GO) test -race -count=1 -timeout 40m ./...
 
 # The demo lab: urouter between two netns hosts, real traffic (as root).
