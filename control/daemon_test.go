@@ -311,6 +311,7 @@ func TestClientThatDoesNotRead(t *testing.T) {
 		t.Fatal(e)
 	}
 	added := time.Now()
+	base := slowest(t, sock, options{}, 50, func(i int) string { return fmt.Sprintf("route add 2001:db8:7:%x::/64 dev d0", i) })
 	c := dial(t, sock, options{batch: true, force: true, batchName: "F"})
 	go func() {
 		w := bufio.NewWriter(c)
@@ -327,9 +328,9 @@ func TestClientThatDoesNotRead(t *testing.T) {
 		x.Commit()
 	}
 	worst := slowest(t, sock, options{}, 50, func(i int) string { return fmt.Sprintf("route add 2001:db8:6:%x::/64 dev d0", i) })
-	t.Logf("the slowest of 50 route adds by another client took %v", worst)
-	if worst > 50*time.Millisecond {
-		t.Errorf("another client's route add waited %v", worst)
+	t.Logf("the slowest of 50 route adds by another client took %v, %v before", worst, base)
+	if delayed(worst, base) {
+		t.Errorf("another client's route add waited %v, %v before", worst, base)
 	}
 	for r.Tables.Get(100).Len() != 0 {
 		if time.Since(added) > 2500*time.Millisecond {
@@ -337,6 +338,15 @@ func TestClientThatDoesNotRead(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// delayed tells a command slowed by a client that does not read from
+// the machine's load: against the same test's baseline (the slowest of as
+// many commands before that client came), with room for a loaded
+// machine's scheduling; a lock held on that client would hold the
+// command until the test ends.
+func delayed(worst, base time.Duration) bool {
+	return worst > 2*base+50*time.Millisecond
 }
 
 // slowest runs n commands (cmd(i)) as another client, one after another,

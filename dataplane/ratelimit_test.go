@@ -51,7 +51,8 @@ func TestRateLimitPerDestination(t *testing.T) {
 			t.Errorf("%s got %d Time Exceeded in a second, want 6 + about 10", dst, n)
 		}
 	}
-	if len(times) > 6 && times[5] > 50*time.Millisecond {
+	// within one interval: without the burst the sixth would come at 500 ms
+	if len(times) > 6 && times[5] >= 100*time.Millisecond {
 		t.Errorf("the burst of 6 took %v", times[5])
 	}
 	for i := 7; i < len(times); i++ {
