@@ -4,10 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
 	"slices"
 	"sync/atomic"
 
-	"github.com/vishvananda/netlink"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 
 	"urouter/dataplane/port"
@@ -42,15 +42,15 @@ func (l *Link) Mirror() *Mirror { return l.mirror.Load() }
 
 // SetMirror gives link l a kernel mirror named kname, replacing the one it
 // had. The kernel interface is made down with no address: the router
-// gives it the link's state (SyncMirror).
+// gives it the link's state (router's syncKernel).
 func (dp *Dataplane) SetMirror(l *Link, kname string) (*Mirror, error) {
 	if err := dp.ClearMirror(l); err != nil {
 		return nil, err
 	}
-	if _, err := netlink.LinkByName(kname); err == nil {
+	t, kidx, err := port.OpenMirror(kname, l.MTU())
+	if errors.Is(err, os.ErrExist) {
 		return nil, fmt.Errorf("%s: %w", kname, ErrLinkExists)
 	}
-	t, kidx, err := port.OpenMirror(kname, l.MTU())
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package port
 
 import (
+	"fmt"
 	"os"
 
 	"github.com/vishvananda/netlink"
@@ -11,8 +12,12 @@ import (
 // mirror, dataplane's Mirror): name, with the link's MTU, one queue; it
 // returns the kernel's index of it. The kernel makes no address of its
 // own on it (its link-local is the link's), solicits no router, and keeps
-// IPv6 on.
+// IPv6 on. A kernel interface of that name already there is an error
+// that wraps os.ErrExist: the TUN would attach to it.
 func OpenMirror(name string, mtu int) (*TUN, int32, error) {
+	if _, err := netlink.LinkByName(name); err == nil {
+		return nil, 0, fmt.Errorf("%s: %w", name, os.ErrExist)
+	}
 	dev, err := OpenTUN(name, TUNOptions{MTU: mtu, Queues: 1})
 	if err != nil {
 		return nil, 0, err
