@@ -8,7 +8,6 @@ import (
 	"log"
 	"net"
 	"net/netip"
-	"os"
 	"sync"
 	"sync/atomic"
 
@@ -41,7 +40,6 @@ type ether struct {
 	// ndCtrs are the link's counters of Neighbour Discovery in and out,
 	// written with addShared only
 	ndCtrs atomic.Pointer[Counters]
-	closed atomic.Bool // its readers end (os.ErrClosed, as port's closedErr says why)
 
 	mu sync.Mutex // the sender of the link's ICMPv6 errors (ndLink.Unreachable)
 	tx *worker    // routes the ICMPv6 errors the link makes (Address Unreachable)
@@ -128,7 +126,7 @@ func OpenTAP(name string, o port.TAPOptions, eo EtherOptions) (port.Device, erro
 // router's MAC is the interface's own unless one is given (then the socket
 // is promiscuous, as a NIC filters other MACs).
 func OpenHost(dev string, eo EtherOptions) (port.Device, int, error) {
-	a, ifi, err := port.OpenAFPacket(dev, nil)
+	a, ifi, err := port.OpenAFPacket(dev)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -256,9 +254,6 @@ func (e *ether) ReadBatch(q int, bufs [][]byte, sizes []int) (int, error) {
 			}
 			keep++
 		}
-		if err != nil && e.closed.Load() {
-			err = os.ErrClosed
-		}
 		if keep > 0 || err != nil {
 			return keep, err
 		}
@@ -360,7 +355,6 @@ func (e *ether) SetMTU(mtu int) error    { return e.io.SetMTU(mtu) }
 func (e *ether) SetUp(up bool) error     { return e.io.SetUp(up) }
 
 func (e *ether) Close() error {
-	e.closed.Store(true)
 	e.nd.Stop()
 	return e.io.Close()
 }
@@ -375,14 +369,7 @@ func (*ether) Broadcast() net.HardwareAddr {
 func (*ether) TxQueueLen() int { return 1000 }
 
 // linkLocalAddr is the link's link-local address, if it has one.
-func (l *Link) linkLocalAddr() (netip.Addr, bool) {
-	for _, p := range l.Addrs() {
-		if p.Addr().IsLinkLocalUnicast() {
-			return p.Addr(), true
-		}
-	}
-	return netip.Addr{}, false
-}
+func (l *Link) linkLocalAddr() (netip.Addr, bool) { return ndisc.LinkLocalOf(l.Addrs()) }
 
 // LinkLocal is the link-local address the link's MAC makes (modified
 // EUI-64, RFC 4291), for links that have one.

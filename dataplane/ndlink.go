@@ -5,6 +5,7 @@ import (
 
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 
+	"urouter/dataplane/port"
 	"urouter/ndisc"
 )
 
@@ -13,6 +14,13 @@ import (
 // counters and the packet path's ICMPv6 errors. It is the ether itself,
 // typed apart so that these methods are not the Device's.
 type ndLink ether
+
+// ND's packets are framed as the packet path's (writeTo shifts their
+// virtio_net_hdr): its headroom must be that header, byte for byte.
+const (
+	_ = uint(ndisc.Headroom - port.VnetHdrLen)
+	_ = uint(port.VnetHdrLen - ndisc.Headroom)
+)
 
 func (n *ndLink) Addrs() []netip.Prefix {
 	if l := n.link.Load(); l != nil {

@@ -207,8 +207,11 @@ func (n *ND) send(b []byte, to MAC) {
 }
 
 // linkLocalAddr is the link's link-local address, if it has one.
-func (n *ND) linkLocalAddr() (netip.Addr, bool) {
-	for _, p := range n.link.Addrs() {
+func (n *ND) linkLocalAddr() (netip.Addr, bool) { return LinkLocalOf(n.link.Addrs()) }
+
+// LinkLocalOf is the first link-local address of addrs, if there is one.
+func LinkLocalOf(addrs []netip.Prefix) (netip.Addr, bool) {
+	for _, p := range addrs {
 		if p.Addr().IsLinkLocalUnicast() {
 			return p.Addr(), true
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"net"
 	"net/netip"
 	"slices"
 
@@ -124,7 +125,7 @@ func syncKernel(l *dataplane.Link) error {
 			errs = append(errs, fmt.Errorf("%s on %s: %w", p, m.Name, err))
 		}
 	}
-	if up := kl.Attrs().Flags&(1<<0) != 0; up != l.Up() {
+	if up := kl.Attrs().Flags&net.FlagUp != 0; up != l.Up() {
 		if l.Up() {
 			errs = append(errs, netlink.LinkSetUp(kl))
 		} else {

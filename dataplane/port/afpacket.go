@@ -36,9 +36,17 @@ type AFPacket struct {
 	// a socket epoll waits on), which cost a context switch per batch.
 	txfd int
 
-	rx iovBatch
+	// the reader's batch in progress (one queue, one reader), and the
+	// netpoller callback that reads it, made once: a closure per read
+	// would be an allocation per batch
+	rx    iovBatch
+	rxN   int
+	rxGot int
+	rxErr error
+	rxFn  func(fd uintptr) bool
 	// the kernel's IPv6 is switched off on the interface (ipv6switch.go)
 	tookIPv6 bool
+	closeFlag
 }
 
 // iovPool holds the writers' *iovBatch, shared by every socket (see
@@ -48,7 +56,7 @@ var iovPool = sync.Pool{New: func() any { return new(iovBatch) }}
 
 // OpenAFPacket attaches to interface dev: the socket, and the kernel's own
 // IPv6 switched off there so that only the router answers on it.
-func OpenAFPacket(dev string, groups []net.HardwareAddr) (*AFPacket, *net.Interface, error) {
+func OpenAFPacket(dev string) (*AFPacket, *net.Interface, error) {
 	ifi, err := net.InterfaceByName(dev)
 	if err != nil {
 		return nil, nil, fmt.Errorf("Cannot find device %q", dev)
@@ -58,6 +66,7 @@ func OpenAFPacket(dev string, groups []net.HardwareAddr) (*AFPacket, *net.Interf
 		return nil, nil, fmt.Errorf("AF_PACKET socket: %w", err)
 	}
 	a := &AFPacket{dev: dev, ifindex: ifi.Index, fd: fd}
+	a.rxFn = a.recv
 	fail := func(what string, err error) (*AFPacket, *net.Interface, error) {
 		// sockets never used: closing them fails only on a bad descriptor
 		_ = unix.Close(fd)
@@ -87,11 +96,6 @@ func OpenAFPacket(dev string, groups []net.HardwareAddr) (*AFPacket, *net.Interf
 		return fail("AF_PACKET send socket", err)
 	}
 
-	for _, g := range groups {
-		if err := a.Join(g, true); err != nil {
-			return fail("PACKET_ADD_MEMBERSHIP", err)
-		}
-	}
 	if err := takeIPv6(ifi); err != nil {
 		return fail("disable_ipv6", err)
 	}
@@ -129,7 +133,7 @@ func openTxSocket(ifindex int) (int, error) {
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
-// join adds or drops a multicast MAC on the interface, so a NIC that
+// Join adds or drops a multicast MAC on the interface, so a NIC that
 // filters lets the group's frames in (a veth filters none).
 func (a *AFPacket) Join(mac net.HardwareAddr, on bool) error {
 	mr := unix.PacketMreq{Ifindex: int32(a.ifindex), Type: unix.PACKET_MR_MULTICAST, Alen: 6}
@@ -141,7 +145,7 @@ func (a *AFPacket) Join(mac net.HardwareAddr, on bool) error {
 	return unix.SetsockoptPacketMreq(a.fd, unix.SOL_PACKET, opt, &mr)
 }
 
-// allMulti takes (or stops taking) every multicast frame: the groups a
+// AllMulti takes (or stops taking) every multicast frame: the groups a
 // mirror's kernel side joins (OSPFv3's, say), which the router does not
 // track.
 func (a *AFPacket) AllMulti(on bool) error {
@@ -153,7 +157,7 @@ func (a *AFPacket) AllMulti(on bool) error {
 	return unix.SetsockoptPacketMreq(a.fd, unix.SOL_PACKET, opt, &mr)
 }
 
-// promisc takes every frame, for a router MAC that is not the interface's.
+// Promisc takes every frame, for a router MAC that is not the interface's.
 func (a *AFPacket) Promisc() error {
 	mr := unix.PacketMreq{Ifindex: int32(a.ifindex), Type: unix.PACKET_MR_PROMISC}
 	return unix.SetsockoptPacketMreq(a.fd, unix.SOL_PACKET, unix.PACKET_ADD_MEMBERSHIP, &mr)
@@ -166,19 +170,21 @@ func (a *AFPacket) ReadFrames(_ int, bufs [][]byte, hdrs []EthHdr, sizes []int) 
 	for i := 0; i < n; i++ {
 		a.rx.set(i, bufs[i][:VnetHdrLen], &hdrs[i], bufs[i][VnetHdrLen:])
 	}
-	var got int
-	var rerr error
-	err := a.rc.Read(func(fd uintptr) bool {
-		got, rerr = mmsg(unix.SYS_RECVMMSG, int(fd), a.rx.msgs[:n], unix.MSG_DONTWAIT)
-		return rerr != unix.EAGAIN
-	})
+	a.rxN, a.rxGot, a.rxErr = n, 0, nil
+	err := a.rc.Read(a.rxFn)
 	if err == nil {
-		err = rerr
+		err = a.rxErr
 	}
 	if err != nil {
-		return 0, closedErr(err)
+		return 0, a.readErr(err)
 	}
-	return a.sizes(got, sizes), nil
+	return a.sizes(a.rxGot, sizes), nil
+}
+
+// recv is the netpoller callback of ReadFrames.
+func (a *AFPacket) recv(fd uintptr) bool {
+	a.rxGot, a.rxErr = mmsg(unix.SYS_RECVMMSG, int(fd), a.rx.msgs[:a.rxN], unix.MSG_DONTWAIT)
+	return a.rxErr != unix.EAGAIN
 }
 
 func (a *AFPacket) sizes(got int, sizes []int) int {
@@ -219,7 +225,7 @@ func (a *AFPacket) WriteFrames(hdrs []EthHdr, pkts [][]byte) (int, error) {
 // without the offload segments them in software (validate_xmit_skb).
 func (*AFPacket) Offloads() Offloads { return Offloads{TCP: true, UDP: true, PartialCsum: true} }
 
-// setMTU sets the interface's MTU if it differs (the lab's "set it to what
+// SetMTU sets the interface's MTU if it differs (the lab's "set it to what
 // it is" is harmless).
 func (a *AFPacket) SetMTU(mtu int) error {
 	l, err := netlink.LinkByIndex(a.ifindex)
@@ -229,7 +235,7 @@ func (a *AFPacket) SetMTU(mtu int) error {
 	return netlink.LinkSetMTU(l, mtu)
 }
 
-// setUp brings the interface up with the link; a link going down leaves
+// SetUp brings the interface up with the link; a link going down leaves
 // the interface as it is (it is not the router's).
 func (a *AFPacket) SetUp(up bool) error {
 	l, err := netlink.LinkByIndex(a.ifindex)
@@ -255,6 +261,7 @@ func (a *AFPacket) Drops() uint64 {
 // Close closes both sockets and gives the interface its disable_ipv6
 // back; an error is any of them.
 func (a *AFPacket) Close() error {
+	a.markClosed()
 	errs := []error{unix.Close(a.txfd)}
 	if a.tookIPv6 {
 		errs = append(errs, giveIPv6(a.ifindex))

@@ -3,6 +3,7 @@ package port
 import (
 	"errors"
 	"os"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -77,12 +78,26 @@ func mmsg(trap uintptr, fd int, msgs []unix.Mmsghdr, flags int) (int, error) {
 }
 
 // closedErr is os.ErrClosed for the errors of a descriptor that is gone.
-// A read parked in the netpoller when its file closes gets internal/poll's
-// "use of closed file" instead, which os does not export: so the ports
-// (TUN, ether) also set a flag before they close and check it.
 func closedErr(err error) error {
 	if errors.Is(err, unix.EBADFD) || errors.Is(err, unix.EBADF) || errors.Is(err, os.ErrClosed) {
 		return os.ErrClosed
 	}
 	return err
+}
+
+// closeFlag is what every port's readers end on. A read parked in the
+// netpoller when its file closes gets internal/poll's "use of closed file",
+// which os does not export and closedErr cannot tell: so a port sets the
+// flag before it closes its files, and its reads' errors go through readErr.
+type closeFlag struct{ closed atomic.Bool }
+
+func (c *closeFlag) markClosed() { c.closed.Store(true) }
+
+// readErr is a read's error as the port's readers see it: os.ErrClosed
+// once the port is closing.
+func (c *closeFlag) readErr(err error) error {
+	if err != nil && c.closed.Load() {
+		return os.ErrClosed
+	}
+	return closedErr(err)
 }

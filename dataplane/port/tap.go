@@ -27,6 +27,7 @@ type TAP struct {
 	files  []*os.File
 	queues []*tapQueue
 	uso    bool
+	closeFlag
 }
 
 type tapQueue struct {
@@ -94,7 +95,7 @@ func (t *TAP) ReadFrames(qi int, bufs [][]byte, hdrs []EthHdr, sizes []int) (int
 		err = q.err
 	}
 	if err != nil && q.n == 0 {
-		return 0, closedErr(err)
+		return 0, t.readErr(err)
 	}
 	return q.n, nil
 }
@@ -152,6 +153,7 @@ func (t *TAP) SetMTU(mtu int) error { return kernelSide(t.name).setMTU(mtu) }
 func (t *TAP) SetUp(up bool) error  { return kernelSide(t.name).setUp(up) }
 
 func (t *TAP) Close() error {
+	t.markClosed()
 	err := closeFiles(t.files)
 	t.files = nil
 	return err

@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"sync/atomic"
 	"syscall"
 
 	"github.com/vishvananda/netlink"
@@ -45,7 +44,7 @@ type TUN struct {
 	queues []*tunQueue
 	vnet   bool // every read and write carries a virtio_net_hdr
 	uso    bool // the kernel took the UDP segmentation offload
-	closed atomic.Bool
+	closeFlag
 }
 
 // tunQueue is one queue's file and its reader's state.
@@ -137,10 +136,7 @@ func (t *TUN) ReadBatch(q int, bufs [][]byte, sizes []int) (int, error) {
 	if err == nil {
 		err = tq.err
 	}
-	if err != nil && t.closed.Load() {
-		err = os.ErrClosed
-	}
-	return tq.n, closedErr(err)
+	return tq.n, t.readErr(err)
 }
 
 // read is the netpoller callback: it reads until the queue is empty or the
@@ -254,7 +250,7 @@ func (t *TUN) SetMTU(mtu int) error { return kernelSide(t.name).setMTU(mtu) }
 func (t *TUN) SetUp(up bool) error  { return kernelSide(t.name).setUp(up) }
 
 func (t *TUN) Close() error {
-	t.closed.Store(true)
+	t.markClosed()
 	err := closeFiles(t.files)
 	t.files = nil
 	return err
