@@ -111,15 +111,10 @@ func (s *session) addrFlush(args [][]byte) *cmdErr {
 	var l *dataplane.Link
 	ws := argv{args: args}
 	for ; ws.i < len(args); ws.i++ {
-		w := args[ws.i]
-		if is(w, "dev") {
-			v, err := ws.next()
-			if err != nil {
-				return err
-			}
-			w = v
+		w, err := ws.valueAfter(args[ws.i], "dev")
+		if err != nil {
+			return err
 		}
-		var err *cmdErr
 		if l, err = s.link(w); err != nil {
 			return err
 		}

@@ -74,12 +74,9 @@ func parseLinkArgs(args [][]byte) (*linkArgs, *cmdErr) {
 			a.typArgs = args[ws.i+1:]
 			return a, nil
 		default:
-			if is(w, "dev") {
-				v, err := ws.next()
-				if err != nil {
-					return nil, err
-				}
-				w = v
+			w, err := ws.valueAfter(w, "dev")
+			if err != nil {
+				return nil, err
 			}
 			if matches(w, "help") {
 				return nil, parseErr("Usage: ip link { add | set | delete | show } ...")

@@ -17,14 +17,12 @@ func (s *session) shownLinks(args [][]byte, skip string) ([]*dataplane.Link, *cm
 	ws := argv{args: args}
 	for ; ws.i < len(args); ws.i++ {
 		w := args[ws.i]
-		if is(w, "dev") {
-			v, err := ws.next()
-			if err != nil {
-				return nil, err
-			}
-			w = v
-		} else if skip != "" && matches(w, skip) {
+		if skip != "" && matches(w, skip) { // "dev" is never skip
 			continue
+		}
+		w, err := ws.valueAfter(w, "dev")
+		if err != nil {
+			return nil, err
 		}
 		only = s.r.Links.ByName(str(w))
 		if only == nil {

@@ -49,8 +49,8 @@ func neighUsage() *cmdErr {
 }
 
 func (s *session) neighModify(args [][]byte, mode ndisc.Mode) *cmdErr {
-	q, err := parseNeighModify(args)
-	if err != nil {
+	var q neighReq
+	if err := parseNeighModify(&q, args); err != nil {
 		return err
 	}
 	dev, lla, dst, state, flags := q.dev, q.lla, q.dst, q.state, q.flags

@@ -44,8 +44,8 @@ type neighReq struct {
 }
 
 // parseNeighModify reads ipneigh_modify's words.
-func parseNeighModify(args [][]byte) (*neighReq, *cmdErr) {
-	q := &neighReq{state: ndisc.Permanent}
+func parseNeighModify(q *neighReq, args [][]byte) *cmdErr {
+	*q = neighReq{state: ndisc.Permanent}
 	ws := argv{args: args}
 	for ; ws.i < len(args); ws.i++ {
 		w := args[ws.i]
@@ -61,7 +61,7 @@ func parseNeighModify(args [][]byte) (*neighReq, *cmdErr) {
 			if v, err = ws.next(); err == nil {
 				st, ok := parseNud(v)
 				if !ok {
-					return nil, invarg("nud state is bad", v)
+					return invarg("nud state is bad", v)
 				}
 				q.state = st
 			}
@@ -70,18 +70,18 @@ func parseNeighModify(args [][]byte) (*neighReq, *cmdErr) {
 		case is(w, "dev"):
 			q.dev, err = ws.next()
 		case matches(w, "proxy"), is(w, "use"), is(w, "managed"), matches(w, "extern_learn"), matches(w, "protocol"):
-			return nil, unsupported(w)
+			return unsupported(w)
 		default:
 			err = q.parseDst(&ws, w)
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if q.dev == nil || !q.dst.IsValid() {
-		return nil, &cmdErr{msg: "Device and destination are required arguments.", code: 255}
+		return &cmdErr{msg: "Device and destination are required arguments.", code: 255}
 	}
-	return q, nil
+	return nil
 }
 
 // parseDst reads the word that is no keyword: `[to] ADDR`, once.

@@ -1,7 +1,6 @@
 package control
 
 import (
-	"fmt"
 	"net/netip"
 	"strings"
 
@@ -79,8 +78,8 @@ func (s *session) parseNeighFilter(args [][]byte, flush bool) (*neighFilter, *cm
 			if f.link != nil {
 				return nil, duparg("dev", v)
 			}
-			if f.link = s.r.Links.ByName(str(v)); f.link == nil {
-				return nil, nodev(v)
+			if f.link, err = s.link(v); err != nil {
+				return nil, err
 			}
 		case is(w, "nud"):
 			v, err := ws.next()
@@ -143,13 +142,7 @@ func (s *session) neighFlush(links []*dataplane.Link, f *neighFilter) {
 			n += t.Flush(f.selects)
 		}
 	}
-	if s.opt.stats > 0 {
-		if n == 0 {
-			s.out.WriteString("Nothing to flush.\n")
-		} else {
-			fmt.Fprintf(s.out, "\n*** Round 1, deleting %d entries ***\n*** Flush is complete after 1 round ***\n", n)
-		}
-	}
+	s.flushed(n)
 }
 
 // printNeigh prints one entry as print_neigh does.

@@ -56,8 +56,9 @@ func (s *session) nexthopCmd(args [][]byte) *cmdErr {
 }
 
 func (s *session) nexthopModify(args [][]byte, replace bool) *cmdErr {
-	q, err := s.parseNexthop(args)
-	if err != nil {
+	var req nhReq
+	q := &req
+	if err := s.parseNexthop(q, args); err != nil {
 		return err
 	}
 	sp := &q.sp

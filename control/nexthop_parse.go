@@ -28,8 +28,8 @@ type nhReq struct {
 }
 
 // parseNexthop reads ipnexthop_modify's words.
-func (s *session) parseNexthop(args [][]byte) (*nhReq, *cmdErr) {
-	q := &nhReq{}
+func (s *session) parseNexthop(q *nhReq, args [][]byte) *cmdErr {
+	*q = nhReq{}
 	ws := argv{args: args}
 	for ; ws.i < len(args); ws.i++ {
 		w := args[ws.i]
@@ -63,22 +63,22 @@ func (s *session) parseNexthop(args [][]byte) (*nhReq, *cmdErr) {
 			if v, err = ws.next(); err == nil {
 				p, ok := parseProto(v)
 				if !ok {
-					return nil, invarg("invalid protocol value", v)
+					return invarg("invalid protocol value", v)
 				}
 				q.sp.Proto = uint8(p)
 			}
 		case is(w, "fdb"), is(w, "encap"), is(w, "vrf"), is(w, "master"):
-			return nil, unsupported(w)
+			return unsupported(w)
 		case matches(w, "help"):
-			return nil, nexthopUsage()
+			return nexthopUsage()
 		default:
-			return nil, invarg("", w)
+			return invarg("", w)
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return q, nil
+	return nil
 }
 
 func parseNhGateway(v []byte) (netip.Addr, *cmdErr) {

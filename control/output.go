@@ -209,15 +209,7 @@ func (p *printer) textf(format string, v string) {
 }
 
 // bytes prints a string value given as bytes (scratch; not kept).
-func (p *printer) bytes(key, format string, v []byte) {
-	if p.j != nil {
-		p.j.name(key)
-		p.j.eor()
-		p.j.quote(str(v))
-		return
-	}
-	p.textf(format, str(v))
-}
+func (p *printer) bytes(key, format string, v []byte) { p.str(key, format, str(v)) }
 
 func (p *printer) str(key, format, v string) {
 	if p.j != nil {

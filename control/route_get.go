@@ -164,11 +164,9 @@ func (q *getReq) parseWord(k int, w, v []byte) *cmdErr {
 // parseDst reads `[to] ADDRESS`; the last one given counts, as with ip.
 // A prefix other than /128 is taken with a warning.
 func (q *getReq) parseDst(ws *argv, w []byte) (string, *cmdErr) {
-	if is(w, "to") {
-		var err *cmdErr
-		if w, err = ws.next(); err != nil {
-			return "", err
-		}
+	w, err := ws.valueAfter(w, "to")
+	if err != nil {
+		return "", err
 	}
 	if matches(w, "help") {
 		return "", routeUsage()

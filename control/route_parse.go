@@ -111,14 +111,32 @@ type routeParser struct {
 // parseMemo keeps what the previous command parsed, for the next: a batch
 // repeats its keywords, gateway and table on every line.
 type parseMemo struct {
-	kw       [4]memo // by position among the keywords
-	gw       []byte
-	gwVal    netip.Addr
-	tab      []byte
-	tabID    uint32
-	legs     []leg
-	legGw    [][]byte // the gateway of each leg as last written
-	legGwVal []netip.Addr
+	kw    [4]memo // by position among the keywords
+	gw    addrMemo
+	tab   []byte
+	tabID uint32
+	legs  []leg
+	legGw []addrMemo // the gateway of each leg
+}
+
+// addrMemo is an address as last written and its value: a batch writes
+// the same gateway on every line.
+type addrMemo struct {
+	text []byte
+	val  netip.Addr
+}
+
+// parse is v's address, parsed only if v is not what was written last.
+func (m *addrMemo) parse(v []byte) (netip.Addr, *cmdErr) {
+	if m.text != nil && string(v) == string(m.text) {
+		return m.val, nil
+	}
+	a, err := parseAddr(v)
+	if err != nil {
+		return a, err
+	}
+	m.text, m.val = append(m.text[:0], v...), a
+	return a, nil
 }
 
 // parseRouteModify parses the arguments of add/del/change/append/replace/
@@ -167,12 +185,9 @@ func parseRouteModify(q *routeReq, args [][]byte, pm *parseMemo) *cmdErr {
 
 // parseDst reads the word that is no keyword: `[to] [TYPE] PREFIX`.
 func (q *routeReq) parseDst(ws *argv, w []byte) *cmdErr {
-	if is(w, "to") {
-		v, err := ws.next()
-		if err != nil {
-			return err
-		}
-		w = v
+	w, err := ws.valueAfter(w, "to")
+	if err != nil {
+		return err
 	}
 	if mayBeKeyword(w) {
 		if t, ok := parseType(w); ok {
@@ -213,14 +228,9 @@ func (q *routeReq) parsePath(ws *argv, k int, w []byte, pm *parseMemo) *cmdErr {
 		if err != nil {
 			return err
 		}
-		if pm.gw != nil && string(v) == string(pm.gw) {
-			q.gw = pm.gwVal
-			return nil
-		}
-		if q.gw, err = parseAddr(v); err != nil {
+		if q.gw, err = pm.gw.parse(v); err != nil {
 			return err
 		}
-		pm.gw, pm.gwVal = append(pm.gw[:0], v...), q.gw
 	case mkDev:
 		v, err := ws.next()
 		if err != nil {
@@ -342,17 +352,12 @@ func parseLegs(q *routeReq, args [][]byte, pm *parseMemo) *cmdErr {
 					return err
 				}
 				i = ws.i
-				if n < len(pm.legGw) && string(v) == string(pm.legGw[n]) {
-					l.gw = pm.legGwVal[n]
-					break
+				for len(pm.legGw) <= n {
+					pm.legGw = append(pm.legGw, addrMemo{})
 				}
-				if l.gw, err = parseAddr(v); err != nil {
+				if l.gw, err = pm.legGw[n].parse(v); err != nil {
 					return err
 				}
-				for len(pm.legGw) <= n {
-					pm.legGw, pm.legGwVal = append(pm.legGw, nil), append(pm.legGwVal, netip.Addr{})
-				}
-				pm.legGw[n], pm.legGwVal[n] = append(pm.legGw[n][:0], v...), l.gw
 			case is(w, "dev"):
 				if i+1 >= len(args) {
 					return incomplete()

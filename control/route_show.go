@@ -235,13 +235,7 @@ func (s *session) routeShow(args [][]byte, flush bool) *cmdErr {
 				n += t.Flush(f.Filter)
 			}
 		}
-		if s.opt.stats > 0 {
-			if n == 0 {
-				s.out.WriteString("Nothing to flush.\n")
-			} else {
-				s.out.WriteString("\n*** Round 1, deleting " + strconv.Itoa(n) + " entries ***\n*** Flush is complete after 1 round ***\n")
-			}
-		}
+		s.flushed(n)
 		return nil
 	}
 	p := s.printer(f)
@@ -351,4 +345,17 @@ func appendDst(b []byte, p netip.Prefix) []byte {
 		return p.Addr().AppendTo(b)
 	}
 	return p.AppendTo(b)
+}
+
+// flushed reports a flush of n entries as ip -s does (one round: the
+// router deletes them at once).
+func (s *session) flushed(n int) {
+	if s.opt.stats == 0 {
+		return
+	}
+	if n == 0 {
+		s.out.WriteString("Nothing to flush.\n")
+		return
+	}
+	s.out.WriteString("\n*** Round 1, deleting " + strconv.Itoa(n) + " entries ***\n*** Flush is complete after 1 round ***\n")
 }

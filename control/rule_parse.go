@@ -73,13 +73,11 @@ func (s *session) parseRule(args [][]byte, del bool) (*rules.Selector, *cmdErr) 
 			r.Dport, err = parseRulePorts(w, v)
 			dportSet = true
 		default:
-			if is(w, "type") {
-				var err *cmdErr
-				if w, err = ws.next(); err != nil {
-					return nil, err
-				}
+			var action []byte
+			if action, err = ws.valueAfter(w, "type"); err != nil {
+				return nil, err
 			}
-			err = parseRuleAction(r, w, &ws)
+			err = parseRuleAction(r, action, &ws)
 			tableOK = true
 		}
 		if err != nil {
