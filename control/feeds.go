@@ -47,7 +47,7 @@ func (s *session) fpmCmd(args [][]byte) *cmdErr {
 	w.uint("frames", " frames %d", f.Frames.Load())
 	w.uint("bytes", " bytes %d\n", f.Bytes.Load())
 	w.uint("closed_replaced", "    closed replaced %d", f.Replaced.Load())
-	w.uint("closed_malformed", " malformed %d", f.Malformed.Load())
+	w.uint("closed_malformed", " malformed %d", f.Applier.Stats.Malformed.Load())
 	w.uint("closed_lost", " lost %d\n", f.Lost.Load())
 	printApplier(&w, f.Applier)
 	w.closeObject()

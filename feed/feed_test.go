@@ -223,7 +223,6 @@ func TestMalformed(t *testing.T) {
 	}
 }
 
-// dial connects a fake zebra to f.
 // listen starts an FPM listener on a port of the loopback's, closed when
 // the test ends.
 func listen(t *testing.T, ap *Applier, tm Timers) *FPM {
@@ -236,6 +235,15 @@ func listen(t *testing.T, ap *Applier, tm Timers) *FPM {
 	return f
 }
 
+// write sends b to zebra's peer on c; a failed write fails t.
+func write(t *testing.T, c net.Conn, b []byte) {
+	t.Helper()
+	if _, err := c.Write(b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// dial connects a fake zebra to f.
 func dial(t *testing.T, f *FPM) net.Conn {
 	t.Helper()
 	c, err := net.Dial("tcp", f.Addr().String())
@@ -272,9 +280,7 @@ func TestFPMSessions(t *testing.T) {
 	main := func() int { return len(routes(r, fib6.TableMain)) }
 
 	c := dial(t, f)
-	if _, err := c.Write(slices.Concat(nh, frame(rt("2001:db8:a::/48"), rt("2001:db8:b::/48")), frame(rt("2001:db8:c::/48")))); err != nil {
-		t.Fatal(err)
-	}
+	write(t, c, slices.Concat(nh, frame(rt("2001:db8:a::/48"), rt("2001:db8:b::/48")), frame(rt("2001:db8:c::/48"))))
 	waitFor(t, "3 routes", func() bool { return main() == 3 })
 	waitFor(t, "the first session to settle", func() bool { return f.Status().Settled })
 	_ = c.Close() // zebra goes away: the routes stay
@@ -288,13 +294,9 @@ func TestFPMSessions(t *testing.T) {
 	// settles, and the others never leave meanwhile.
 	c = dial(t, f)
 	replayed := time.Now()
-	if _, err := c.Write(slices.Concat(nh, frame(rt("2001:db8:a::/48")))); err != nil {
-		t.Fatal(err)
-	}
+	write(t, c, slices.Concat(nh, frame(rt("2001:db8:a::/48"))))
 	time.Sleep(settle / 4)
-	if _, err := c.Write(frame(rt("2001:db8:b::/48"))); err != nil {
-		t.Fatal(err)
-	}
+	write(t, c, frame(rt("2001:db8:b::/48")))
 	for deadline := time.Now().Add(5 * time.Second); main() != 2; time.Sleep(time.Millisecond) {
 		if main() < 2 || time.Now().After(deadline) {
 			t.Fatalf("during the replay: %q", routes(r, fib6.TableMain))
@@ -310,9 +312,7 @@ func TestFPMSessions(t *testing.T) {
 
 	// Cut mid-frame: nothing of the frame.
 	d := frame(rt("2001:db8:d::/48"))
-	if _, err := c.Write(d[:len(d)-3]); err != nil {
-		t.Fatal(err)
-	}
+	write(t, c, d[:len(d)-3])
 	_ = c.Close()
 	waitFor(t, "the session to end", func() bool { return !f.Status().Connected })
 	if main() != 2 {
@@ -324,9 +324,7 @@ func TestFPMSessions(t *testing.T) {
 	c = dial(t, f)
 	badFrame := frame(rt("2001:db8:f::/48"))
 	badFrame[0] = 9
-	if _, err := c.Write(slices.Concat(frame(rt("2001:db8:e::/48")), badFrame)); err != nil {
-		t.Fatal(err)
-	}
+	write(t, c, slices.Concat(frame(rt("2001:db8:e::/48")), badFrame))
 	buf := make([]byte, 1)
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if _, err := c.Read(buf); err == nil {

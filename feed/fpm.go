@@ -50,9 +50,10 @@ type FPM struct {
 	Connects atomic.Uint64
 	Frames   atomic.Uint64
 	Bytes    atomic.Uint64
-	// Connections the daemon closed: replaced by a newer one, after a
-	// malformed frame, or lost to a read error.
-	Replaced, Malformed, Lost atomic.Uint64
+	// Connections the daemon closed: replaced by a newer one, or lost to a
+	// read error. One closed after a malformed frame is the applier's
+	// Stats.Malformed: every malformed frame closes its connection.
+	Replaced, Lost atomic.Uint64
 }
 
 // Timers are a listener's sweep timers (see DefaultSettle); zero fields
@@ -110,12 +111,13 @@ func (f *FPM) accept() {
 			_ = f.conn.Close() // its session ends on the read this cuts short
 		}
 		f.conn, f.peer, f.since, f.settled = c, c.RemoteAddr().String(), time.Now(), false
-		// The session begins here, in the order the connections came: begun
-		// in its goroutine, an older connection's Begin could come after
-		// the newer's and make the newer one's messages stale.
-		sess := f.Applier.Begin()
 		f.sessions.Add(1)
 		f.mu.Unlock()
+		// The session begins here, in the order the connections came: begun
+		// in its goroutine, an older connection's Begin could come after
+		// the newer's and make the newer one's messages stale. Not under
+		// f.mu: Begin walks what the feed installed, and Status waits on f.mu.
+		sess := f.Applier.Begin()
 		f.Connects.Add(1)
 		go f.session(c, sess)
 	}
@@ -171,7 +173,6 @@ func (f *FPM) session(c net.Conn, sess Session) {
 		}
 		if bad != nil {
 			ap.Stats.Malformed.Add(1)
-			f.Malformed.Add(1)
 			log.Printf("fpm %s: %v: closing the connection", c.RemoteAddr(), bad)
 			return
 		}

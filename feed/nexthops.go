@@ -41,13 +41,10 @@ func (a *Applier) addNexthop(n *NexthopMsg) error {
 // group's members coming one by one cost a look each, not the group's
 // length each. Then it adds the groups that waited for n.
 func (a *Applier) tryAdd(n *NexthopMsg, from int) error {
-	for i := from; i < len(n.Group); i++ {
-		if a.r.Nexthops.Get(n.Group[i].ID) == nil {
-			return a.pend(n, i)
-		}
-	}
-	for i := 0; i < from; i++ { // once, as it completes: one may have gone since
-		if a.r.Nexthops.Get(n.Group[i].ID) == nil {
+	// from the resume index round to it: the ones before it once more, as
+	// the group completes (one may have gone since)
+	for k := range n.Group {
+		if i := (from + k) % len(n.Group); a.r.Nexthops.Get(n.Group[i].ID) == nil {
 			return a.pend(n, i)
 		}
 	}
@@ -55,8 +52,7 @@ func (a *Applier) tryAdd(n *NexthopMsg, from int) error {
 		return err
 	}
 	for id := range a.waiting[n.ID] {
-		g := a.pending[id]
-		a.unpend(id)
+		g, _ := a.unpend(id)
 		if err := a.tryAdd(&g.msg, g.at+1); err != nil {
 			a.refused(&Msg{Kind: NexthopAdd, Nexthop: g.msg}, err)
 		}
@@ -87,10 +83,10 @@ func (a *Applier) pend(n *NexthopMsg, at int) error {
 }
 
 // unpend forgets group id if it was waiting.
-func (a *Applier) unpend(id uint32) bool {
+func (a *Applier) unpend(id uint32) (pendingGroup, bool) {
 	g, ok := a.pending[id]
 	if !ok {
-		return false
+		return g, false
 	}
 	delete(a.pending, id)
 	a.pendingMembers -= len(g.msg.Group)
@@ -100,7 +96,7 @@ func (a *Applier) unpend(id uint32) bool {
 			delete(a.waiting, g.on())
 		}
 	}
-	return true
+	return g, true
 }
 
 func (a *Applier) putNexthop(n *NexthopMsg) error {
@@ -146,10 +142,11 @@ func (a *Applier) putNexthop(n *NexthopMsg) error {
 }
 
 func (a *Applier) delNexthop(id uint32) error {
-	if a.unpend(id) && a.r.Nexthops.Get(id) == nil {
-		return nil // it only waited (else the installed one goes too)
-	}
+	_, waited := a.unpend(id)
 	if a.r.Nexthops.Get(id) == nil {
+		if waited {
+			return nil // it only waited (else the installed one goes too)
+		}
 		return &nexthop.Error{Errno: syscall.ENOENT, Msg: "Nexthop id does not exist."}
 	}
 	delete(a.nexthops, id)

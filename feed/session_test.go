@@ -40,16 +40,12 @@ func TestFPMRepeats(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = c.Close() }()
-	if _, err := c.Write(chunk); err != nil {
-		t.Fatal(err)
-	}
+	write(t, c, chunk)
 	waitFor(t, "the first routes", func() bool { return ap.Stats.Messages.Load() == perWrite })
 	before := heapInUse()
 	start := time.Now()
 	for i := perWrite; i < n; i += perWrite {
-		if _, err := c.Write(chunk); err != nil {
-			t.Fatal(err)
-		}
+		write(t, c, chunk)
 	}
 	waitFor(t, "every message", func() bool { return ap.Stats.Messages.Load() == uint64(n) })
 	grew := int64(heapInUse()) - int64(before)
@@ -82,9 +78,7 @@ func TestSweepCountsRoutes(t *testing.T) {
 	for i := 0; i < 200; i++ {
 		all = append(all, rt(i)...)
 	}
-	if _, err := a.Write(all); err != nil {
-		t.Fatal(err)
-	}
+	write(t, a, all)
 	waitFor(t, "session A's 200 routes", func() bool { return main() == 200 })
 	_ = a.Close()
 	waitFor(t, "session A to end", func() bool { return !f.Status().Connected })
@@ -92,9 +86,7 @@ func TestSweepCountsRoutes(t *testing.T) {
 	b := dial(t, f)
 	defer func() { _ = b.Close() }()
 	began := time.Now()
-	if _, err := b.Write(slices.Repeat(rt(0), 200)); err != nil {
-		t.Fatal(err)
-	}
+	write(t, b, slices.Repeat(rt(0), 200))
 	for time.Since(began) < hold-2*settle {
 		if n := main(); n != 200 {
 			t.Fatalf("%v after session B began (200 repeats of one route): %d routes, want A's 200 until the hold", time.Since(began), n)
@@ -130,9 +122,7 @@ func TestNewestSessionStays(t *testing.T) {
 		p := fmt.Sprintf("2001:db8:%x::/48", 0x100+i)
 		x := newRoute(p)
 		x.gw, x.oif = gw1, kidx
-		if _, err := b.Write(frame(x.encode(unix.RTM_NEWROUTE, unix.NLM_F_CREATE|unix.NLM_F_REPLACE))); err != nil {
-			t.Fatal(err)
-		}
+		write(t, b, frame(x.encode(unix.RTM_NEWROUTE, unix.NLM_F_CREATE|unix.NLM_F_REPLACE)))
 		for deadline := time.Now().Add(2 * time.Second); !has(p); time.Sleep(time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatalf("trial %d: the newest connection's route was not installed (status %+v)", i, f.Status())

@@ -66,9 +66,7 @@ func TestFeedStress(t *testing.T) {
 		b = append(b, frame(stressRoute(i, 12))...)
 		want[stressPrefix(i)] = true
 	}
-	if _, err := c.Write(slices.Concat(stressNexthops(), b)); err != nil {
-		t.Fatal(err)
-	}
+	write(t, c, slices.Concat(stressNexthops(), b))
 	waitFor(t, "the last session to settle", func() bool { return f.Status().Settled })
 	got, users := map[string]bool{}, 0
 	r.Tables.Main().Dump(fib6.Filter{}, func(rt fib6.Route) bool {

@@ -82,12 +82,20 @@ func newFlows(t *testing.T, l *etherLab) *flows {
 
 // send sends one packet of each flow and returns how many each gateway took.
 func (fl *flows) send() (e2, e3 int) {
-	for i := 0; i < 64; i++ {
-		if _, err := fl.sock.WriteToUDP([]byte("flow"), &net.UDPAddr{IP: net.ParseIP("2001:db8:f0::1"), Port: 7000 + i}); err != nil {
-			fl.t.Fatal(err)
-		}
+	if err := fl.sendEach(); err != nil {
+		fl.t.Fatal(err)
 	}
 	return len(fl.onE2(64, 500*time.Millisecond)), len(fl.onE3(64, 300*time.Millisecond))
+}
+
+// sendEach sends one packet of each flow, and stops at a failed send.
+func (fl *flows) sendEach() error {
+	for i := 0; i < 64; i++ {
+		if _, err := fl.sock.WriteToUDP([]byte("flow"), &net.UDPAddr{IP: net.ParseIP("2001:db8:f0::1"), Port: 7000 + i}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // keepFlowing sends every flow each 20 ms until the function it returns is
@@ -105,10 +113,7 @@ func (fl *flows) keepFlowing() (stop func()) {
 			case <-done:
 				return
 			case <-tick.C:
-				for i := 0; i < 64; i++ {
-					// keeps the entry in use; what it delivers is not counted
-					_, _ = fl.sock.WriteToUDP([]byte("flow"), &net.UDPAddr{IP: net.ParseIP("2001:db8:f0::1"), Port: 7000 + i})
-				}
+				_ = fl.sendEach() // keeps the entry in use; what it delivers is not counted
 			}
 		}
 	}()

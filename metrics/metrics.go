@@ -189,7 +189,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(ch, fpmFrames, f.Frames.Load())
 		counter(ch, fpmBytes, f.Bytes.Load())
 		counter(ch, fpmClosed, f.Replaced.Load(), "replaced")
-		counter(ch, fpmClosed, f.Malformed.Load(), "malformed")
+		counter(ch, fpmClosed, f.Applier.Stats.Malformed.Load(), "malformed")
 		counter(ch, fpmClosed, f.Lost.Load(), "lost")
 		feedMetrics(ch, "fpm", f.Applier)
 	}

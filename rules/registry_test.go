@@ -40,6 +40,21 @@ func add(t *testing.T, g *Registry, r Rule, prefSet bool) error {
 	return err
 }
 
+// mustAdd and mustDel are add and del that fail t on an error.
+func mustAdd(t *testing.T, g *Registry, r Rule, prefSet bool) {
+	t.Helper()
+	if err := add(t, g, r, prefSet); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustDel(t *testing.T, g *Registry, sel Selector) {
+	t.Helper()
+	if err := del(g, sel); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func del(g *Registry, sel Selector) error {
 	x := g.Begin()
 	defer x.Commit()
@@ -55,35 +70,23 @@ func TestDefaultPref(t *testing.T) {
 		t.Fatalf("defaults: %s", got)
 	}
 	for _, tb := range []uint32{10, 11, 12} {
-		if err := add(t, g, lookup(tb), false); err != nil {
-			t.Fatal(err)
-		}
+		mustAdd(t, g, lookup(tb), false)
 	}
 	if got := list(g.Load()); got != "0:255 32763:12 32764:11 32765:10 32766:254" {
 		t.Errorf("three adds: %s", got)
 	}
 
 	g = NewRegistry(resolveTest, 1)
-	if err := add(t, g, Rule{Pref: 100, Action: ToTable, Table: 100}, true); err != nil {
-		t.Fatal(err)
-	}
-	if err := add(t, g, lookup(10), false); err != nil {
-		t.Fatal(err)
-	}
+	mustAdd(t, g, Rule{Pref: 100, Action: ToTable, Table: 100}, true)
+	mustAdd(t, g, lookup(10), false)
 	if got := list(g.Load()); got != "0:255 99:10 100:100 32766:254" {
 		t.Errorf("below 100: %s", got)
 	}
 
 	g = NewRegistry(resolveTest, 1)
-	if err := del(g, Selector{PrefSet: true}); err != nil {
-		t.Fatal(err)
-	} // pref 0
-	if err := add(t, g, lookup(10), false); err != nil {
-		t.Fatal(err)
-	}
-	if err := add(t, g, lookup(11), false); err != nil {
-		t.Fatal(err)
-	}
+	mustDel(t, g, Selector{PrefSet: true}) // pref 0
+	mustAdd(t, g, lookup(10), false)
+	mustAdd(t, g, lookup(11), false)
 	if got := list(g.Load()); got != "0:10 32765:11 32766:254" {
 		t.Errorf("without rule 0: %s", got)
 	}
@@ -94,12 +97,8 @@ func TestDefaultPref(t *testing.T) {
 	x := g.Begin()
 	x.DeleteWhere(func(r *Rule) bool { return r.Pref != 0 })
 	x.Commit()
-	if err := add(t, g, lookup(10), false); err != nil {
-		t.Fatal(err)
-	}
-	if err := add(t, g, lookup(11), false); err != nil {
-		t.Fatal(err)
-	}
+	mustAdd(t, g, lookup(10), false)
+	mustAdd(t, g, lookup(11), false)
 	if err := add(t, g, lookup(10), false); !errors.Is(err, syscall.EEXIST) {
 		t.Errorf("the same rule at 0 again: %v", err)
 	}
@@ -114,9 +113,7 @@ func TestDefaultPref(t *testing.T) {
 func TestDuplicates(t *testing.T) {
 	src := netip.MustParsePrefix("2001:db8::/32")
 	g := NewRegistry(resolveTest, 1)
-	if err := add(t, g, Rule{Pref: 100, Src: src, Action: ToTable, Table: 10}, true); err != nil {
-		t.Fatal(err)
-	}
+	mustAdd(t, g, Rule{Pref: 100, Src: src, Action: ToTable, Table: 10}, true)
 	if err := add(t, g, Rule{Pref: 100, Action: ToTable, Table: 10}, true); !errors.Is(err, syscall.EEXIST) {
 		t.Errorf("from all after from %s: %v, want File exists", src, err)
 	}
@@ -127,15 +124,11 @@ func TestDuplicates(t *testing.T) {
 		t.Errorf("another protocol: %v", err)
 	}
 	g = NewRegistry(resolveTest, 1)
-	if err := add(t, g, Rule{Pref: 100, Action: ToTable, Table: 10}, true); err != nil {
-		t.Fatal(err)
-	}
+	mustAdd(t, g, Rule{Pref: 100, Action: ToTable, Table: 10}, true)
 	if err := add(t, g, Rule{Pref: 100, Src: src, Action: ToTable, Table: 10}, true); err != nil {
 		t.Errorf("from %s after from all: %v (Linux takes it)", src, err)
 	}
-	if err := add(t, g, Rule{Pref: 200, Action: Goto, Target: 300}, true); err != nil {
-		t.Fatal(err)
-	}
+	mustAdd(t, g, Rule{Pref: 200, Action: Goto, Target: 300}, true)
 	if err := add(t, g, Rule{Pref: 200, Action: Goto, Target: 400}, true); !errors.Is(err, syscall.EEXIST) {
 		t.Errorf("another goto target: %v, want File exists", err)
 	}
@@ -161,15 +154,9 @@ func TestDuplicates(t *testing.T) {
 func TestDeleteSelects(t *testing.T) {
 	g := NewRegistry(resolveTest, 1)
 	a := netip.MustParsePrefix("2001:db8:1::/48")
-	if err := add(t, g, Rule{Pref: 100, Src: a, Action: ToTable, Table: 10}, true); err != nil {
-		t.Fatal(err)
-	}
-	if err := add(t, g, Rule{Pref: 200, Src: a, Action: ToTable, Table: 20}, true); err != nil {
-		t.Fatal(err)
-	}
-	if err := del(g, Selector{Rule: Rule{Src: a}}); err != nil {
-		t.Fatal(err)
-	}
+	mustAdd(t, g, Rule{Pref: 100, Src: a, Action: ToTable, Table: 10}, true)
+	mustAdd(t, g, Rule{Pref: 200, Src: a, Action: ToTable, Table: 20}, true)
+	mustDel(t, g, Selector{Rule: Rule{Src: a}})
 	if got := list(g.Load()); got != "0:255 200:20 32766:254" {
 		t.Errorf("del from %s: %s", a, got)
 	}
@@ -188,31 +175,21 @@ func TestDeleteSelects(t *testing.T) {
 // preference; while there is none it is unresolved, and skipped.
 func TestGotoResolves(t *testing.T) {
 	g := NewRegistry(resolveTest, 1)
-	if err := add(t, g, Rule{Pref: 100, Action: Goto, Target: 200}, true); err != nil {
-		t.Fatal(err)
-	}
+	mustAdd(t, g, Rule{Pref: 100, Action: Goto, Target: 200}, true)
 	if got := list(g.Load()); got != "0:255 100:goto>200! 32766:254" {
 		t.Fatalf("goto without a target: %s", got)
 	}
-	if err := add(t, g, Rule{Pref: 200, Action: ToTable, Table: 10}, true); err != nil {
-		t.Fatal(err)
-	}
-	if err := add(t, g, Rule{Pref: 200, Action: ToTable, Table: 11}, true); err != nil {
-		t.Fatal(err)
-	}
+	mustAdd(t, g, Rule{Pref: 200, Action: ToTable, Table: 10}, true)
+	mustAdd(t, g, Rule{Pref: 200, Action: ToTable, Table: 11}, true)
 	s := g.Load()
 	if s.State(1).Unresolved || s.Target(1) != 2 || s.Rule(2).Table != 10 {
 		t.Fatalf("resolved: %s, target %d", list(s), s.Target(1))
 	}
-	if err := del(g, Selector{Rule: Rule{Pref: 200, Table: 10}, PrefSet: true}); err != nil {
-		t.Fatal(err)
-	}
+	mustDel(t, g, Selector{Rule: Rule{Pref: 200, Table: 10}, PrefSet: true})
 	if s := g.Load(); s.Rule(s.Target(1)).Table != 11 {
 		t.Errorf("the target gone, the next of its preference: %s", list(s))
 	}
-	if err := del(g, Selector{Rule: Rule{Pref: 200}, PrefSet: true}); err != nil {
-		t.Fatal(err)
-	}
+	mustDel(t, g, Selector{Rule: Rule{Pref: 200}, PrefSet: true})
 	if got := list(g.Load()); got != "0:255 100:goto>200! 32766:254" {
 		t.Errorf("no target left: %s", got)
 	}
@@ -223,9 +200,7 @@ func TestGotoResolves(t *testing.T) {
 func TestRelink(t *testing.T) {
 	links := map[string]int32{}
 	g := NewRegistry(func(n string) int32 { return links[n] }, 1)
-	if err := add(t, g, Rule{Pref: 5, Iif: "t0", Action: ToTable, Table: 10}, true); err != nil {
-		t.Fatal(err)
-	}
+	mustAdd(t, g, Rule{Pref: 5, Iif: "t0", Action: ToTable, Table: 10}, true)
 	p := Packet{Iif: 7}
 	var c Cursor
 	c.Reset(g.Load(), &p)
