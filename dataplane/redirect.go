@@ -78,10 +78,9 @@ func (w *worker) redirect(k *pkt) {
 	clear(b[:vnetHdrLen])
 	p := header.IPv6(b[vnetHdrLen:])
 	m := header.ICMPv6(p[ipv6Len:])
-	ndisc.Redirect(m, target, netip.AddrFrom16(dst), tll, hasTLL, k.p, max)
+	ndisc.Redirect(m, target, netip.AddrFrom16(dst), tll, hasTLL, k.p)
 	p.Encode(&header.IPv6Fields{PayloadLength: uint16(len(m)), TransportProtocol: header.ICMPv6ProtocolNumber,
 		HopLimit: 255, SrcAddr: addrOf(ll), DstAddr: addrOf(netip.AddrFrom16(src))})
-	m.SetChecksum(0)
 	m.SetChecksum(^transportSum(p, ipv6Len, protoICMPv6))
 	w.queue(in, b, netip.AddrFrom16(src), 1)
 }

@@ -127,7 +127,7 @@ func (t *Table) Probe(addr netip.Addr) bool {
 	e.probes = p.UcastProbes
 	from := e.set(Incomplete, now, now)
 	e.mu.Unlock()
-	t.link.Changed(addr, from, Incomplete)
+	t.link.changed(addr, from, Incomplete)
 	t.wake()
 	return true
 }

@@ -80,7 +80,7 @@ type msg struct {
 func New(link Iface, mac MAC, p Params) *ND {
 	n := &ND{link: link, mac: mac, in: make(chan msg, 256), kick: make(chan struct{}, 1),
 		quit: make(chan struct{}), done: make(chan struct{}), addrs: map[netip.Addr]*ownAddr{}}
-	n.table = NewTable(n, p)
+	n.table = newTable(n, p)
 	ra := DefaultRA()
 	n.ra.Store(&ra)
 	return n
@@ -219,9 +219,9 @@ func LinkLocalOf(addrs []netip.Prefix) (netip.Addr, bool) {
 	return netip.Addr{}, false
 }
 
-// Solicit sends the cache's solicitations, from the link-local address as
+// solicit sends the cache's solicitations, from the link-local address as
 // Linux's ndisc_send_ns does when the packet's own source is not given.
-func (n *ND) Solicit(target netip.Addr, mac MAC, unicast bool) {
+func (n *ND) solicit(target netip.Addr, mac MAC, unicast bool) {
 	src, ok := n.linkLocalAddr()
 	if !ok {
 		return
@@ -234,14 +234,14 @@ func (n *ND) Solicit(target netip.Addr, mac MAC, unicast bool) {
 	n.send(n.ns(src, g, target), MulticastMAC(g))
 }
 
-// Release sends the packets that waited for target. A failed send loses
+// release sends the packets that waited for target. A failed send loses
 // them as the wire would; their senders' transports retransmit.
-func (n *ND) Release(target netip.Addr, mac MAC, pkts [][]byte) {
+func (n *ND) release(target netip.Addr, mac MAC, pkts [][]byte) {
 	_ = n.link.Send(mac, pkts) // see above
 }
 
-// Unreachable hands the packets that waited in vain to the link.
-func (n *ND) Unreachable(target netip.Addr, pkts [][]byte) { n.link.Unreachable(target, pkts) }
+// unreachable hands the packets that waited in vain to the link.
+func (n *ND) unreachable(target netip.Addr, pkts [][]byte) { n.link.Unreachable(target, pkts) }
 
-// Changed passes the cache's news on to the link.
-func (n *ND) Changed(target netip.Addr, from, to State) { n.link.Changed(target, from, to) }
+// changed passes the cache's news on to the link.
+func (n *ND) changed(target netip.Addr, from, to State) { n.link.Changed(target, from, to) }

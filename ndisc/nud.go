@@ -21,16 +21,16 @@ func (t *Table) do(as []action) {
 	for i := range as {
 		a := &as[i]
 		if a.from != a.to {
-			t.link.Changed(a.addr, a.from, a.to)
+			t.link.changed(a.addr, a.from, a.to)
 		}
 		if a.solicit {
-			t.link.Solicit(a.addr, a.mac, a.unicast)
+			t.link.solicit(a.addr, a.mac, a.unicast)
 		}
 		if len(a.release) > 0 {
-			t.link.Release(a.addr, a.mac, a.release)
+			t.link.release(a.addr, a.mac, a.release)
 		}
 		if len(a.unreached) > 0 {
-			t.link.Unreachable(a.addr, a.unreached)
+			t.link.unreachable(a.addr, a.unreached)
 		}
 	}
 }

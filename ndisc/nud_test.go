@@ -20,7 +20,7 @@ type fakeLink struct {
 	changes      []State
 }
 
-func (f *fakeLink) Solicit(_ netip.Addr, _ MAC, unicast bool) {
+func (f *fakeLink) solicit(_ netip.Addr, _ MAC, unicast bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if unicast {
@@ -29,17 +29,17 @@ func (f *fakeLink) Solicit(_ netip.Addr, _ MAC, unicast bool) {
 		f.mcast++
 	}
 }
-func (f *fakeLink) Release(_ netip.Addr, _ MAC, p [][]byte) {
+func (f *fakeLink) release(_ netip.Addr, _ MAC, p [][]byte) {
 	f.mu.Lock()
 	f.released += len(p)
 	f.mu.Unlock()
 }
-func (f *fakeLink) Unreachable(_ netip.Addr, p [][]byte) {
+func (f *fakeLink) unreachable(_ netip.Addr, p [][]byte) {
 	f.mu.Lock()
 	f.unreached += len(p)
 	f.mu.Unlock()
 }
-func (f *fakeLink) Changed(_ netip.Addr, from, to State) {
+func (f *fakeLink) changed(_ netip.Addr, from, to State) {
 	f.mu.Lock()
 	f.changes = append(f.changes, to)
 	f.mu.Unlock()
@@ -48,7 +48,7 @@ func (f *fakeLink) Changed(_ netip.Addr, from, to State) {
 // testTable is a table on a clock the test moves.
 func testTable(p Params) (*Table, *fakeLink, *atomic.Int64) {
 	f := &fakeLink{}
-	t := NewTable(f, p)
+	t := newTable(f, p)
 	clk := &atomic.Int64{}
 	clk.Store(int64(time.Hour)) // far from zero, as a real clock is
 	t.Clock = clk

@@ -10,16 +10,16 @@ import (
 // decision (a packet forwarded back out of the link it came by, within
 // limits); the message is built here.
 
-// RedirectFixed is a Redirect's size before its options: ICMPv6 type,
+// redirectFixed is a Redirect's size before its options: ICMPv6 type,
 // code, checksum, reserved, target and destination.
-const RedirectFixed = header.ICMPv6HeaderSize + 4 + 32
+const redirectFixed = header.ICMPv6HeaderSize + 4 + 32
 
 // RedirectSize is the size of the Redirect Redirect would write: the fixed
 // part, the target's link-layer address option if it has one, and the
 // Redirected Header option quoting as much of a packet of pktLen bytes as
 // fits in a message of at most max bytes.
 func RedirectSize(hasTLL bool, pktLen, max int) int {
-	return RedirectFixed + tllLen(hasTLL) + 8 + quoteLen(hasTLL, pktLen, max)
+	return redirectFixed + tllLen(hasTLL) + 8 + quoteLen(hasTLL, pktLen, max)
 }
 
 func tllLen(has bool) int {
@@ -30,15 +30,16 @@ func tllLen(has bool) int {
 }
 
 func quoteLen(hasTLL bool, pktLen, max int) int {
-	return min(pktLen, (max-RedirectFixed-tllLen(hasTLL)-8)&^7)
+	return min(pktLen, (max-redirectFixed-tllLen(hasTLL)-8)&^7)
 }
 
-// Redirect writes into m (RedirectSize bytes) a Redirect telling a sender
-// that dst is better reached through target (whose MAC is tll when hasTLL),
-// quoting pkt (as it came in: its hop limit is put back up by one). The
-// checksum is left zero for the caller, who knows the addresses.
-func Redirect(m []byte, target, dst netip.Addr, tll MAC, hasTLL bool, pkt header.IPv6, max int) {
-	quote := pkt[:quoteLen(hasTLL, len(pkt), max)]
+// Redirect writes into m (RedirectSize bytes, which say how much of pkt
+// it quotes) a Redirect telling a sender that dst is better reached
+// through target (whose MAC is tll when hasTLL), quoting pkt (as it came
+// in: its hop limit is put back up by one). The checksum is left zero for
+// the caller, who knows the addresses.
+func Redirect(m []byte, target, dst netip.Addr, tll MAC, hasTLL bool, pkt header.IPv6) {
+	quote := pkt[:len(m)-redirectFixed-tllLen(hasTLL)-8]
 	h := header.ICMPv6(m)
 	h.SetType(header.ICMPv6RedirectMsg)
 	h.SetCode(0)
@@ -47,7 +48,7 @@ func Redirect(m []byte, target, dst netip.Addr, tll MAC, hasTLL bool, pkt header
 	t16, d16 := target.As16(), dst.As16()
 	copy(m[8:], t16[:])
 	copy(m[24:], d16[:])
-	at := RedirectFixed
+	at := redirectFixed
 	if hasTLL {
 		m[at], m[at+1] = optTargetLL, 1
 		copy(m[at+2:at+8], tll[:])

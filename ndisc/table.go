@@ -10,20 +10,20 @@ import (
 	"time"
 )
 
-// Link is what a cache asks of its link. The table calls it only from Run
+// cacheLink is what a cache asks of its link. The table calls it only from Run
 // (and from Update and the administrative calls, for packets that waited),
 // never with a lock held, never from Output.
-type Link interface {
-	// Solicit sends a Neighbour Solicitation for target: to its
+type cacheLink interface {
+	// solicit sends a Neighbour Solicitation for target: to its
 	// solicited-node multicast group, or, when unicast, to mac.
-	Solicit(target netip.Addr, mac MAC, unicast bool)
-	// Release sends packets that waited for target's resolution to mac.
-	Release(target netip.Addr, mac MAC, pkts [][]byte)
-	// Unreachable answers packets whose resolution failed (ICMPv6
+	solicit(target netip.Addr, mac MAC, unicast bool)
+	// release sends packets that waited for target's resolution to mac.
+	release(target netip.Addr, mac MAC, pkts [][]byte)
+	// unreachable answers packets whose resolution failed (ICMPv6
 	// Address Unreachable).
-	Unreachable(target netip.Addr, pkts [][]byte)
-	// Changed says that target's entry went from one state to another.
-	Changed(target netip.Addr, from, to State)
+	unreachable(target netip.Addr, pkts [][]byte)
+	// changed says that target's entry went from one state to another.
+	changed(target netip.Addr, from, to State)
 }
 
 // Entry is one neighbour. word is the fast path's view: the state in its
@@ -77,7 +77,7 @@ func (e *Entry) publish() { e.word.Store(pack(e.state, e.mac)) }
 
 // Table is one link's neighbour cache.
 type Table struct {
-	link   Link
+	link   cacheLink
 	params atomic.Pointer[Params]
 	// Clock is what entries are stamped with and timers run by, in
 	// nanoseconds: the package's coarse clock unless a test sets its own.
@@ -97,8 +97,8 @@ type Table struct {
 // and nothing can be collected.
 var ErrFull = syscall.ENOBUFS
 
-// NewTable returns an empty cache for link with knobs p.
-func NewTable(link Link, p Params) *Table {
+// newTable returns an empty cache for link with knobs p.
+func newTable(link cacheLink, p Params) *Table {
 	startClock()
 	t := &Table{link: link, Clock: &coarse, kick: make(chan struct{}, 1)}
 	t.SetParams(p)
@@ -176,7 +176,7 @@ func (t *Table) slowOutput(e *Entry, pkt []byte) (MAC, bool) {
 		from = e.set(Delay, now, now+int64(p.DelayProbe))
 		m := e.mac
 		e.mu.Unlock()
-		t.link.Changed(e.addr, from, Delay)
+		t.link.changed(e.addr, from, Delay)
 		t.wake() // its timer is the soonest now
 		return m, true
 	case e.state == None || e.state == Failed:
@@ -188,7 +188,7 @@ func (t *Table) slowOutput(e *Entry, pkt []byte) (MAC, bool) {
 		from = e.set(Incomplete, now, now)
 		e.hold(pkt, p)
 		e.mu.Unlock()
-		t.link.Changed(e.addr, from, Incomplete)
+		t.link.changed(e.addr, from, Incomplete)
 		t.wake()
 		return MAC{}, false
 	default: // INCOMPLETE
