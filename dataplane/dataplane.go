@@ -75,15 +75,26 @@ func (dp *Dataplane) AddLink(name string, dev port.Device, mtu int) (*Link, erro
 	if e, ok := dev.(*ether); ok {
 		e.attach(dp, l)
 	}
-	ws := slices.Clone(dp.snapshot())
-	for q := 0; q < dev.Queues(); q++ {
-		w := newWorker(dp, l, dev, q, dp.nextID)
-		dp.nextID++
-		ws = append(ws, w)
+	for _, w := range dp.addWorkers(l, dev, dev.Queues(), nil) {
 		go w.RoutineRead()
 	}
-	dp.workers.Store(&ws)
 	return l, nil
+}
+
+// addWorkers makes and publishes (under mu) the workers of port p's first
+// queues queues, reading for link l (for its mirror own, if not nil); the
+// caller starts them.
+func (dp *Dataplane) addWorkers(l *Link, p port.Port, queues int, own *Mirror) []*worker {
+	ws := slices.Clone(dp.snapshot())
+	n := len(ws)
+	for q := 0; q < queues; q++ {
+		w := newWorker(dp, l, p, q, dp.nextID)
+		w.own = own
+		dp.nextID++
+		ws = append(ws, w)
+	}
+	dp.workers.Store(&ws)
+	return ws[n:]
 }
 
 // AddLoopback creates the loopback link "lo", up, as every Linux host has

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"slices"
 	"sync/atomic"
 
 	"gvisor.dev/gvisor/pkg/tcpip/header"
@@ -56,11 +55,7 @@ func (dp *Dataplane) SetMirror(l *Link, kname string) (*Mirror, error) {
 	}
 	m := &Mirror{Name: kname, Index: kidx, link: l, port: t}
 	dp.mu.Lock()
-	m.w = newWorker(dp, l, t, 0, dp.nextID)
-	m.w.own = m
-	dp.nextID++
-	ws := append(slices.Clone(dp.snapshot()), m.w)
-	dp.workers.Store(&ws)
+	m.w = dp.addWorkers(l, t, 1, m)[0]
 	l.mirror.Store(m)
 	dp.mu.Unlock()
 	go m.w.RoutineRead()

@@ -40,7 +40,8 @@ type taken struct {
 	links int    // the links attached to it
 }
 
-func sysctlPath(dev string) string { return "/proc/sys/net/ipv6/conf/" + dev + "/disable_ipv6" }
+// sysctlPath is interface dev's net.ipv6.conf knob.
+func sysctlPath(dev, knob string) string { return "/proc/sys/net/ipv6/conf/" + dev + "/" + knob }
 
 // netnsID is the daemon's network namespace, as the kernel numbers it.
 func netnsID() string {
@@ -58,7 +59,7 @@ func setIPv6(i int, value string) error {
 	if err != nil {
 		return nil
 	}
-	return os.WriteFile(sysctlPath(ifi.Name), []byte(value), 0)
+	return os.WriteFile(sysctlPath(ifi.Name, "disable_ipv6"), []byte(value), 0)
 }
 
 // RecordIPv6Switches keeps the interfaces' IPv6 switches in the file at
@@ -122,7 +123,7 @@ func takeIPv6(ifi *net.Interface) error {
 		s.was[ifi.Index] = t
 		return nil
 	}
-	old, err := os.ReadFile(sysctlPath(ifi.Name))
+	old, err := os.ReadFile(sysctlPath(ifi.Name, "disable_ipv6"))
 	if err != nil {
 		return nil // no IPv6 in the kernel there: nothing to switch
 	}
@@ -134,7 +135,7 @@ func takeIPv6(ifi *net.Interface) error {
 		delete(s.was, ifi.Index)
 		return fmt.Errorf("recording disable_ipv6: %w", err)
 	}
-	if err := os.WriteFile(sysctlPath(ifi.Name), []byte("1"), 0); err != nil {
+	if err := os.WriteFile(sysctlPath(ifi.Name, "disable_ipv6"), []byte("1"), 0); err != nil {
 		delete(s.was, ifi.Index)
 		return errors.Join(err, s.save())
 	}

@@ -28,7 +28,7 @@ func OpenMirror(name string, mtu int) (*TUN, int32, error) {
 		return nil, 0, closing(t, err)
 	}
 	for knob, v := range map[string]string{"addr_gen_mode": "1", "accept_ra": "0", "disable_ipv6": "0"} {
-		if err := os.WriteFile("/proc/sys/net/ipv6/conf/"+name+"/"+knob, []byte(v), 0); err != nil {
+		if err := os.WriteFile(sysctlPath(name, knob), []byte(v), 0); err != nil {
 			return nil, 0, closing(t, err)
 		}
 	}
