@@ -23,6 +23,7 @@ type Dataplane struct {
 	icmp    icmpLimits
 	// redirects are limited per destination and per source
 	redirects redirectLimits
+	noForward atomic.Bool // net.ipv6.conf.all.forwarding is 0
 
 	// neighWatch hears the Ethernet links' neighbour changes (the
 	// router's gateway probing); it must not block.
@@ -40,6 +41,7 @@ func New(links *Links, d *decide.Decider) *Dataplane {
 	dp := &Dataplane{Links: links, Decider: d}
 	dp.icmp.global.set(1000, 50)
 	dp.icmp.perDst.set(100*time.Millisecond, 6)
+	dp.SetICMPRateMask(DefaultRateMask)
 	dp.redirects.init()
 	return dp
 }

@@ -59,7 +59,7 @@ type pkt struct {
 func (w *worker) forward(n int) {
 	in := w.in
 	c := w.ctr(in)
-	up := in.Up()
+	up := in.carries()
 	nk, bytes := 0, 0
 	for i := 0; i < n; i++ {
 		k := &w.pk[i]
@@ -80,8 +80,9 @@ func (w *worker) forward(n int) {
 	c.RxBytes.add(uint64(bytes))
 	w.dp.Decider.DecideBatch(&w.batch, w.keys[:nk], w.res[:nk])
 	links := w.dp.Links.snap.Load() // the links as of this batch
+	forwarding := !w.dp.noForward.Load()
 	for j := 0; j < nk; j++ {
-		act(&w.pk[w.pending[j]], &w.res[j], links, in.Index)
+		act(&w.pk[w.pending[j]], &w.res[j], links, in.Index, forwarding)
 	}
 	for i := 0; i < n; i++ {
 		k := &w.pk[i]
@@ -211,7 +212,7 @@ func (k *pkt) keyInto(key *decide.Key, iif int32) {
 
 // act does what the decision says, for a packet coming in: Linux's
 // ip6_forward checks, in its order, for what is forwarded.
-func act(k *pkt, r *decide.Result, links *linkSnap, in int32) {
+func act(k *pkt, r *decide.Result, links *linkSnap, in int32, forwarding bool) {
 	switch r.Verdict {
 	case decide.Local:
 		k.act, k.egress = actLocal, links.at(r.Nexthop().Link) // the address's link
@@ -226,6 +227,10 @@ func act(k *pkt, r *decide.Result, links *linkSnap, in int32) {
 		k.error(DropProhibited, header.ICMPv6DstUnreachable, header.ICMPv6Prohibited, 0)
 		return
 	}
+	if !forwarding {
+		k.drop(DropNotForwarding)
+		return
+	}
 	p := k.p
 	if p.HopLimit() <= 1 {
 		k.error(DropHopLimit, header.ICMPv6TimeExceeded, header.ICMPv6HopLimitExceeded, 0)
@@ -236,11 +241,11 @@ func act(k *pkt, r *decide.Result, links *linkSnap, in int32) {
 		return
 	}
 	out := links.at(r.Nexthop().Link)
-	if out == nil || !out.Up() {
+	if out == nil || !out.carries() {
 		k.drop(DropLinkDown)
 		return
 	}
-	mtu := out.MTU()
+	mtu := out.IPv6MTU()
 	if m := int(r.Route.MTU); m != 0 && m < mtu {
 		mtu = m
 	}

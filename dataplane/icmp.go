@@ -14,10 +14,6 @@ import (
 // and TCP resets (local.go). Each is routed by the same decision as a
 // forwarded packet, with the router itself as its incoming link.
 
-// hopLimit is the hop limit of what the router sends (Linux's default
-// net.ipv6.conf.*.hop_limit).
-const hopLimit = 64
-
 // icmpError answers a packet with the error it earned, as Linux's
 // icmp6_send: never about an ICMPv6 error, within the rate limits, quoting
 // as much of the packet as fits in 1280 bytes. The martians that may not
@@ -65,21 +61,21 @@ func (w *worker) errorSource(k *pkt) ([16]byte, bool) {
 	return a.As16(), ok
 }
 
-// originate fills in the IPv6 header (hop limit 64, an automatic flow
-// label as Linux's auto_flowlabels makes) of a packet the router made in
-// b (a zeroed virtio_net_hdr, room for the header, the payload), finishes
-// its ICMPv6 checksum, and routes it: b goes out if the decision forwards
-// it on a link that is up and takes it.
+// originate fills in the IPv6 header (an automatic flow label as Linux's
+// auto_flowlabels makes, the hop limit of the link it leaves by) of a
+// packet the router made in b (a zeroed virtio_net_hdr, room for the
+// header, the payload), finishes its ICMPv6 checksum, and routes it: b
+// goes out if the decision forwards it on a link that is up and takes it.
 func (w *worker) originate(b []byte, src, dst [16]byte, tclass, proto uint8, sport, dport uint16) {
 	p := header.IPv6(b[vnetHdrLen:])
 	key := decide.Key{Packet: rules.Packet{Dst: dst, Src: src, Proto: proto, Sport: sport, Dport: dport, DSField: tclass}}
 	f := key.Flow()
 	// Linux's auto flow label is a hash of the 5-tuple, seeded per boot
-	key.FlowLabel = nexthop.Hasher{Seed: w.dp.Decider.Hash.Seed, Policy: nexthop.PolicyL4}.Hash(&f) & 0xfffff
+	key.FlowLabel = nexthop.Hasher{Seed: w.dp.Decider.Seed, Policy: nexthop.PolicyL4}.Hash(&f) & 0xfffff
 	p.SetTOS(tclass, key.FlowLabel)
 	p.SetPayloadLength(uint16(len(p) - ipv6Len))
 	p.SetNextHeader(proto)
-	p.SetHopLimit(hopLimit)
+	p.SetHopLimit(defaultHopLimit) // the leaving link's, once it is known
 	copy(p.SourceAddressSlice(), src[:])
 	copy(p.DestinationAddressSlice(), dst[:])
 	if proto == protoICMPv6 {
@@ -101,8 +97,9 @@ func (w *worker) originate(b []byte, src, dst [16]byte, tclass, proto uint8, spo
 		return
 	}
 	out := w.dp.Links.ByIndex(r.Nexthop().Link)
-	if out == nil || !out.Up() || len(p) > out.MTU() {
+	if out == nil || !out.carries() || len(p) > out.IPv6MTU() {
 		return
 	}
+	p.SetHopLimit(out.HopLimit())
 	w.queue(out, b, neighbourOf(&r, p), 1)
 }

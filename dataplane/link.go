@@ -57,6 +57,7 @@ type Link struct {
 	addrs    atomic.Pointer[[]netip.Prefix] // the router's addresses, Linux's order
 	counters atomic.Pointer[[]*Counters]    // one per worker that touches the link
 	mirror   atomic.Pointer[Mirror]         // its stand-in in the kernel, if any
+	conf     linkConf
 }
 
 // portRef holds a Port for an atomic pointer.
@@ -255,6 +256,7 @@ func (ls *Links) SetMTU(l *Link, mtu int) error {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	l.mtu.Store(uint32(mtu))
+	l.conf.mtu6.Store(0) // as Linux's NETDEV_CHANGEMTU: IPv6 takes the link's
 	return nil
 }
 

@@ -146,13 +146,13 @@ func (w *worker) forwardOwn(n int) {
 		*k = pkt{b: w.bufs[i][:w.sizes[i]]}
 		m.DownPackets.Add(1)
 		m.DownBytes.Add(uint64(w.sizes[i] - vnetHdrLen))
-		if !in.Up() || !w.parse(k) {
+		if !in.carries() || !w.parse(k) {
 			m.Dropped.Add(1)
 			continue
 		}
 		dst := k.p.DestinationAddressSlice()
 		if dst[0] == 0xff {
-			if k.wireSize() > in.MTU() {
+			if k.wireSize() > in.IPv6MTU() {
 				m.Dropped.Add(1)
 				continue
 			}
@@ -169,7 +169,7 @@ func (w *worker) forwardOwn(n int) {
 		switch r.Verdict {
 		case decide.Forward:
 			out := links.at(r.Nexthop().Link)
-			if out == nil || !out.Up() || k.wireSize() > out.MTU() {
+			if out == nil || !out.carries() || k.wireSize() > out.IPv6MTU() {
 				m.Dropped.Add(1)
 				continue
 			}

@@ -20,10 +20,15 @@ import (
 type icmpLimits struct {
 	global gcra
 	perDst destBuckets
+	mask   [4]atomic.Uint64 // the types limited, a bit each (ratemask)
 }
 
+// DefaultRateMask is Linux's ratemask, 0-1,3-127: every error but Packet
+// Too Big, and no informational message.
+var DefaultRateMask = [4]uint64{^uint64(1 << header.ICMPv6PacketTooBig), ^uint64(0)}
+
 func (l *icmpLimits) allow(typ uint8, dst *[16]byte) bool {
-	if header.ICMPv6Type(typ) == header.ICMPv6PacketTooBig {
+	if l.mask[typ/64].Load()&(1<<(typ%64)) == 0 {
 		return true
 	}
 	now := int64(time.Since(epoch))

@@ -12,6 +12,7 @@ package decide
 
 import (
 	"net/netip"
+	"sync/atomic"
 
 	"urouter/fib6"
 	"urouter/nexthop"
@@ -78,12 +79,27 @@ type Result struct {
 func (r *Result) Nexthop() *nexthop.Nexthop { return &r.Path }
 
 // Decider decides with the router's rules, tables and addresses, and
-// spreads flows over multipath routes with Hash (its policy and seed).
+// spreads flows over multipath routes by a hash of their flow, seeded
+// with Seed, on the fields its policy says (SetHashPolicy).
 type Decider struct {
 	Tables *fib6.Tables
 	Rules  *rules.Registry
 	Addrs  Addresses
-	Hash   nexthop.Hasher
+	Seed   uint64
+	// hashPolicy is the policy in its low byte, the fields above it
+	hashPolicy atomic.Uint64
+}
+
+// SetHashPolicy sets the multipath hash's policy and, for policy 3, its
+// fields (Linux's fib_multipath_hash_policy and _fields).
+func (d *Decider) SetHashPolicy(policy uint8, fields uint32) {
+	d.hashPolicy.Store(uint64(policy) | uint64(fields)<<8)
+}
+
+// Hasher is the multipath hash as of now.
+func (d *Decider) Hasher() nexthop.Hasher {
+	p := d.hashPolicy.Load()
+	return nexthop.Hasher{Seed: d.Seed, Policy: uint8(p), Fields: uint32(p >> 8)}
 }
 
 // New returns a decider over the router's tables, rule set and addresses.
@@ -128,7 +144,7 @@ func (d *Decider) settle(r *Result, rule *rules.Rule, a *fib6.Attrs, k *Key) boo
 	}
 	if g != nil {
 		f := k.Flow()
-		h := d.Hash.Hash(&f)
+		h := d.Hasher().Hash(&f)
 		r.Group, r.Member = g, g.Select(h)
 		if k.Oif != 0 {
 			r.Member = max(0, g.SelectOn(h, k.Oif))

@@ -165,7 +165,7 @@ func TestMultipathMember(t *testing.T) {
 	if seen := spread(byPort); len(seen) != 1 {
 		t.Errorf("policy 0 spread ports over %v", seen)
 	}
-	r.Decider.Hash.Policy = nexthop.PolicyL4
+	r.Decider.SetHashPolicy(nexthop.PolicyL4, 0)
 	if seen := spread(byPort); len(seen) != 2 || seen[ls[0].Index] < 800 {
 		t.Errorf("policy 1: 2000 ports over two members: %v", seen)
 	}

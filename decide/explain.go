@@ -79,7 +79,7 @@ func (d *Decider) Explain(k *Key) Explanation {
 	r := d.decide(k, ex)
 	if r.Group != nil {
 		f := k.Flow()
-		ex.steps = append(ex.steps, Step{Kind: Selected, Index: -1, Hash: d.Hash.Hash(&f), Member: r.Member})
+		ex.steps = append(ex.steps, Step{Kind: Selected, Index: -1, Hash: d.Hasher().Hash(&f), Member: r.Member})
 	}
 	return Explanation{Steps: ex.steps, Result: r}
 }

@@ -24,7 +24,13 @@ type ownAddr struct {
 	tentative bool
 	failed    bool // a duplicate answered: never used on the link
 	until     time.Time
+	left      int32 // solicitations still to send
 }
+
+// SetDADTransmits sets how many solicitations DAD sends for each address
+// the link gets from now on (Linux's dad_transmits); 0: none, an address
+// is usable at once (accept_dad 0).
+func (n *ND) SetDADTransmits(count int) { n.dadTransmits.Store(int32(max(count, 0))) }
 
 // duplicate marks a router address in DAD that another node has: it is
 // never used on the link (Linux's dadfailed).
@@ -45,7 +51,8 @@ func (n *ND) DAD(a netip.Addr) DADState {
 }
 
 // syncAddrs notices the link's new and removed addresses: a new one is
-// tentative while DAD runs (one solicitation, a retrans time to answer).
+// tentative while DAD runs (dad_transmits solicitations, a retrans time
+// apart, and a retrans time after the last to answer).
 // The link listens to its solicited-node group already (Groups): it
 // joined before the address was published.
 func (n *ND) syncAddrs() {
@@ -55,8 +62,9 @@ func (n *ND) syncAddrs() {
 		a := p.Addr()
 		seen[a] = true
 		if n.addrs[a] == nil {
-			n.addrs[a] = &ownAddr{tentative: true, until: time.Now().Add(n.table.Params().Retrans)}
-			n.send(n.ns(netip.IPv6Unspecified(), SolicitedNode(a), a), MulticastMAC(SolicitedNode(a)))
+			o := &ownAddr{left: n.dadTransmits.Load()}
+			n.addrs[a] = o
+			n.solicitOwn(a, o, time.Now())
 		}
 	}
 	for a := range n.addrs {
@@ -71,17 +79,30 @@ func (n *ND) syncAddrs() {
 // wants to run next.
 func (n *ND) dadTimers(now time.Time) time.Duration {
 	next := time.Hour
-	for _, o := range n.addrs {
+	for a, o := range n.addrs {
 		if o.tentative && !o.failed {
 			if !now.Before(o.until) {
-				o.tentative = false
-				n.raSync() // the link-local may now send RAs
-			} else {
+				n.solicitOwn(a, o, now)
+			}
+			if o.tentative {
 				next = min(next, o.until.Sub(now))
 			}
 		}
 	}
 	return next
+}
+
+// solicitOwn sends address a's next DAD solicitation, or ends its DAD
+// when none is left to send.
+func (n *ND) solicitOwn(a netip.Addr, o *ownAddr, now time.Time) {
+	if o.left == 0 {
+		o.tentative = false
+		n.raSync() // the link-local may now send RAs
+		return
+	}
+	o.left--
+	o.tentative, o.until = true, now.Add(n.table.Params().Retrans)
+	n.send(n.ns(netip.IPv6Unspecified(), SolicitedNode(a), a), MulticastMAC(SolicitedNode(a)))
 }
 
 // publishDAD makes the addresses' DAD states what `address show` reads.

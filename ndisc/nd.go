@@ -64,6 +64,9 @@ type ND struct {
 
 	ra  atomic.Pointer[RAConfig]
 	dad atomic.Pointer[map[netip.Addr]DADState] // published by the goroutine
+	// dadTransmits is how many solicitations DAD sends for a new address
+	// (Linux's dad_transmits; 0 when its accept_dad knobs say no DAD)
+	dadTransmits atomic.Int32
 
 	// the goroutine's own
 	addrs   map[netip.Addr]*ownAddr
@@ -81,6 +84,7 @@ func New(link Iface, mac MAC, p Params) *ND {
 	n := &ND{link: link, mac: mac, in: make(chan msg, 256), kick: make(chan struct{}, 1),
 		quit: make(chan struct{}), done: make(chan struct{}), addrs: map[netip.Addr]*ownAddr{}}
 	n.table = newTable(n, p)
+	n.dadTransmits.Store(1)
 	ra := DefaultRA()
 	n.ra.Store(&ra)
 	return n

@@ -13,16 +13,39 @@ import (
 
 // The router's addresses and the routes Linux derives from them.
 
+// addrKey names an address of a link.
+type addrKey struct {
+	link int32
+	addr netip.Addr
+}
+
+// AddrMetric is the metric address a of link l gives its prefix route
+// (`address add ... metric N`), 0 if it was given none.
+func (r *Router) AddrMetric(l *dataplane.Link, a netip.Addr) uint32 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.addrMetrics[addrKey{l.Index, a}]
+}
+
+// connectedMetric is the metric of the prefix route of address a of l:
+// its own, or Linux's IP6_RT_PRIO_ADDRCONF.
+func (r *Router) connectedMetric(l *dataplane.Link, a netip.Addr) uint32 {
+	if m := r.addrMetrics[addrKey{l.Index, a}]; m != 0 {
+		return m
+	}
+	return ConnectedMetric
+}
+
 // addrRoutes are the routes Linux derives from an address: the local
 // route of the address itself, and the connected route of its prefix
 // (none on the loopback).
-func addrRoutes(l *dataplane.Link, a netip.Prefix) (local fib6.Route, connected *fib6.Route) {
+func (r *Router) addrRoutes(l *dataplane.Link, a netip.Prefix) (local fib6.Route, connected *fib6.Route) {
 	nh := nexthop.Nexthop{Link: l.Index}
 	local = fib6.Route{Dst: netip.PrefixFrom(a.Addr(), 128),
 		Attrs: fib6.Attrs{Type: fib6.Local, Proto: fib6.ProtoKernel, Metric: LocalMetric, Nexthop: nh}}
 	if l.Flags()&port.FlagLoopback == 0 {
 		connected = &fib6.Route{Dst: a.Masked(),
-			Attrs: fib6.Attrs{Type: fib6.Unicast, Proto: fib6.ProtoKernel, Metric: ConnectedMetric, Nexthop: nh}}
+			Attrs: fib6.Attrs{Type: fib6.Unicast, Proto: fib6.ProtoKernel, Metric: r.connectedMetric(l, a.Addr()), Nexthop: nh}}
 	}
 	return local, connected
 }
@@ -33,7 +56,7 @@ func addrRoutes(l *dataplane.Link, a netip.Prefix) (local fib6.Route, connected 
 // connected routes; the same route again (a second address in a prefix)
 // is already there.
 func (r *Router) install(l *dataplane.Link, a netip.Prefix) error {
-	local, connected := addrRoutes(l, a)
+	local, connected := r.addrRoutes(l, a)
 	if err := appendRoute(r.Tables.Local(), local); err != nil {
 		return fmt.Errorf("local route of %s: %w", a, err)
 	}
@@ -57,19 +80,22 @@ func appendRoute(t *fib6.Table, rt fib6.Route) error {
 
 // uninstall removes an address's routes: its local route, and the
 // connected route unless another address of the link still has the
-// prefix.
+// prefix and the metric.
 func (r *Router) uninstall(l *dataplane.Link, a netip.Prefix) {
-	local, connected := addrRoutes(l, a)
+	local, connected := r.addrRoutes(l, a)
 	deleteRoute(r.Tables.Local(), local)
-	if connected == nil {
-		return
+	if connected != nil {
+		r.uninstallConnected(l, a, *connected)
 	}
+}
+
+func (r *Router) uninstallConnected(l *dataplane.Link, a netip.Prefix, connected fib6.Route) {
 	for _, o := range l.Addrs() {
-		if o.Masked() == connected.Dst && o != a {
+		if o.Masked() == connected.Dst && o != a && r.connectedMetric(l, o.Addr()) == connected.Metric {
 			return // another address still has the prefix
 		}
 	}
-	deleteRoute(r.Tables.Main(), *connected)
+	deleteRoute(r.Tables.Main(), connected)
 }
 
 // deleteRoute removes rt; it may be gone already (a flush, a user's
@@ -80,23 +106,64 @@ func deleteRoute(t *fib6.Table, rt fib6.Route) {
 	_, _ = x.Delete(fib6.Match{Dst: rt.Dst, Metric: rt.Metric, Proto: rt.Proto, Type: rt.Type, Link: rt.Nexthop.Link}) // gone already is fine
 }
 
+// ErrIPv6Disabled refuses an address on a link with disable_ipv6 set.
+var ErrIPv6Disabled = errors.New("ipv6: IPv6 is disabled on this device.")
+
 // AddAddr gives the router address a (with its prefix length) on link l,
 // and, if l is up, the address's routes. On error nothing changed.
 func (r *Router) AddAddr(l *dataplane.Link, a netip.Prefix) error {
+	return r.SetAddr(l, a, 0, false)
+}
+
+// SetAddr gives l address a whose prefix route has the given metric (0:
+// Linux's 256). With replace, an address l has already is changed (a new
+// metric, if one is given, moves its prefix route) rather than refused,
+// as `address change` and `replace` do.
+func (r *Router) SetAddr(l *dataplane.Link, a netip.Prefix, metric uint32, replace bool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if !r.ipv6On(l) {
+		return ErrIPv6Disabled
+	}
+	key := addrKey{l.Index, a.Addr()}
+	for _, o := range l.Addrs() {
+		if o.Addr() == a.Addr() && replace {
+			return r.changeMetric(l, o, metric)
+		}
+	}
 	if err := r.Links.AddAddr(l, a); err != nil {
 		return err
+	}
+	if metric != 0 {
+		r.addrMetrics[key] = metric
 	}
 	if l.Up() {
 		if err := r.install(l, a); err != nil {
 			// the address was added just now under r.mu: it is there to delete
 			_, _ = r.Links.DelAddr(l, a)
+			delete(r.addrMetrics, key)
 			return err
 		}
 	}
 	r.tell(AddrAdded, l, a)
 	return nil
+}
+
+// changeMetric moves address a's prefix route to metric (0: it stays),
+// as Linux's modify_prefix_route.
+func (r *Router) changeMetric(l *dataplane.Link, a netip.Prefix, metric uint32) error {
+	key := addrKey{l.Index, a.Addr()}
+	if metric == 0 || metric == r.addrMetrics[key] {
+		return nil
+	}
+	_, old := r.addrRoutes(l, a) // with the old metric
+	r.addrMetrics[key] = metric
+	if old == nil || !l.Up() {
+		return nil
+	}
+	r.uninstallConnected(l, a, *old)
+	_, nw := r.addrRoutes(l, a)
+	return appendRoute(r.Tables.Main(), *nw)
 }
 
 // DelAddr removes address a from l, with its routes, and returns the
@@ -111,6 +178,7 @@ func (r *Router) DelAddr(l *dataplane.Link, a netip.Prefix) (netip.Prefix, error
 	if l.Up() {
 		r.uninstall(l, removed)
 	}
+	delete(r.addrMetrics, addrKey{l.Index, removed.Addr()})
 	r.tell(AddrDeleted, l, removed)
 	return removed, nil
 }

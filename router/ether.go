@@ -22,20 +22,23 @@ func (r *Router) AddTAP(name string, o port.TAPOptions, eo dataplane.EtherOption
 	if o.MTU == 0 {
 		o.MTU = 1500
 	}
-	eo.Neigh = r.neighParams(eo.Neigh)
+	eo.Neigh = r.defaultNeigh(eo.Neigh)
 	return r.addLink(name, o.MTU, func() (port.Device, error) { return dataplane.OpenTAP(name, o, eo) })
 }
 
 // AddHost attaches link name to the existing interface dev, down; the
 // link's MTU is the interface's.
 func (r *Router) AddHost(name, dev string, eo dataplane.EtherOptions) (*dataplane.Link, error) {
-	eo.Neigh = r.neighParams(eo.Neigh)
+	eo.Neigh = r.defaultNeigh(eo.Neigh)
 	return r.addLinkMTU(name, func() (port.Device, int, error) { return dataplane.OpenHost(dev, eo) })
 }
 
-func (r *Router) neighParams(p ndisc.Params) ndisc.Params {
+// defaultNeigh is p, or if none is given net.ipv6.neigh.default's knobs.
+func (r *Router) defaultNeigh(p ndisc.Params) ndisc.Params {
 	if p == (ndisc.Params{}) {
-		return ndisc.DefaultParams()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.sys.neighDflt
 	}
 	return p
 }

@@ -57,15 +57,20 @@ type Router struct {
 	mirrors atomic.Pointer[map[int32]int32]
 	watch   atomic.Pointer[func(Event)]
 	gws     gateways
-	stop    chan struct{}
-	done    sync.WaitGroup
+	sys     sysctls // Linux's knobs by name (sysctl.go), under mu
+	// addrMetrics are the metrics addresses give their prefix routes
+	// (`address add ... metric N`), under mu
+	addrMetrics map[addrKey]uint32
+	stop        chan struct{}
+	done        sync.WaitGroup
 }
 
 // New builds a router: the tables local, main and default, Linux's
 // default rules, the loopback link with ::1, and the dataplane. Start
 // runs its housekeeping.
 func New() *Router {
-	r := &Router{Tables: fib6.NewTables(), Links: dataplane.NewLinks()}
+	r := &Router{Tables: fib6.NewTables(), Links: dataplane.NewLinks(), sys: newSysctls(),
+		addrMetrics: map[addrKey]uint32{}}
 	// The loopback is the first link made, so the router's own packets
 	// come in by index 1, as Linux's lo.
 	r.Rules = rules.NewRegistry(func(name string) int32 {
@@ -75,7 +80,7 @@ func New() *Router {
 		return 0
 	}, 1)
 	r.Decider = decide.New(r.Tables, r.Rules, r.Links)
-	r.Decider.Hash.Seed = rand.Uint64() // per router, as Linux's per boot
+	r.Decider.Seed = rand.Uint64() // per router, as Linux's per boot
 	r.Nexthops = nexthop.NewRegistry(func() int64 { return time.Now().UnixMilli() })
 	r.Nexthops.LinkUp = func(link int32) bool {
 		l := r.Links.ByIndex(link)
@@ -89,6 +94,7 @@ func New() *Router {
 	if r.Lo.Index != 1 {
 		panic("router: the loopback is not link 1")
 	}
+	r.sysctlNewLink(r.Lo)
 	if err := r.AddAddr(r.Lo, netip.PrefixFrom(netip.IPv6Loopback(), 128)); err != nil {
 		panic("router: ::1 on lo: " + err.Error())
 	}
@@ -176,6 +182,7 @@ func (r *Router) addLinkMTU(name string, open func() (port.Device, int, error)) 
 	if err != nil {
 		return nil, errors.Join(err, dev.Close())
 	}
+	r.sysctlNewLink(l)
 	r.Rules.Relink() // rules naming it attach
 	r.tell(LinkAdded, l, netip.Prefix{})
 	return l, nil
@@ -183,8 +190,8 @@ func (r *Router) addLinkMTU(name string, open func() (port.Device, int, error)) 
 
 // SetUp brings a link up or down. Up installs the routes of its
 // addresses; down does what Linux does to IPv6 on a link going down: its
-// routes go from every table, and so do its addresses (keep_addr_on_down
-// is 0 by default).
+// routes go from every table, and so do its addresses, but for its global
+// ones when keep_addr_on_down says to keep them (it is 0 by default).
 func (r *Router) SetUp(l *dataplane.Link, up bool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -200,6 +207,9 @@ func (r *Router) setUp(l *dataplane.Link, up bool) error {
 	}
 	r.tell(LinkChanged, l, netip.Prefix{})
 	if up {
+		if !r.ipv6On(l) {
+			return nil
+		}
 		r.linkChanged(l, fib6.LinkUp)
 		var errs []error
 		for _, a := range l.Addrs() {
@@ -214,12 +224,44 @@ func (r *Router) setUp(l *dataplane.Link, up bool) error {
 	// paths through it, dead, as Linux does).
 	r.dropRoutesOf(r.Nexthops.RemoveOnLink(l.Index))
 	r.linkChanged(l, fib6.LinkDown)
+	keep := r.keepAddrs(l)
+	r.dropAddrs(l, func(a netip.Prefix) bool {
+		// as addrconf_ifdown: link-local ones go all the same
+		return keep && !a.Addr().IsLinkLocalUnicast()
+	})
+	return nil
+}
+
+// dropAddrs deletes the link's addresses but those keep says to keep.
+func (r *Router) dropAddrs(l *dataplane.Link, keep func(netip.Prefix) bool) {
 	for _, a := range l.Addrs() {
+		if keep(a) {
+			continue
+		}
 		if _, err := r.Links.DelAddr(l, a); err == nil {
+			delete(r.addrMetrics, addrKey{l.Index, a.Addr()})
 			r.tell(AddrDeleted, l, a)
 		}
 	}
-	return nil
+}
+
+// setIPv6 turns IPv6 on or off on a link (disable_ipv6): off takes its
+// routes and all its addresses away, as addrconf_ifdown; on brings back
+// what a link coming up brings, its link-local address.
+func (r *Router) setIPv6(l *dataplane.Link, on bool) {
+	if l.IPv6Enabled() == on {
+		return
+	}
+	l.SetIPv6(on)
+	if on {
+		if l.Up() {
+			r.linkChanged(l, fib6.LinkUp)
+			_ = r.addLinkLocal(l) // a link-local already there is the user's
+		}
+		return
+	}
+	r.linkChanged(l, fib6.LinkDown)
+	r.dropAddrs(l, func(netip.Prefix) bool { return false })
 }
 
 // SetMTU changes a link's MTU (and its port's far side's).
@@ -250,8 +292,10 @@ func (r *Router) DeleteLink(l *dataplane.Link) error {
 	if err := r.setUp(l, false); err != nil {
 		return err
 	}
+	r.dropAddrs(l, func(netip.Prefix) bool { return false }) // those kept going down
 	r.linkChanged(l, fib6.LinkGone)
 	r.forgetGateways(l)
+	r.sysctlLinkGone(l)
 	err := r.DP.Remove(l)
 	r.publishMirrors()
 	r.Rules.Relink() // rules naming it are detached

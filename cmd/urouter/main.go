@@ -17,7 +17,6 @@ import (
 	"urouter/dataplane/port"
 	"urouter/feed"
 	"urouter/metrics"
-	"urouter/nexthop"
 	"urouter/router"
 )
 
@@ -32,21 +31,25 @@ func daemon(args []string) int {
 	fs := flag.NewFlagSet("urouter daemon", flag.ContinueOnError)
 	config := fs.String("config", "", "apply this batch of commands at start")
 	socket := fs.String("socket", "", "control socket (default $UROUTER_SOCKET or "+control.DefaultSocket+")")
-	icmpRate := fs.Int("icmp-ratelimit", 1000, "ICMPv6 errors sent per second at most (0: no limit), as Linux's icmp_msgs_per_sec")
-	icmpBurst := fs.Int("icmp-burst", 50, "ICMPv6 errors sent in a burst at most, as Linux's icmp_msgs_burst")
-	destRate := fs.Int("icmp-dest-ratelimit", 100, "ms between ICMPv6 errors to one destination (0: no limit), as Linux's net.ipv6.icmp.ratelimit")
+	// the flags that are a sysctl knob set it: `sysctl -w` says the same
+	knobs := []struct{ flag, knob, dflt, usage string }{
+		{"icmp-ratelimit", "net.ipv4.icmp_msgs_per_sec", "1000", "ICMPv6 errors sent per second at most (0: no limit)"},
+		{"icmp-burst", "net.ipv4.icmp_msgs_burst", "50", "ICMPv6 errors sent in a burst at most"},
+		{"icmp-dest-ratelimit", "net.ipv6.icmp.ratelimit", "100", "ms between ICMPv6 errors to one destination (0: no limit)"},
+		{"multipath-hash-policy", "net.ipv6.fib_multipath_hash_policy", "0",
+			"multipath flow hash: 0 addresses, flow label and next header; 1 addresses, ports and next header; 3 the fields of net.ipv6.fib_multipath_hash_fields"},
+	}
+	values := make([]*string, len(knobs))
+	for i, k := range knobs {
+		values[i] = fs.String(k.flag, k.dflt, k.usage+": sysctl "+k.knob)
+	}
 	destBurst := fs.Int("icmp-dest-burst", 6, "ICMPv6 errors to one destination in a burst at most (Linux's is 6)")
-	hashPolicy := fs.Uint("multipath-hash-policy", 0, "multipath flow hash: 0 addresses, flow label and next header; 1 addresses, ports and next header (Linux's net.ipv6.fib_multipath_hash_policy)")
 	probe := fs.Duration("router-probe-interval", router.DefaultRouterProbeInterval, "how often a gateway whose neighbour failed is solicited again, as Linux's router_probe_interval")
 	fpmAddr := fs.String("fpm", "", "accept zebra's FPM connection on [ADDR]:PORT (FRR's default is 127.0.0.1:2620); off unless given")
 	fpmHold := fs.Duration("fpm-hold", feed.DefaultHold, "after zebra reconnects, keep what its last session installed and it has not said again at least this long (a graceful-restart time), then sweep it once the session is quiet")
 	mirrorTables := fs.String("mirror-table", "", "follow these kernel tables (ids, comma-separated) of the daemon's netns into the router's tables of the same ids")
 	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://ADDR:PORT/metrics; off unless given")
 	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if *hashPolicy > nexthop.PolicyL4 {
-		fmt.Fprintln(os.Stderr, "urouter daemon: --multipath-hash-policy is 0 or 1")
 		return 2
 	}
 	if os.Getenv("GOGC") == "" {
@@ -57,10 +60,14 @@ func daemon(args []string) int {
 		debug.SetGCPercent(400)
 	}
 	r := router.New()
-	r.Decider.Hash.Policy = uint8(*hashPolicy)
+	for i, k := range knobs {
+		if err := r.SetSysctl(k.knob, *values[i]); err != nil {
+			fmt.Fprintf(os.Stderr, "urouter daemon: --%s %q (%s): %v\n", k.flag, *values[i], k.knob, err)
+			return 2
+		}
+	}
+	r.SetICMPDestBurst(*destBurst)
 	r.SetRouterProbeInterval(*probe)
-	r.DP.SetICMPRate(*icmpRate, *icmpBurst)
-	r.DP.SetICMPDestRate(time.Duration(*destRate)*time.Millisecond, *destBurst)
 	sock := control.SocketPath(*socket)
 	srv, err := control.Listen(sock, r)
 	if err != nil {

@@ -1,0 +1,154 @@
+package router
+
+import (
+	"math"
+	"time"
+
+	"urouter/dataplane"
+	"urouter/ndisc"
+)
+
+// net.ipv6.neigh.{default,LINK}.*: the knobs of a link's neighbour cache,
+// the ones `ntable change` sets. A link with no cache (a TUN, a dummy)
+// keeps them all the same, as Linux has them for every device.
+
+type neighParams = ndisc.Params
+
+func defaultNeighParams() neighParams { return ndisc.DefaultParams() }
+
+// A neighKnob is one knob, in the unit its name says.
+type neighKnob struct {
+	name   string
+	lo, hi int64
+	get    func(p *neighParams) int64
+	set    func(p *neighParams, n int64)
+	// tableWide: Linux has it in default only, for the whole table
+	// (gc_thresh*, gc_interval); here it is every link's cache's
+	tableWide bool
+}
+
+// unresFrame is what Linux counts a queued packet as, SKB_TRUESIZE of an
+// Ethernet frame: unres_qlen is unres_qlen_bytes in these.
+const unresFrame = 2090
+
+func msKnob(name string, f func(p *neighParams) *time.Duration) *neighKnob {
+	return &neighKnob{name: name, lo: 1, hi: math.MaxInt32,
+		get: func(p *neighParams) int64 { return f(p).Milliseconds() },
+		set: func(p *neighParams, n int64) { *f(p) = time.Duration(n) * time.Millisecond }}
+}
+
+func secKnob(name string, lo int64, f func(p *neighParams) *time.Duration) *neighKnob {
+	return &neighKnob{name: name, lo: lo, hi: math.MaxInt32 / 1000,
+		get: func(p *neighParams) int64 { return int64(*f(p) / time.Second) },
+		set: func(p *neighParams, n int64) { *f(p) = time.Duration(n) * time.Second }}
+}
+
+func countKnob(name string, f func(p *neighParams) *int) *neighKnob {
+	return &neighKnob{name: name, lo: 0, hi: math.MaxInt32,
+		get: func(p *neighParams) int64 { return int64(*f(p)) },
+		set: func(p *neighParams, n int64) { *f(p) = int(n) }}
+}
+
+func tableWide(k *neighKnob) *neighKnob { k.tableWide = true; return k }
+
+// neighKnobs are the knobs. Times must be positive here, where Linux
+// takes 0 (an entry that is never reachable, a probe that never waits).
+var neighKnobs = []*neighKnob{
+	secKnob("base_reachable_time", 1, func(p *neighParams) *time.Duration { return &p.BaseReachable }),
+	msKnob("base_reachable_time_ms", func(p *neighParams) *time.Duration { return &p.BaseReachable }),
+	secKnob("delay_first_probe_time", 1, func(p *neighParams) *time.Duration { return &p.DelayProbe }),
+	tableWide(secKnob("gc_interval", 1, func(p *neighParams) *time.Duration { return &p.GCInterval })),
+	secKnob("gc_stale_time", 0, func(p *neighParams) *time.Duration { return &p.GCStale }),
+	tableWide(countKnob("gc_thresh1", func(p *neighParams) *int { return &p.Thresh1 })),
+	tableWide(countKnob("gc_thresh2", func(p *neighParams) *int { return &p.Thresh2 })),
+	tableWide(countKnob("gc_thresh3", func(p *neighParams) *int { return &p.Thresh3 })),
+	countKnob("mcast_resolicit", func(p *neighParams) *int { return &p.McastReprobes }),
+	countKnob("mcast_solicit", func(p *neighParams) *int { return &p.McastProbes }),
+	msKnob("retrans_time_ms", func(p *neighParams) *time.Duration { return &p.Retrans }),
+	countKnob("ucast_solicit", func(p *neighParams) *int { return &p.UcastProbes }),
+	{name: "unres_qlen", lo: 0, hi: math.MaxInt32 / unresFrame,
+		get: func(p *neighParams) int64 { return int64(p.QueueBytes / unresFrame) },
+		set: func(p *neighParams, n int64) { p.QueueLen, p.QueueBytes = int(n), int(n)*unresFrame }},
+	countKnob("unres_qlen_bytes", func(p *neighParams) *int { return &p.QueueBytes }),
+}
+
+func neighKnobNamed(name string) *neighKnob {
+	for _, k := range neighKnobs {
+		if k.name == name {
+			return k
+		}
+	}
+	return nil
+}
+
+// neighBit is knob k's bit in linkSysctls.neighSet.
+func neighBit(k *neighKnob) uint64 {
+	for i, o := range neighKnobs {
+		if o == k {
+			return 1 << i
+		}
+	}
+	return 0
+}
+
+type neighOf struct{ k *neighKnob }
+
+func (n neighOf) get(r *Router, l *dataplane.Link) string {
+	if l == nil {
+		return itoa64(n.k.get(&r.sys.neighDflt))
+	}
+	p := r.neighParams(l)
+	return itoa64(n.k.get(&p))
+}
+
+// neighParams are link l's cache's knobs (ntable may have changed them),
+// or, for a link without a cache, those it keeps.
+func (r *Router) neighParams(l *dataplane.Link) neighParams {
+	if t := l.Neigh(); t != nil {
+		return t.Params()
+	}
+	return r.linkSys(l).neigh
+}
+
+func (n neighOf) set(r *Router, l *dataplane.Link, v string) error {
+	x, ok := parseProcInt(v)
+	if !ok || x < n.k.lo || x > n.k.hi {
+		return ErrBadValue
+	}
+	if l != nil {
+		p := r.neighParams(l)
+		n.k.set(&p, x)
+		if p.Check() != nil {
+			return ErrBadValue
+		}
+		s := r.linkSys(l)
+		s.neigh, s.neighSet = p, s.neighSet|neighBit(n.k)
+		r.applyNeigh(l, s)
+		return nil
+	}
+	d := r.sys.neighDflt
+	n.k.set(&d, x)
+	if d.Check() != nil {
+		return ErrBadValue
+	}
+	r.sys.neighDflt = d
+	// as neigh_copy_dflt_parms: every link that has not set it itself
+	for _, l := range r.Links.All() {
+		if s := r.linkSys(l); n.k.tableWide || s.neighSet&neighBit(n.k) == 0 {
+			p := r.neighParams(l)
+			n.k.set(&p, x)
+			if p.Check() == nil {
+				s.neigh = p
+				r.applyNeigh(l, s)
+			}
+		}
+	}
+	return nil
+}
+
+// applyNeigh gives link l's cache, if it has one, the knobs it keeps.
+func (r *Router) applyNeigh(l *dataplane.Link, s *linkSysctls) {
+	if t := l.Neigh(); t != nil {
+		t.SetParams(s.neigh)
+	}
+}

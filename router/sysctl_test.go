@@ -1,0 +1,81 @@
+package router
+
+import (
+	"errors"
+	"slices"
+	"testing"
+)
+
+// TestSysctlNeighDefault: writing net.ipv6.neigh.default.KNOB changes it
+// on every link that has not set its own, as Linux's
+// neigh_copy_dflt_parms; a new link starts from default. (A netns, where
+// the kernel oracle runs, has no net.ipv6.neigh.default.)
+func TestSysctlNeighDefault(t *testing.T) {
+	r := New()
+	d0, err := r.AddDummy("d0", 1500)
+	must(t, err)
+	_, err = r.AddDummy("d1", 1500)
+	must(t, err)
+	set := func(name, v string) {
+		t.Helper()
+		must(t, r.SetSysctl(name, v))
+	}
+	get := func(name string) string {
+		t.Helper()
+		v, err := r.Sysctl(name)
+		must(t, err)
+		return v
+	}
+	set("net.ipv6.neigh.d1.ucast_solicit", "7")
+	set("net.ipv6.neigh.default.ucast_solicit", "5")
+	if a, b := get("net.ipv6.neigh.d0.ucast_solicit"), get("net.ipv6.neigh.d1.ucast_solicit"); a != "5" || b != "7" {
+		t.Errorf("after default=5: d0 %s (want 5), d1 %s (set itself to 7)", a, b)
+	}
+	set("net.ipv6.neigh.default.gc_thresh3", "64") // the whole table's: every link's
+	if v := get("net.ipv6.neigh.d1.unres_qlen"); v != "101" {
+		t.Errorf("d1 unres_qlen %s", v)
+	}
+	if _, err := r.Sysctl("net.ipv6.neigh.d1.gc_thresh3"); !errors.Is(err, ErrNoKnob) {
+		t.Errorf("a link's gc_thresh3: %v, want no such knob (it is default's)", err)
+	}
+	_, err = r.AddDummy("d2", 1500)
+	must(t, err)
+	if v := get("net.ipv6.neigh.d2.ucast_solicit"); v != "5" {
+		t.Errorf("a new link's ucast_solicit %s, want default's 5", v)
+	}
+	must(t, r.DeleteLink(d0))
+	if _, err := r.Sysctl("net.ipv6.conf.d0.hop_limit"); !errors.Is(err, ErrNoKnob) {
+		t.Errorf("a deleted link's knob: %v", err)
+	}
+	names := r.SysctlNames()
+	if !slices.IsSorted(names) || !slices.Contains(names, "net.ipv6.conf.d2.keep_addr_on_down") ||
+		!slices.Contains(names, "net.ipv6.neigh.default.gc_thresh1") || slices.Contains(names, "net.ipv6.neigh.all.ucast_solicit") {
+		t.Errorf("sysctl -a lists %v", names)
+	}
+}
+
+// TestSysctlValues: integers as proc_dointvec reads them, bit lists as
+// proc_do_large_bitmap reads and writes them.
+func TestSysctlValues(t *testing.T) {
+	for v, want := range map[string]int64{"0": 0, "-3": -3, "0x10": 16, "010": 8, " 7 ": 7, "5 6": 5, "2147483647": 2147483647} {
+		if n, ok := parseProcInt(v); !ok || n != want {
+			t.Errorf("%q: %d %v, want %d", v, n, ok, want)
+		}
+	}
+	for _, v := range []string{"", "abc", "+3", "2147483648", "1_0", "12x", "-"} {
+		if n, ok := parseProcInt(v); ok {
+			t.Errorf("%q read as %d", v, n)
+		}
+	}
+	for v, want := range map[string]string{"0-1,3-127": "0-1,3-127", "3,1,128": "1,3,128", "": "", "255": "255", "4-4": "4"} {
+		m, ok := parseBitmap(v)
+		if got := formatBitmap(m); !ok || got != want {
+			t.Errorf("%q: %q %v, want %q", v, got, ok, want)
+		}
+	}
+	for _, v := range []string{"256", "3-1", "a", "1,,2"} {
+		if _, ok := parseBitmap(v); ok {
+			t.Errorf("%q taken as a bit list", v)
+		}
+	}
+}
