@@ -16,9 +16,12 @@ func (s *session) addrCmd(args [][]byte) *cmdErr {
 	w, rest := args[0], args[1:]
 	switch {
 	case matches(w, "add"):
-		return s.addrModify(rest, false)
+		return s.addrModify(rest, addrAdd)
+	case matches(w, "change") || is(w, "chg"), matches(w, "replace"):
+		// Linux 6.18 makes an address `change` names, as replace does
+		return s.addrModify(rest, addrReplace)
 	case matches(w, "delete"):
-		return s.addrModify(rest, true)
+		return s.addrModify(rest, addrDel)
 	case matches(w, "show") || matches(w, "lst") || matches(w, "list"):
 		return s.addrShow(rest)
 	case matches(w, "flush"):
@@ -30,14 +33,23 @@ func (s *session) addrCmd(args [][]byte) *cmdErr {
 }
 
 func addrUsage() *cmdErr {
-	return parseErr("Usage: ip address { add | del } IFADDR dev IFNAME\n" +
+	return parseErr("Usage: ip address { add | change | replace | del } IFADDR dev IFNAME [ metric METRIC ]\n" +
 		"       ip address { show | flush } [ dev IFNAME ]")
 }
 
-func (s *session) addrModify(args [][]byte, del bool) *cmdErr {
+type addrOp uint8
+
+const (
+	addrAdd addrOp = iota
+	addrReplace
+	addrDel
+)
+
+func (s *session) addrModify(args [][]byte, op addrOp) *cmdErr {
 	var dev []byte
 	var pfx netip.Prefix
 	var set, lenGiven bool
+	var metric uint32
 	ws := argv{args: args}
 	for ; ws.i < len(args); ws.i++ {
 		w := args[ws.i]
@@ -48,6 +60,16 @@ func (s *session) addrModify(args [][]byte, del bool) *cmdErr {
 				return err
 			}
 			dev = v
+		case is(w, "metric"), is(w, "priority"), is(w, "preference"):
+			v, err := ws.next()
+			if err != nil {
+				return err
+			}
+			n, ok := parseUint32(v)
+			if !ok {
+				return invarg("\"metric\" value is invalid\n", v) // ip's own newline, and one more
+			}
+			metric = n
 		case is(w, "scope"), matches(w, "valid_lft"), matches(w, "preferred_lft"), is(w, "label"):
 			if _, err := ws.next(); err != nil { // accepted, the router has one kind of address
 				return err
@@ -88,7 +110,7 @@ func (s *session) addrModify(args [][]byte, del bool) *cmdErr {
 	if err != nil {
 		return err
 	}
-	if del {
+	if op == addrDel {
 		if !lenGiven {
 			for _, a := range l.Addrs() {
 				if a.Addr() == pfx.Addr() {
@@ -101,7 +123,7 @@ func (s *session) addrModify(args [][]byte, del bool) *cmdErr {
 		}
 		return nil
 	}
-	if aerr := s.r.AddAddr(l, pfx); aerr != nil {
+	if aerr := s.r.SetAddr(l, pfx, metric, op == addrReplace); aerr != nil {
 		return extack(aerr.Error())
 	}
 	return nil

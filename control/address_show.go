@@ -7,17 +7,6 @@ import (
 
 // Showing addresses: ip addr show, each link with its addresses.
 
-// dadWords are the flags `ip address` prints of an address in DAD.
-func dadWords(s ndisc.DADState) string {
-	switch s {
-	case ndisc.Tentative:
-		return "tentative "
-	case ndisc.DADFailed:
-		return "dadfailed tentative "
-	}
-	return ""
-}
-
 func scopeOf(a netip.Addr) string {
 	switch {
 	case a.IsLoopback():
@@ -44,8 +33,21 @@ func (s *session) addrShow(args [][]byte) *cmdErr {
 			w.str("family", "    %s", "inet6")
 			w.addr("local", " %s", a.Addr())
 			w.uint("prefixlen", "/%d", uint64(a.Bits()))
+			if m := s.r.AddrMetric(l, a.Addr()); m != 0 {
+				w.uint("metric", " metric %d", uint64(m))
+			}
 			w.str("scope", " scope %s ", scopeOf(a.Addr()))
-			w.text(dadWords(l.DAD(a.Addr())) + "\n")
+			dad := l.DAD(a.Addr())
+			if !l.Up() && dad == ndisc.DADDone {
+				dad = ndisc.Tentative // as Linux: DAD waits for the link to come up
+			}
+			if dad == ndisc.DADFailed { // iproute2's order of the flags
+				w.flag("dadfailed", "dadfailed ")
+			}
+			if dad != ndisc.DADDone {
+				w.flag("tentative", "tentative ")
+			}
+			w.text("\n")
 			w.uint("valid_life_time", "       valid_lft forever", 4294967295)
 			w.uint("preferred_life_time", " preferred_lft forever\n", 4294967295)
 			w.closeObject()

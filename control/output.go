@@ -208,6 +208,17 @@ func (p *printer) textf(format string, v string) {
 	p.w.WriteString(format[i+2:])
 }
 
+// flag prints a flag that is set: its word in text, key true in JSON
+// (print_bool).
+func (p *printer) flag(key, format string) {
+	if p.j != nil {
+		p.j.name(key)
+		p.j.raw("true")
+		return
+	}
+	p.w.WriteString(format)
+}
+
 // bytes prints a string value given as bytes (scratch; not kept).
 func (p *printer) bytes(key, format string, v []byte) { p.str(key, format, str(v)) }
 

@@ -146,7 +146,7 @@ const (
 var objects = []string{"address", "addrlabel", "maddress", "route", "rule", "neighbor", "neighbour",
 	"ntable", "ntbl", "link", "l2tp", "fou", "ila", "macsec", "tunnel", "tunl", "tuntap", "tap",
 	"token", "tcpmetrics", "tcp_metrics", "monitor", "xfrm", "mroute", "mrule", "netns", "netconf",
-	"vrf", "sr", "nexthop", "mptcp", "ioam", "help", "stats", "ra", "fpm", "mirror"}
+	"vrf", "sr", "nexthop", "mptcp", "ioam", "help", "stats", "ra", "fpm", "mirror", "sysctl"}
 
 var objectWords = sync.OnceValue(func() keywords {
 	return func() keywords {
@@ -202,12 +202,15 @@ func (s *session) exec(line []byte) *cmdErr {
 		return s.fpmCmd(rest)
 	case "mirror":
 		return s.mirrorCmd(rest)
+	case "sysctl":
+		return s.sysctlCmd(rest)
 	case "monitor":
 		return s.monitorCmd(rest)
 	case "help":
 		return parseErr("Usage: ip [ OPTIONS ] OBJECT { COMMAND | help }\n" +
 			"       ip [ -force ] -batch filename\n" +
 			"where  OBJECT := { address | fpm | link | mirror | monitor | neighbour | nexthop | ntable | ra | route | rule }\n" +
+			"       urouter sysctl [ -n ] [ -q ] [ -w ] [ -a ] NAME[=VALUE]...\n" +
 			"       OPTIONS := { -6 | -s[tatistics] | -d[etails] | -j[son] | -p[retty] | -force }")
 	case "":
 		return &cmdErr{msg: fmt.Sprintf("Object \"%s\" is unknown, try \"ip help\".", w), code: 1}
