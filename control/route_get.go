@@ -262,7 +262,8 @@ func (s *session) printGet(q *getReq, res *decide.Result) {
 	}
 	// the source the router would use: shown for an output lookup, and
 	// for any lookup of a route with a preferred source (rt6_fill_node)
-	pref := r.PrefSrc
+	leg := res.Leg() // of a multipath route, the path's own, as Linux its sibling's
+	pref := leg.PrefSrc
 	if q.iif == nil {
 		pref, _ = s.r.Decider.RouteSource(res, q.dst)
 	}
@@ -281,8 +282,8 @@ func (s *session) printGet(q *getReq, res *decide.Result) {
 	if res.Table != fib6.TableMain {
 		w.str("table", " table %s", tableString(res.Table))
 	}
-	if r.Proto != fib6.ProtoBoot {
-		w.str("protocol", " proto %s", protoString(r.Proto))
+	if p := fib6.Proto(leg.Proto); p != fib6.ProtoBoot {
+		w.str("protocol", " proto %s", protoString(p))
 	}
 	if pref.IsValid() {
 		w.addr("prefsrc", " src %s", pref)
@@ -292,7 +293,7 @@ func (s *session) printGet(q *getReq, res *decide.Result) {
 	if res.Path.Flags&nexthop.OnLink != 0 {
 		w.text(" onlink")
 	}
-	w.metrics(r.MTU)
+	w.metrics(leg.MTU)
 	if q.iif != nil {
 		w.bytes("iif", " iif %s", q.iif)
 	}

@@ -246,7 +246,7 @@ func act(k *pkt, r *decide.Result, links *linkSnap, in int32, forwarding bool) {
 		return
 	}
 	mtu := out.IPv6MTU()
-	if m := int(r.Route.MTU); m != 0 && m < mtu {
+	if m := int(r.PathMTU()); m != 0 && m < mtu {
 		mtu = m
 	}
 	if size := k.wireSize(); size > mtu {

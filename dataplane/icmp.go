@@ -54,8 +54,10 @@ func (w *worker) errorSource(k *pkt) ([16]byte, bool) {
 	}
 	key := decide.KeyOf(to, netip.Addr{})
 	key.Proto = protoICMPv6
-	if r := d.Decide(&key); r.Verdict == decide.Forward && r.Route.PrefSrc.IsValid() {
-		return r.Route.PrefSrc.As16(), true
+	if r := d.Decide(&key); r.Verdict == decide.Forward {
+		if src := r.Leg().PrefSrc; src.IsValid() {
+			return src.As16(), true
+		}
 	}
 	a, ok := d.SourceFor(to, w.in.Index)
 	return a.As16(), ok

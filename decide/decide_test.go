@@ -170,3 +170,38 @@ func TestMultipathMember(t *testing.T) {
 		t.Errorf("policy 1: 2000 ports over two members: %v", seen)
 	}
 }
+
+// TestMultipathLegs: each path of a multipath route made by appends
+// keeps its own MTU, protocol and preferred source (Linux's ECMP
+// siblings), and a flow gets its path's.
+func TestMultipathLegs(t *testing.T) {
+	r, ls := newRouter(t, 2)
+	addAddr(t, r, ls[0], "2001:db8:91::1/64")
+	addAddr(t, r, ls[1], "2001:db8:92::1/64")
+	src := netip.MustParseAddr("2001:db8:92::1")
+	addRoute(t, r, "2001:db8:100::/48", fib6.Attrs{Metric: 1024, MTU: 1400, Proto: fib6.ProtoStatic,
+		Nexthop: nexthop.Nexthop{Link: ls[0].Index, Gateway: netip.MustParseAddr("2001:db8:91::2")}})
+	addRoute(t, r, "2001:db8:100::/48", fib6.Attrs{Metric: 1024, MTU: 1300, Proto: 186, PrefSrc: src,
+		Nexthop: nexthop.Nexthop{Link: ls[1].Index, Gateway: netip.MustParseAddr("2001:db8:92::2")}})
+	want := map[int32]nexthop.Leg{ls[0].Index: {MTU: 1400, Proto: uint8(fib6.ProtoStatic)}, ls[1].Index: {MTU: 1300, Proto: 186, PrefSrc: src}}
+	seen := map[int32]bool{}
+	for i := 0; i < 200; i++ {
+		k := decideKey("2001:db8:100::1", "2001:db8:1::2")
+		k.Src[15] = byte(i)
+		res := r.Decider.Decide(&k)
+		if res.Group == nil {
+			t.Fatalf("not multipath: %+v", res)
+		}
+		l := res.Path.Link
+		seen[l] = true
+		if got := res.Leg(); got != want[l] || res.PathMTU() != want[l].MTU {
+			t.Fatalf("a flow out of link %d gets %+v (PathMTU %d), want its path's %+v", l, got, res.PathMTU(), want[l])
+		}
+		if res.Route.MTU != 1400 {
+			t.Fatalf("the route shows MTU %d, want its first path's 1400", res.Route.MTU)
+		}
+	}
+	if len(seen) != 2 {
+		t.Errorf("flows took %d paths", len(seen))
+	}
+}

@@ -162,8 +162,8 @@ func (d *Decider) RouteSource(r *Result, dst netip.Addr) (netip.Addr, bool) {
 	if r.Route == nil {
 		return netip.Addr{}, false
 	}
-	if r.Route.PrefSrc.IsValid() {
-		return r.Route.PrefSrc, true
+	if src := r.Leg().PrefSrc; src.IsValid() {
+		return src, true
 	}
 	return d.SourceFor(dst, r.Path.Link)
 }

@@ -39,7 +39,7 @@ func (m *refTable) put(r Route, mode putMode) error {
 			return ErrExists
 		case (mode == modeAppend || mode == modePrepend) && same && o.multipath() && r.multipath():
 			var ms []nexthop.Member
-			for _, p := range append(o.Paths(), r.Paths()...) {
+			for _, p := range append(o.legs(), r.legs()...) { // each path keeps its own (Leg)
 				if slices.ContainsFunc(ms, func(q nexthop.Member) bool { return q.Gateway == p.Gateway && q.Link == p.Link }) {
 					return ErrExists
 				}
@@ -69,9 +69,12 @@ func (m *refTable) del(q Match) (Route, error) {
 	for i, r := range l {
 		if ok, path := q.matches(&r.Attrs); ok {
 			if path >= 0 {
-				ms := slices.Delete(slices.Clone(r.Group.Members()), path, path+1)
+				ms := r.legs()
 				gone := r
-				gone.Group, gone.Nexthop = nil, r.Group.Member(path).Nexthop
+				gone.Group, gone.Nexthop = nil, ms[path].Nexthop
+				gone.showLeg(ms[path].Leg)
+				ms = slices.Delete(ms, path, path+1)
+				r.showLeg(ms[0].Leg) // the route shows its first path's
 				if len(ms) == 1 {
 					r.Group, r.Nexthop = nil, ms[0].Nexthop
 				} else {

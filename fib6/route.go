@@ -3,6 +3,7 @@ package fib6
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"syscall"
 
 	"urouter/nexthop"
@@ -234,6 +235,41 @@ func (a *Attrs) Paths() []nexthop.Member {
 		return nil
 	}
 	return []nexthop.Member{{Nexthop: a.Nexthop, Weight: 1}}
+}
+
+// leg is what a path of the route keeps of it once the route is one of
+// several paths (nexthop.Leg).
+func (a *Attrs) leg() nexthop.Leg {
+	return nexthop.Leg{MTU: a.MTU, Proto: uint8(a.Proto), PrefSrc: a.PrefSrc}
+}
+
+// showLeg makes the route show what path leg keeps: a multipath route
+// shows its first path's, as Linux its first sibling's.
+func (a *Attrs) showLeg(l nexthop.Leg) {
+	if l != (nexthop.Leg{}) {
+		a.MTU, a.Proto, a.PrefSrc = l.MTU, Proto(l.Proto), l.PrefSrc
+	}
+}
+
+// legs are the route's paths, each with what it keeps of its own: a
+// path that keeps nothing yet (a route made with it, in one command)
+// keeps the route's.
+func (a *Attrs) legs() []nexthop.Member {
+	ms := slices.Clone(a.Paths())
+	for i := range ms {
+		if ms[i].Leg == (nexthop.Leg{}) {
+			ms[i].Leg = a.leg()
+		}
+	}
+	return ms
+}
+
+// LegOf is what path m of the route keeps of its own.
+func (a *Attrs) LegOf(m *nexthop.Member) nexthop.Leg {
+	if m.Leg == (nexthop.Leg{}) {
+		return a.leg()
+	}
+	return m.Leg
 }
 
 // multipath reports whether appends of gateway routes coalesce into this

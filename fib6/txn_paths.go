@@ -14,8 +14,8 @@ import (
 // coalesce returns route a with the paths of b after its own; a path
 // both have is refused, as Linux refuses a duplicate sibling.
 func coalesce(a, b *Attrs) (Attrs, error) {
-	ms := slices.Clone(a.Paths())
-	for _, p := range b.Paths() {
+	ms := a.legs()
+	for _, p := range b.legs() {
 		for _, q := range ms {
 			if q.Gateway == p.Gateway && q.Link == p.Link {
 				return Attrs{}, ErrExists
@@ -33,9 +33,11 @@ func coalesce(a, b *Attrs) (Attrs, error) {
 // returns the route of the path removed.
 func (x *Txn) removePath(dst netip.Prefix, k key, cur *rset, i, p int) Route {
 	a := cur.routes[i]
-	ms := slices.Delete(slices.Clone(a.Group.Members()), p, p+1)
+	ms := a.legs()
 	gone := Route{Dst: dst, Attrs: a.Attrs}
-	gone.Group, gone.Nexthop = nil, a.Group.Member(p).Nexthop
+	gone.Group, gone.Nexthop = nil, ms[p].Nexthop
+	gone.showLeg(ms[p].Leg)
+	ms = slices.Delete(ms, p, p+1)
 	x.setPaths(dst, k, cur, i, ms)
 	return gone
 }
@@ -45,6 +47,7 @@ func (x *Txn) setPaths(dst netip.Prefix, k key, cur *rset, i int, ms []nexthop.M
 	t := x.t
 	a := cur.routes[i]
 	b := a.Attrs
+	b.showLeg(ms[0].Leg)
 	if len(ms) == 1 {
 		b.Nexthop, b.Group = ms[0].Nexthop, nil
 	} else {

@@ -122,6 +122,19 @@ var routeOracle = []string{
 	"route show 2001:db8:8::/48",
 	"route change 2001:db8:99::/48 dev d0",
 	"route flush proto 42",
+	// each path of a multipath route keeps its own mtu, proto and src
+	// (Linux's ECMP siblings); the route shows its first path's
+	"route add 2001:db8:50::/48 mtu 1400 proto static nexthop via 2001:db8:91::2 dev d0 nexthop via 2001:db8:91::5 dev d0",
+	"route append 2001:db8:50::/48 via 2001:db8:91::3 dev d0 mtu 1300 proto bgp",
+	"route append 2001:db8:50::/48 via 2001:db8:91::4 dev d0 src 2001:db8:91::1",
+	"route show 2001:db8:50::/48", "-j route show 2001:db8:50::/48",
+	"route del 2001:db8:50::/48 via 2001:db8:91::2 dev d0", "route show 2001:db8:50::/48",
+	"route del 2001:db8:50::/48 via 2001:db8:91::5", "route show 2001:db8:50::/48", "-j -d route show 2001:db8:50::/48",
+	"route del 2001:db8:50::/48 via 2001:db8:91::3", "route show 2001:db8:50::/48", "route get 2001:db8:50::1",
+	"route append 2001:db8:50::/48 via 2001:db8:91::6 dev d0 mtu 1500", "route del 2001:db8:50::/48 via 2001:db8:91::4",
+	"route show 2001:db8:50::/48", "route get 2001:db8:50::1",
+	"route append 2001:db8:50::/48 via 2001:db8:91::7 dev d0 mtu 1280",
+	"route replace 2001:db8:50::/48 via 2001:db8:91::5 dev d0 mtu 1290", "route show 2001:db8:50::/48",
 	"route show 2001:db8:81::/48",
 }
 

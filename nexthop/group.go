@@ -18,6 +18,18 @@ type Member struct {
 	// ID is the member's nexthop object in a group of objects; 0 for a
 	// route's inline paths.
 	ID uint32
+	// Leg is what a route's inline path keeps of its own.
+	Leg Leg
+}
+
+// Leg is what each path of an IPv6 multipath route keeps of its own:
+// Linux makes each a route of its own (an ECMP sibling) with its own
+// metrics, protocol and preferred source, and shows a multipath route
+// with its first path's. A route's own, for a single path.
+type Leg struct {
+	MTU     uint32
+	Proto   uint8
+	PrefSrc netip.Addr
 }
 
 // Group spreads flows over its members. A hash-threshold group (RFC 2992,
@@ -64,6 +76,10 @@ func (g *Group) Len() int { return len(g.members) }
 
 // Member returns member i.
 func (g *Group) Member(i int) Member { return g.members[i] }
+
+// LegMTU is member i's own MTU, 0 if it keeps none (nor anything else of
+// its own: then its route's is its).
+func (g *Group) LegMTU(i int) uint32 { return g.members[i].Leg.MTU }
 
 // Members returns the members; the caller must not change them.
 func (g *Group) Members() []Member { return g.members }
@@ -115,6 +131,9 @@ func (g *Group) AppendKey(b []byte) []byte {
 		b = binary.LittleEndian.AppendUint32(b, m.Weight)
 		b = binary.LittleEndian.AppendUint32(b, m.ID)
 		b = append(b, byte(m.Flags))
+		b = binary.LittleEndian.AppendUint32(b, m.Leg.MTU)
+		src := m.Leg.PrefSrc.As16()
+		b = append(append(b, m.Leg.Proto), src[:]...)
 	}
 	return b
 }
