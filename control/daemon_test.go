@@ -196,9 +196,43 @@ func TestMonitor(t *testing.T) {
 	time.Sleep(50 * time.Millisecond) // subscribed
 	client(sock, options{}, "route add 2001:db8:7::/48 dev d0 table 9\n")
 	client(sock, options{}, "route del 2001:db8:7::/48 table 9\n")
+	got := readMonitor(t, c, "Deleted")
+	want := "2001:db8:7::/48 dev d0 table 9 metric 1024 pref medium\nDeleted 2001:db8:7::/48 dev d0 table 9 metric 1024 pref medium\n"
+	if got != want {
+		t.Fatalf("monitor printed %q, want %q", got, want)
+	}
+}
+
+// TestMonitorSkipNotify: with net.ipv6.route.skip_notify_on_dev_down the
+// routes a link going down takes with it are not told to monitors; by
+// default they are.
+func TestMonitorSkipNotify(t *testing.T) {
+	for _, skip := range []bool{false, true} {
+		r := newTestRouter(t)
+		sock := startServer(t, r)
+		c := dial(t, sock, options{})
+		put(t, c, "monitor route\n")
+		time.Sleep(50 * time.Millisecond) // subscribed
+		if skip {
+			client(sock, options{}, "sysctl -q -w net.ipv6.route.skip_notify_on_dev_down=1\n")
+		}
+		client(sock, options{}, "route add 2001:db8:7::/48 dev d0 table 9\n")
+		client(sock, options{}, "link set d0 down\n")
+		client(sock, options{}, "route add blackhole 2001:db8:8::/48 table 9\n")
+		got := readMonitor(t, c, "2001:db8:8::/48")
+		if told := strings.Contains(got, "Deleted 2001:db8:7::/48"); told == skip {
+			t.Errorf("skip_notify_on_dev_down %v: monitor printed %q", skip, got)
+		}
+		_ = c.Close() // done with it
+	}
+}
+
+// readMonitor reads a monitor's frames until what it printed has until.
+func readMonitor(t *testing.T, c net.Conn, until string) string {
+	t.Helper()
 	br := bufio.NewReader(c)
 	var got string
-	for !strings.Contains(got, "Deleted") {
+	for !strings.Contains(got, until) {
 		var hdr [5]byte
 		if err := c.SetReadDeadline(time.Now().Add(5 * time.Second)); err != nil {
 			t.Fatal(err)
@@ -216,10 +250,7 @@ func TestMonitor(t *testing.T) {
 		}
 		got += string(buf)
 	}
-	want := "2001:db8:7::/48 dev d0 table 9 metric 1024 pref medium\nDeleted 2001:db8:7::/48 dev d0 table 9 metric 1024 pref medium\n"
-	if got != want {
-		t.Fatalf("monitor printed %q, want %q", got, want)
-	}
+	return got
 }
 
 func ioReadFull(r *bufio.Reader, b []byte) (int, error) {

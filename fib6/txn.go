@@ -253,6 +253,14 @@ func (x *Txn) remove(dst netip.Prefix, k key, cur *rset, i int) {
 	x.t.size.Add(-1)
 }
 
+// Untold keeps the transaction's changes from the table's watchers (`ip
+// monitor`): Linux's net.ipv6.route.skip_notify_on_dev_down keeps what a
+// link going down deletes from them.
+func (x *Txn) Untold() {
+	x.watched = false
+	x.changes = x.changes[:0]
+}
+
 func (x *Txn) note(op ChangeOp, dst netip.Prefix, a *attrsRef) {
 	if x.watched {
 		x.changes = append(x.changes, Change{Op: op, Table: x.t.id, Route: Route{Dst: dst, Attrs: a.Attrs}})

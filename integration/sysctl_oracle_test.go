@@ -51,7 +51,8 @@ var (
 		"gc_stale_time", "mcast_resolicit", "mcast_solicit", "retrans_time_ms", "ucast_solicit",
 		"unres_qlen", "unres_qlen_bytes"}
 	globalKnobNames = []string{"net.ipv6.fib_multipath_hash_policy", "net.ipv6.fib_multipath_hash_fields",
-		"net.ipv6.icmp.ratelimit", "net.ipv6.icmp.ratemask", "net.ipv4.icmp_msgs_per_sec", "net.ipv4.icmp_msgs_burst"}
+		"net.ipv6.icmp.ratelimit", "net.ipv6.icmp.ratemask", "net.ipv4.icmp_msgs_per_sec", "net.ipv4.icmp_msgs_burst",
+		"net.ipv6.route.skip_notify_on_dev_down"}
 )
 
 // sysctlOracle are the steps of the knobs alone, in order: each a sysctl
@@ -110,6 +111,8 @@ var sysctlOracle = []string{
 	"sysctl net.ipv6.icmp.ratelimit=200", "sysctl net.ipv6.icmp.ratelimit=-4",
 	"sysctl net.ipv6.icmp.ratemask=3,1,128", "sysctl net.ipv6.icmp.ratemask=256", "sysctl net.ipv6.icmp.ratemask=0-1,3-127",
 	"sysctl net.ipv4.icmp_msgs_per_sec=500 net.ipv4.icmp_msgs_burst=20",
+	"sysctl net.ipv6.route.skip_notify_on_dev_down=2", "sysctl net.ipv6.route.skip_notify_on_dev_down=1",
+	"sysctl net.ipv6.conf.lo.hop_limit net.ipv6.conf.lo.mtu",
 	sysctlReads("", globalKnobNames...),
 	// what does not exist
 	"sysctl net.ipv6.conf.nosuch.hop_limit", "sysctl net.ipv6.conf.nosuch.hop_limit=1", "sysctl net.ipv6.conf.d0.nosuch=1",

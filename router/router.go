@@ -306,6 +306,9 @@ func (r *Router) DeleteLink(l *dataplane.Link) error {
 func (r *Router) linkChanged(l *dataplane.Link, ev fib6.LinkEvent) {
 	for _, t := range r.Tables.All() {
 		x := t.Begin()
+		if ev != fib6.LinkUp && r.sys.skipNotify != 0 {
+			x.Untold()
+		}
 		x.LinkChanged(l.Index, ev)
 		x.Commit()
 	}

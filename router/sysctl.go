@@ -38,6 +38,7 @@ type sysctls struct {
 	msgsPerSec int64
 	msgsBurst  int64
 	destBurst  int // ICMPv6 errors to one destination in a burst: Linux has no knob, 6
+	skipNotify int64
 }
 
 type linkSysctls struct {
@@ -93,6 +94,13 @@ var globalKnobs = map[string]struct {
 			r.sys.ratemask = m
 			r.DP.SetICMPRateMask(m)
 			return nil
+		}},
+	// the routes a link going down or away takes with it are not told to
+	// `ip monitor`
+	"net.ipv6.route.skip_notify_on_dev_down": {
+		func(s *sysctls) string { return itoa64(s.skipNotify) },
+		func(r *Router, v string) error {
+			return r.setInt(v, 0, 1, &r.sys.skipNotify, func() {})
 		}},
 	// Linux's global ICMP limit is IPv4's knob, and holds for ICMPv6 too
 	"net.ipv4.icmp_msgs_per_sec": {
