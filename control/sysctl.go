@@ -20,8 +20,13 @@ type sysctlOpts struct {
 func (s *session) sysctlCmd(args [][]byte) *cmdErr {
 	var o sysctlOpts
 	var keys []string
+	opts := true
 	for _, a := range args {
-		if len(a) > 1 && a[0] == '-' {
+		if opts && is(a, "--") {
+			opts = false // what follows are names
+			continue
+		}
+		if opts && len(a) > 1 && a[0] == '-' {
 			if err := o.parse(str(a)); err != nil {
 				return err
 			}
@@ -74,6 +79,9 @@ func (o *sysctlOpts) parse(a string) *cmdErr {
 	case "--binary":
 		o.binary = true
 		return nil
+	}
+	if strings.HasPrefix(a, "--") {
+		return &cmdErr{msg: fmt.Sprintf("sysctl: unrecognized option '%s'\nTry `sysctl --help' for more information.", a), code: 1}
 	}
 	for _, c := range a[1:] {
 		switch c {

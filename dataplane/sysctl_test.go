@@ -162,3 +162,43 @@ func TestSysctlHashFields(t *testing.T) {
 		t.Errorf("policy 3 on destination and ports: 64 flows took %d paths, want 2", n)
 	}
 }
+
+// TestSysctlRace: knobs written while packets go through (run with
+// -race): the packet path reads them with atomic loads only.
+func TestSysctlRace(t *testing.T) {
+	r := newRig(t)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		vals := [][2]string{
+			{"net.ipv6.conf.all.forwarding", "0"}, {"net.ipv6.conf.all.forwarding", "1"},
+			{"net.ipv6.conf.tb.hop_limit", "7"}, {"net.ipv6.conf.tb.mtu", "1300"}, {"net.ipv6.conf.tb.mtu", "1400"},
+			{"net.ipv6.fib_multipath_hash_policy", "3"}, {"net.ipv6.fib_multipath_hash_policy", "1"},
+			{"net.ipv6.icmp.ratemask", "0-127"}, {"net.ipv6.icmp.ratemask", "0-1,3-127"},
+			{"net.ipv6.conf.tc.disable_ipv6", "1"}, {"net.ipv6.conf.tc.disable_ipv6", "0"},
+		}
+		for i := 0; i < 300; i++ {
+			kv := vals[i%len(vals)]
+			if err := r.r.SetSysctl(kv[0], kv[1]); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	pkts := [][]byte{
+		craft(t, append([]gopacket.SerializableLayer{ipv6(host1, host2, layers.IPProtocolUDP, 64)}, udp(1350)...)...),
+		craft(t, append([]gopacket.SerializableLayer{ipv6(host1, net.ParseIP("2001:db8:6b::1"), layers.IPProtocolUDP, 64)}, udp(100)...)...),
+		craft(t, append([]gopacket.SerializableLayer{ipv6(host1, net.ParseIP("2001:db8:99::1"), layers.IPProtocolUDP, 64)}, udp(100)...)...),
+	}
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		r.run(pkts...)
+		for _, l := range []*dataplane.Link{r.ta, r.tb, r.tc} {
+			r.recv(l)
+		}
+	}
+}
