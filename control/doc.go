@@ -11,9 +11,9 @@
 // (see pausingConn).
 //
 // Its objects are ip's address, link, monitor, neighbour, nexthop (with
-// its buckets), ntable, route and rule, and urouter's own ra (Router
-// Advertisements), fpm (zebra's FPM feed) and mirror (kernel tables
-// followed).
+// its buckets), ntable, route and rule, sysctl(8)'s knobs, and urouter's
+// own ra (Router Advertisements), fpm (zebra's FPM feed) and mirror
+// (kernel tables followed).
 //
 // Each object's command goes through up to three stages, each in a file
 // named for it: OBJECT_parse.go reads its words in iproute2's order of
@@ -40,6 +40,7 @@
 //	neigh_{parse,modify,show}.go  the Ethernet links' neighbours
 //	ntable_{modify,show}.go       the neighbour tables' knobs
 //	ra_{modify,show}.go           Router Advertisements
+//	sysctl.go                     sysctl(8): the router's knobs by Linux's names
 //	feeds.go                      fpm show, mirror show
 //	monitor.go                    ip monitor: the hub and its events
 package control
