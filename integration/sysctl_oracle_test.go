@@ -183,9 +183,8 @@ func oracleSteps(t *testing.T, ns string, d *daemon, steps []string) {
 		case "ip":
 			if len(w) > 2 && w[1] == "link" && w[2] == "add" { // a veth in the kernel, a dummy in urouter
 				mustRun(t, "ip", "-n", ns, "link", "add", w[3], "type", "veth", "peer", "name", w[3]+"peer")
-				uout, uerr, ust = d.run("link", "add", w[3], "type", "dummy")
-				if ust != 0 {
-					t.Fatalf("%s: %s", step, uerr)
+				if _, e, st := d.run("link", "add", w[3], "type", "dummy"); st != 0 {
+					t.Fatalf("%s: %s", step, e)
 				}
 				continue
 			}
