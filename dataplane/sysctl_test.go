@@ -86,25 +86,6 @@ func TestSysctlEffects(t *testing.T) {
 		}
 	})
 
-	t.Run("ratemask", func(t *testing.T) {
-		r.dp.SetICMPDestRate(1<<40, 2) // two errors to a destination, then none for long
-		big := make([][]byte, 5)
-		for i := range big {
-			big[i] = toHost2(1400)
-		}
-		r.run(big...)
-		if got := r.recv(r.ta); len(got) != 5 {
-			t.Errorf("%d of 5 Packet Too Big: Linux's ratemask does not limit them", len(got))
-		}
-		set("net.ipv6.icmp.ratemask", "0-127")
-		r.run(big...)
-		if got := r.recv(r.ta); len(got) != 2 {
-			t.Errorf("%d of 5 Packet Too Big with ratemask 0-127, want the burst of 2", len(got))
-		}
-		set("net.ipv6.icmp.ratemask", "0-1,3-127")
-		r.dp.SetICMPDestRate(0, 0)
-	})
-
 	t.Run("disable_ipv6", func(t *testing.T) {
 		set("net.ipv6.conf.tb.disable_ipv6", "1")
 		r.run(toHost2(100))
@@ -201,4 +182,35 @@ func TestSysctlRace(t *testing.T) {
 			r.recv(l)
 		}
 	}
+}
+
+// TestSysctlRateMask: net.ipv6.icmp.ratemask says which ICMPv6 types the
+// limits hold back: by default not Packet Too Big.
+func TestSysctlRateMask(t *testing.T) {
+	r := newRig(t)
+	set := func(name, v string) {
+		t.Helper()
+		if err := r.r.SetSysctl(name, v); err != nil {
+			t.Fatalf("%s=%s: %v", name, v, err)
+		}
+	}
+	toHost2 := func(size int) []byte {
+		return craft(t, append([]gopacket.SerializableLayer{ipv6(host1, host2, layers.IPProtocolUDP, 64)}, udp(size)...)...)
+	}
+	r.dp.SetICMPDestRate(1<<40, 2) // two errors to a destination, then none for long
+	big := make([][]byte, 5)
+	for i := range big {
+		big[i] = toHost2(1400)
+	}
+	r.run(big...)
+	if got := r.recv(r.ta); len(got) != 5 {
+		t.Errorf("%d of 5 Packet Too Big: Linux's ratemask does not limit them", len(got))
+	}
+	set("net.ipv6.icmp.ratemask", "0-127")
+	r.run(big...)
+	if got := r.recv(r.ta); len(got) != 2 {
+		t.Errorf("%d of 5 Packet Too Big with ratemask 0-127, want the burst of 2", len(got))
+	}
+	set("net.ipv6.icmp.ratemask", "0-1,3-127")
+	r.dp.SetICMPDestRate(0, 0)
 }
