@@ -15,15 +15,8 @@ import (
 // their names as `urouter sysctl -w` sets them.
 func TestSysctlEffects(t *testing.T) {
 	r := newRig(t)
-	set := func(name, v string) {
-		t.Helper()
-		if err := r.r.SetSysctl(name, v); err != nil {
-			t.Fatalf("%s=%s: %v", name, v, err)
-		}
-	}
-	toHost2 := func(size int) []byte {
-		return craft(t, append([]gopacket.SerializableLayer{ipv6(host1, host2, layers.IPProtocolUDP, 64)}, udp(size)...)...)
-	}
+	set := func(name, v string) { r.sysctl(t, name, v) }
+	toHost2 := func(size int) []byte { return udpTo(t, host2, size) }
 	echo := craft(t, ipv6(host1, routerAddr, layers.IPProtocolICMPv6, 64),
 		&layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(128, 0)}, &layers.ICMPv6Echo{Identifier: 1, SeqNumber: 1})
 
@@ -52,7 +45,7 @@ func TestSysctlEffects(t *testing.T) {
 
 	t.Run("hop_limit", func(t *testing.T) {
 		set("net.ipv6.conf.ta.hop_limit", "9")
-		r.run(echo, craft(t, append([]gopacket.SerializableLayer{ipv6(host1, net.ParseIP("2001:db8:99::1"), layers.IPProtocolUDP, 64)}, udp(10)...)...))
+		r.run(echo, udpTo(t, net.ParseIP("2001:db8:99::1"), 10))
 		got := r.recv(r.ta)
 		if len(got) != 2 {
 			t.Fatalf("%d answers, want an echo reply and an error", len(got))
@@ -167,9 +160,7 @@ func TestSysctlRace(t *testing.T) {
 		}
 	}()
 	pkts := [][]byte{
-		craft(t, append([]gopacket.SerializableLayer{ipv6(host1, host2, layers.IPProtocolUDP, 64)}, udp(1350)...)...),
-		craft(t, append([]gopacket.SerializableLayer{ipv6(host1, net.ParseIP("2001:db8:6b::1"), layers.IPProtocolUDP, 64)}, udp(100)...)...),
-		craft(t, append([]gopacket.SerializableLayer{ipv6(host1, net.ParseIP("2001:db8:99::1"), layers.IPProtocolUDP, 64)}, udp(100)...)...),
+		udpTo(t, host2, 1350), udpTo(t, net.ParseIP("2001:db8:6b::1"), 100), udpTo(t, net.ParseIP("2001:db8:99::1"), 100),
 	}
 	for running := true; running; {
 		select {
@@ -188,15 +179,8 @@ func TestSysctlRace(t *testing.T) {
 // limits hold back: by default not Packet Too Big.
 func TestSysctlRateMask(t *testing.T) {
 	r := newRig(t)
-	set := func(name, v string) {
-		t.Helper()
-		if err := r.r.SetSysctl(name, v); err != nil {
-			t.Fatalf("%s=%s: %v", name, v, err)
-		}
-	}
-	toHost2 := func(size int) []byte {
-		return craft(t, append([]gopacket.SerializableLayer{ipv6(host1, host2, layers.IPProtocolUDP, 64)}, udp(size)...)...)
-	}
+	set := func(name, v string) { r.sysctl(t, name, v) }
+	toHost2 := func(size int) []byte { return udpTo(t, host2, size) }
 	r.dp.SetICMPDestRate(1<<40, 2) // two errors to a destination, then none for long
 	big := make([][]byte, 5)
 	for i := range big {
@@ -213,4 +197,17 @@ func TestSysctlRateMask(t *testing.T) {
 	}
 	set("net.ipv6.icmp.ratemask", "0-1,3-127")
 	r.dp.SetICMPDestRate(0, 0)
+}
+
+// sysctl writes a knob as `sysctl -w` does.
+func (r *rig) sysctl(t *testing.T, name, v string) {
+	t.Helper()
+	if err := r.r.SetSysctl(name, v); err != nil {
+		t.Fatalf("%s=%s: %v", name, v, err)
+	}
+}
+
+// udpTo is a datagram from host1 with size bytes of payload.
+func udpTo(t *testing.T, dst net.IP, size int) []byte {
+	return craft(t, append([]gopacket.SerializableLayer{ipv6(host1, dst, layers.IPProtocolUDP, 64)}, udp(size)...)...)
 }
