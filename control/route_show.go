@@ -15,7 +15,7 @@ type showFilter struct {
 	table     uint32 // 0 (none given, a parsed table never is): main; tableAll
 	metric    uint32
 	metricSet bool
-	cached    bool // selects nothing: the router has no cached routes
+	cached    bool // selects nothing: the router has no cached routes (nor a tos)
 	monitor   bool // printing for a monitor: every table shows
 }
 
@@ -39,7 +39,7 @@ func (s *session) parseSelector(args [][]byte) (*showFilter, *cmdErr) {
 		case matches(w, "cached") || matches(w, "cloned"):
 			f.cached = true // the router keeps no cached routes
 		case is(w, "tos") || matches(w, "dsfield"):
-			return nil, unsupported(w)
+			err = f.parseTos(&ws)
 		case matches(w, "protocol"):
 			err = f.parseProto(&ws)
 		case matches(w, "scope"):
@@ -94,13 +94,36 @@ func (f *showFilter) parseTable(ws *argv) *cmdErr {
 		return err
 	}
 	t, ok := parseTable(v, true)
-	if !ok {
-		if matches(v, "help") {
-			return routeUsage()
+	switch {
+	case ok:
+	case is(v, "cache"):
+		f.cached = true
+		return nil
+	case is(v, "help"):
+		return routeUsage()
+	default:
+		if n, num := parseUint32(v); num && n == 0 {
+			t = tableAll // iproute2's table 0 is every table
+			break
 		}
 		return invarg("table id value is invalid\n", v)
 	}
 	f.table = t
+	return nil
+}
+
+// parseTos reads `tos DSFIELD`: the router's routes have none (Linux
+// has no IPv6 route by traffic class), so any other than 0 selects none.
+func (f *showFilter) parseTos(ws *argv) *cmdErr {
+	v, err := ws.next()
+	if err != nil {
+		return err
+	}
+	ds, ok := parseDSField(v)
+	if !ok {
+		return invarg("TOS value is invalid\n", v)
+	}
+	f.cached = f.cached || ds != 0
 	return nil
 }
 
