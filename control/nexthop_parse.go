@@ -25,6 +25,7 @@ type nhReq struct {
 	sp        nexthop.Spec
 	dev       []byte
 	blackhole bool
+	idSet     bool
 }
 
 // parseNexthop reads ipnexthop_modify's words.
@@ -39,6 +40,7 @@ func (s *session) parseNexthop(q *nhReq, args [][]byte) *cmdErr {
 		case is(w, "id"):
 			if v, err = ws.next(); err == nil {
 				q.sp.ID, err = parseNhID(v)
+				q.idSet = true
 			}
 		case is(w, "dev"):
 			if v, err = ws.next(); err == nil && s.r.Links.ByName(str(v)) == nil {
@@ -67,9 +69,9 @@ func (s *session) parseNexthop(q *nhReq, args [][]byte) *cmdErr {
 				}
 				q.sp.Proto = uint8(p)
 			}
-		case is(w, "fdb"), is(w, "encap"), is(w, "vrf"), is(w, "master"):
+		case is(w, "encap"), is(w, "fdb"):
 			return unsupported(w)
-		case matches(w, "help"):
+		case is(w, "help"):
 			return nexthopUsage()
 		default:
 			return invarg("", w)
