@@ -108,7 +108,10 @@ func (s *session) resilientGroups(f *nhFilter) ([]*nexthop.Object, *cmdErr) {
 		if o == nil {
 			return nil, answers(syscall.ENOENT)
 		}
-		if v := o.Load(); !v.IsGroup() || v.Type != nexthop.ResilientType {
+		switch v := o.Load(); {
+		case !v.IsGroup():
+			return nil, &cmdErr{msg: "Error: Not a nexthop group.\nDump terminated", code: 2}
+		case v.Type != nexthop.ResilientType:
 			return nil, &cmdErr{msg: "Error: Nexthop group not of type resilient.\nDump terminated", code: 2}
 		}
 		return append(objs, o), nil

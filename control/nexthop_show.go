@@ -114,12 +114,13 @@ func (s *session) parseNhFilter(args [][]byte, buckets bool) (*nhFilter, *cmdErr
 			f.none = f.none || k == nfMaster // no link of the router has a master
 		case nfVrf:
 			return nil, invarg("Invalid VRF\n", v) // the router has no VRF device
-		case nfProtocol:
-			p, ok := parseProto(v)
+		case nfProtocol: // a number: get_unsigned, no names
+			p, ok := parseUint32(v)
 			if !ok {
 				return nil, invarg("invalid protocol value", v)
 			}
 			f.proto, f.protoSet = uint8(p), true
+			f.none = f.none || p > 255
 		}
 		if err != nil {
 			return nil, err

@@ -15,12 +15,14 @@ type showFilter struct {
 	table     uint32 // 0 (none given, a parsed table never is): main; tableAll
 	metric    uint32
 	metricSet bool
-	cached    bool // selects nothing: the router has no cached routes (nor a tos)
-	monitor   bool // printing for a monitor: every table shows
+	cached    bool         // selects nothing: the router has no cached routes (nor a tos)
+	prefsrc   netip.Prefix // src: routes with a preferred source in it
+	monitor   bool         // printing for a monitor: every table shows
 }
 
 func (f *showFilter) selects(r *fib6.Route) bool {
-	return !f.cached && (!f.metricSet || r.Metric == f.metric)
+	return !f.cached && (!f.metricSet || r.Metric == f.metric) &&
+		(!f.prefsrc.IsValid() || r.PrefSrc.IsValid() && f.prefsrc.Contains(r.PrefSrc))
 }
 
 // parseSelector reads a SELECTOR in iproute2's order of checks
@@ -62,7 +64,10 @@ func (s *session) parseSelector(args [][]byte) (*showFilter, *cmdErr) {
 				f.Gateway, err = parseAddr(v)
 			}
 		case is(w, "src"):
-			return nil, unsupported(w)
+			var v []byte
+			if v, err = ws.next(); err == nil {
+				f.prefsrc, err = parsePrefix(v)
+			}
 		case matches(w, "from"):
 			err = f.parseFrom(&ws)
 		default:
