@@ -163,28 +163,3 @@ func parseResArgs(sp *nexthop.Spec, ws *argv) *cmdErr {
 	}
 	return nil
 }
-
-// nexthopIDArg reads the `id ID` that del and get take.
-func (s *session) nexthopIDArg(args [][]byte) (uint32, *cmdErr) {
-	var id uint32
-	seen := false
-	ws := argv{args: args}
-	for ; ws.i < len(args); ws.i++ {
-		w := args[ws.i]
-		if !is(w, "id") {
-			return 0, invarg("", w)
-		}
-		v, err := ws.next()
-		if err != nil {
-			return 0, err
-		}
-		if id, err = parseNhID(v); err != nil {
-			return 0, err
-		}
-		seen = true
-	}
-	if !seen {
-		return 0, extack("Nexthop id is missing.")
-	}
-	return id, nil
-}

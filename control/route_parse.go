@@ -302,26 +302,6 @@ func (q *routeReq) parseNode(ws *argv, k int, pm *parseMemo) *cmdErr {
 	return err
 }
 
-// parsePref reads `pref` as iproute2 does (low, medium, high or a number)
-// and takes what the kernel makes medium: any number but high's 1 and
-// low's 3.
-func parsePref(v []byte) *cmdErr {
-	switch {
-	case is(v, "low"), is(v, "high"):
-		return unsupported(v)
-	case is(v, "medium"):
-		return nil
-	}
-	n, err := strconv.ParseUint(str(v), 0, 8)
-	if err != nil {
-		return badValue("pref", v)
-	}
-	if n == 1 || n == 3 {
-		return unsupported(v)
-	}
-	return nil
-}
-
 // nextMtu reads `mtu [lock] NUMBER` from its first word v.
 func nextMtu(ws *argv, v []byte) (uint32, *cmdErr) {
 	if is(v, "lock") {

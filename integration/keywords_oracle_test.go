@@ -27,14 +27,13 @@ func TestKernelOracleKeywords(t *testing.T) {
 	start := time.Now()
 	ipCmd, uCmd := []string{"ip", "-n", ns}, []string{urouter, "--socket", d.sock}
 	var inBatch []string
-	var batchProbes []probe
 	got := map[int][2]answer{}
 	for i, p := range probes {
 		if p.site.alone {
 			got[i] = [2]answer{runAlone(ipCmd, p.line), runAlone(uCmd, p.line)}
 			continue
 		}
-		inBatch, batchProbes = append(inBatch, p.line), append(batchProbes, p)
+		inBatch = append(inBatch, p.line)
 	}
 	dir := t.TempDir()
 	ka, ua := runBatch(t, dir, ipCmd, inBatch), runBatch(t, dir, uCmd, inBatch)
