@@ -2,8 +2,6 @@ package control
 
 import (
 	"net/netip"
-
-	"urouter/dataplane"
 )
 
 // The address object: ip address { add | del | show | flush }, the
@@ -14,18 +12,20 @@ func (s *session) addrCmd(args [][]byte) *cmdErr {
 		return s.addrShow(nil)
 	}
 	w, rest := args[0], args[1:]
-	switch {
+	switch { // do_ipaddr's order
 	case matches(w, "add"):
 		return s.addrModify(rest, addrAdd)
-	case matches(w, "change") || is(w, "chg"), matches(w, "replace"):
+	case matches(w, "change") || is(w, "chg") || matches(w, "replace"):
 		// Linux 6.18 makes an address `change` names, as replace does
 		return s.addrModify(rest, addrReplace)
 	case matches(w, "delete"):
 		return s.addrModify(rest, addrDel)
-	case matches(w, "show") || matches(w, "lst") || matches(w, "list"):
+	case matches(w, "list") || matches(w, "show") || matches(w, "lst"):
 		return s.addrShow(rest)
 	case matches(w, "flush"):
 		return s.addrFlush(rest)
+	case matches(w, "save") || matches(w, "showdump") || matches(w, "restore"):
+		return unsupported(w)
 	case matches(w, "help"):
 		return addrUsage()
 	}
@@ -60,7 +60,9 @@ func (s *session) addrModify(args [][]byte, op addrOp) *cmdErr {
 				return err
 			}
 			dev = v
-		case is(w, "metric"), is(w, "priority"), is(w, "preference"):
+		case is(w, "peer"), is(w, "remote"), matches(w, "broadcast"), is(w, "brd"), is(w, "anycast"):
+			return unsupported(w)
+		case matches(w, "metric"), matches(w, "priority"), matches(w, "preference"): // before the lifetimes, as ip
 			v, err := ws.next()
 			if err != nil {
 				return err
@@ -77,7 +79,7 @@ func (s *session) addrModify(args [][]byte, op addrOp) *cmdErr {
 		case is(w, "nodad"), is(w, "noprefixroute"), is(w, "home"), is(w, "mngtmpaddr"):
 			return unsupported(w)
 		default:
-			if matches(w, "local") {
+			if is(w, "local") {
 				v, err := ws.next()
 				if err != nil {
 					return err
@@ -88,7 +90,7 @@ func (s *session) addrModify(args [][]byte, op addrOp) *cmdErr {
 				return addrUsage()
 			}
 			if set {
-				return duparg("local", w)
+				return parseErr("Error: either \"local\" is duplicate, or \"%s\" is a garbage.", w)
 			}
 			p, err := parsePrefix(w)
 			if err != nil {
@@ -130,22 +132,19 @@ func (s *session) addrModify(args [][]byte, op addrOp) *cmdErr {
 }
 
 func (s *session) addrFlush(args [][]byte) *cmdErr {
-	var l *dataplane.Link
-	ws := argv{args: args}
-	for ; ws.i < len(args); ws.i++ {
-		w, err := ws.valueAfter(args[ws.i], "dev")
-		if err != nil {
-			return err
-		}
-		if l, err = s.link(w); err != nil {
-			return err
-		}
-	}
-	if l == nil {
+	if len(args) == 0 {
 		return &cmdErr{msg: "Flush requires arguments.", code: 1}
 	}
-	for _, a := range l.Addrs() {
-		_, _ = s.r.DelAddr(l, a) // ErrNoAddr alone: gone meanwhile, flushed all the same
+	f, err := s.parseAddrSel(args, addrUsage)
+	if err != nil {
+		return err
+	}
+	for _, l := range f.links {
+		for _, a := range l.Addrs() {
+			if f.selects(a) {
+				_, _ = s.r.DelAddr(l, a) // ErrNoAddr alone: gone meanwhile, flushed all the same
+			}
+		}
 	}
 	return nil
 }

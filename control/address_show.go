@@ -18,17 +18,23 @@ func scopeOf(a netip.Addr) string {
 }
 
 func (s *session) addrShow(args [][]byte) *cmdErr {
-	links, err := s.shownLinks(args, "")
+	f, err := s.parseAddrSel(args, addrUsage)
 	if err != nil {
 		return err
 	}
 	w := s.newPrinter()
 	w.begin()
-	for _, l := range links {
+	for _, l := range f.links {
+		if f.filtered() && !f.any(l) {
+			continue
+		}
 		w.openObject("")
 		s.printLink(&w, l, false)
 		w.openArray("addr_info")
 		for _, a := range l.Addrs() {
+			if !f.selects(a) {
+				continue
+			}
 			w.openObject("")
 			w.str("family", "    %s", "inet6")
 			w.addr("local", " %s", a.Addr())

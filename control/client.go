@@ -48,7 +48,7 @@ func Main(args []string) int {
 			defer func() { _ = f.Close() }() // read only: nothing to lose
 			input = f
 		}
-	case len(args) >= 2 && restores(args[0]) && matches([]byte(args[1]), "restore"):
+	case len(args) >= 2 && restores(args[0], args[1]):
 		// restore replays what `route save` or `rule save` wrote: a batch on stdin
 		o.batch, o.restore, o.batchName, input = true, true, "-", os.Stdin
 	default:
@@ -184,10 +184,21 @@ func writeSize(input io.Reader) int {
 	return 4 << 10
 }
 
-// restores reports whether obj is an object whose restore reads stdin.
-func restores(obj string) bool {
+// restores reports whether `obj cmd` is a restore, which reads stdin:
+// cmd picks restore in the object's own order of checks (route's "r" is
+// replace, rule's is restore).
+func restores(obj, cmd string) bool {
 	i := objectWords().of([]byte(obj))
-	return i > 0 && (objects[i-1] == "route" || objects[i-1] == "rule")
+	w := []byte(cmd)
+	switch {
+	case i == 0:
+		return false
+	case objects[i-1] == "route":
+		return routeCmds().of(w) == rcRestore
+	case objects[i-1] == "rule":
+		return ruleCmds().of(w) == rlRestore
+	}
+	return false
 }
 
 func strerrorOf(err error) string {

@@ -37,6 +37,7 @@
 //	rule_{parse,modify,show}.go   rules
 //	link_{parse,modify,show}.go   links (TUN, TAP, host, dummy)
 //	address_{modify,show}.go      the router's addresses
+//	address_select.go             address show/flush's and link show's selector
 //	neigh_{parse,modify,show}.go  the Ethernet links' neighbours
 //	ntable_{modify,show}.go       the neighbour tables' knobs
 //	ra_{modify,show}.go           Router Advertisements

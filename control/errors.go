@@ -11,17 +11,21 @@ import (
 // cmdErr is a failed command: the text iproute2 prints for it and the exit
 // status it gives it (255 for a parse error, 1 for an unknown device or
 // object, 2 for a request the kernel rejects). errno is the errno of a
-// "RTNETLINK answers: " refusal, 0 for any other failure.
+// "RTNETLINK answers: " refusal, 0 for any other failure. exits is set
+// where ip calls exit() rather than returning: that ends even a forced
+// batch, with no "Command failed" line (every parse error, and a bad
+// address or prefix: get_addr's and get_prefix's exit(1)).
 type cmdErr struct {
 	msg   string
 	code  int
 	errno syscall.Errno
+	exits bool
 }
 
 func (e *cmdErr) Error() string { return e.msg }
 
 func parseErr(format string, args ...any) *cmdErr {
-	return &cmdErr{msg: fmt.Sprintf(format, args...), code: 255}
+	return &cmdErr{msg: fmt.Sprintf(format, args...), code: 255, exits: true}
 }
 
 func garbage(word []byte) *cmdErr {
@@ -56,12 +60,15 @@ func duparg(key string, arg []byte) *cmdErr {
 func incomplete() *cmdErr { return parseErr("Command line is not complete. Try option \"help\"") }
 
 func prefixExpected(arg []byte) *cmdErr {
-	return &cmdErr{msg: fmt.Sprintf("Error: inet6 prefix is expected rather than \"%s\".", arg), code: 1}
+	return exit1(fmt.Sprintf("Error: inet6 prefix is expected rather than \"%s\".", arg))
 }
 
 func addrExpected(arg []byte) *cmdErr {
-	return &cmdErr{msg: fmt.Sprintf("Error: inet6 address is expected rather than \"%s\".", arg), code: 1}
+	return exit1(fmt.Sprintf("Error: inet6 address is expected rather than \"%s\".", arg))
 }
+
+// exit1 is an error ip ends with exit(1).
+func exit1(msg string) *cmdErr { return &cmdErr{msg: msg, code: 1, exits: true} }
 
 func nodev(name []byte) *cmdErr {
 	return &cmdErr{msg: fmt.Sprintf("Cannot find device \"%s\"", name), code: 1}

@@ -14,28 +14,36 @@ import (
 // up|down|mtu N | del NAME | show [NAME] }. What a link is and shows comes
 // from its port.Hardware; nothing here depends on its kind.
 
+func linkUsage() *cmdErr {
+	return parseErr("Usage: ip link add NAME type dummy\n" +
+		"       ip link add NAME type tun [ mtu MTU ] [ queues N ] [ netns NS ] [ gso { on | off } ]\n" +
+		"       ip link add NAME type tap [ address LLADDR ] [ mtu MTU ] [ queues N ] [ netns NS ]\n" +
+		"       ip link add NAME type host dev IFACE [ address LLADDR ]\n" +
+		"       ip link set { DEVICE | dev DEVICE } [ up | down ] [ mtu MTU ]\n" +
+		"       ip link delete { DEVICE | dev DEVICE }\n" +
+		"       ip link show [ DEVICE ]")
+}
+
 func (s *session) linkCmd(args [][]byte) *cmdErr {
 	if len(args) == 0 {
 		return s.linkShow(nil)
 	}
 	w, rest := args[0], args[1:]
-	switch {
+	switch { // do_iplink's order
 	case matches(w, "add"):
 		return s.linkAdd(rest)
 	case matches(w, "set") || matches(w, "change"):
 		return s.linkSet(rest)
+	case matches(w, "replace"):
+		return unsupported(w)
 	case matches(w, "delete"):
 		return s.linkDel(rest)
 	case matches(w, "show") || matches(w, "lst") || matches(w, "list"):
 		return s.linkShow(rest)
+	case matches(w, "xstats") || matches(w, "afstats") || matches(w, "property"):
+		return unsupported(w)
 	case matches(w, "help"):
-		return parseErr("Usage: ip link add NAME type dummy\n" +
-			"       ip link add NAME type tun [ mtu MTU ] [ queues N ] [ netns NS ] [ gso { on | off } ]\n" +
-			"       ip link add NAME type tap [ address LLADDR ] [ mtu MTU ] [ queues N ] [ netns NS ]\n" +
-			"       ip link add NAME type host dev IFACE [ address LLADDR ]\n" +
-			"       ip link set { DEVICE | dev DEVICE } [ up | down ] [ mtu MTU ]\n" +
-			"       ip link delete { DEVICE | dev DEVICE }\n" +
-			"       ip link show [ DEVICE ]")
+		return linkUsage()
 	}
 	return parseErr("Command \"%s\" is unknown, try \"ip link help\".", w)
 }
@@ -121,10 +129,10 @@ func (s *session) namedLink(args [][]byte) (*linkArgs, *dataplane.Link, *cmdErr)
 	if err != nil {
 		return nil, nil, err
 	}
-	if a.name == nil {
+	if a.dev == nil {
 		return nil, nil, parseErr("Not enough information: \"dev\" argument is required.")
 	}
-	l, err := s.link(a.name)
+	l, err := s.link(a.dev)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -138,6 +146,19 @@ func (s *session) linkSet(args [][]byte) *cmdErr {
 	}
 	if a.typ != nil {
 		return extack("Operation not supported.")
+	}
+	if a.address != nil {
+		hw, err := parseLLAddr(a.address)
+		if err != nil {
+			return err
+		}
+		if len(hw) != 6 { // iplink_parse's check against the link's own length
+			return &cmdErr{msg: fmt.Sprintf("Invalid address length %d - must be 6 bytes", len(hw)), code: 1}
+		}
+		return unsupported([]byte("address")) // a link keeps the address it was made with
+	}
+	if string(a.name) != string(a.dev) {
+		return unsupported([]byte("name")) // links are not renamed
 	}
 	if a.mirror != nil && !validIfname(a.mirror) {
 		return invarg("\"mirror\" not a valid ifname", a.mirror)

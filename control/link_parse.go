@@ -3,6 +3,8 @@ package control
 import (
 	"net"
 	"strconv"
+	"sync"
+
 	"urouter/dataplane/port"
 )
 
@@ -11,83 +13,138 @@ import (
 
 // linkArgs is what iplink_parse reads.
 type linkArgs struct {
-	name    []byte
-	typ     []byte
-	typArgs [][]byte
-	up, set bool
-	mtu     int
-	address []byte // the link-layer address, `address LLADDR`
-	mirror  []byte // `mirror KNAME` or `mirror none`
+	name      []byte // the new link's name, or the new name of one set
+	dev       []byte // the link set; `name X` alone names it too
+	devIsName bool
+	typ       []byte
+	typArgs   [][]byte
+	up, set   bool
+	mtu       int
+	address   []byte // the link-layer address, `address LLADDR`
+	mirror    []byte // `mirror KNAME` or `mirror none`
 }
+
+const (
+	lkUp = iota + 1
+	lkDown
+	lkName
+	lkMtu
+	lkMirror
+	lkAddress
+	lkType
+	lkLacks // an attribute the router's links lack
+)
+
+// linkWords() are iplink_parse's keywords, in its order, with the
+// router's own mirror.
+var linkWords = sync.OnceValue(func() keywords {
+	l := []kw{{"up", false, lkUp}, {"down", false, lkDown}, {"name", false, lkName}, {"mirror", false, lkMirror}}
+	for _, k := range []struct {
+		w      string
+		abbrev bool
+		id     int
+	}{
+		{"index", false, lkLacks}, {"link", true, lkLacks}, {"address", true, lkAddress},
+		{"broadcast", true, lkLacks}, {"brd", false, lkLacks}, {"txqueuelen", true, lkLacks},
+		{"qlen", false, lkLacks}, {"txqlen", true, lkLacks}, {"mtu", false, lkMtu},
+		{"xdpgeneric", false, lkLacks}, {"xdpdrv", false, lkLacks}, {"xdpoffload", false, lkLacks},
+		{"xdp", false, lkLacks}, {"netns", false, lkLacks}, {"multicast", false, lkLacks},
+		{"allmulticast", false, lkLacks}, {"promisc", false, lkLacks}, {"trailers", false, lkLacks},
+		{"arp", false, lkLacks}, {"carrier", false, lkLacks}, {"vf", false, lkLacks},
+		{"master", true, lkLacks}, {"vrf", false, lkLacks}, {"nomaster", true, lkLacks},
+		{"dynamic", true, lkLacks}, {"type", true, lkType}, {"alias", true, lkLacks},
+		{"group", false, lkLacks}, {"mode", false, lkLacks}, {"state", false, lkLacks},
+		{"numtxqueues", true, lkLacks}, {"numrxqueues", true, lkLacks}, {"addrgenmode", true, lkLacks},
+		{"link-netns", true, lkLacks}, {"link-netnsid", true, lkLacks}, {"protodown", false, lkLacks},
+		{"protodown_reason", false, lkLacks}, {"gso_max_size", false, lkLacks},
+		{"gso_max_segs", false, lkLacks}, {"gro_max_size", false, lkLacks}, {"parentdev", false, lkLacks},
+	} {
+		l = append(l, kw{k.w, k.abbrev, k.id})
+	}
+	return newKeywords(l)
+})
 
 func parseLinkArgs(args [][]byte) (*linkArgs, *cmdErr) {
 	a := &linkArgs{mtu: -1}
 	ws := argv{args: args}
 	for ; ws.i < len(args); ws.i++ {
 		w := args[ws.i]
-		switch {
-		case is(w, "up"):
-			a.up, a.set = true, true
-		case is(w, "down"):
-			a.up, a.set = false, true
-		case is(w, "name"):
-			v, err := ws.next()
-			if err != nil {
+		k := linkWords().of(w)
+		switch k {
+		case lkUp, lkDown:
+			a.up, a.set = k == lkUp, true
+			continue
+		case lkLacks:
+			return nil, unsupported(w)
+		case 0:
+			if err := a.parseDev(&ws, w); err != nil {
 				return nil, err
 			}
+			continue
+		}
+		v, err := ws.next()
+		if err != nil {
+			return nil, err
+		}
+		switch k {
+		case lkName:
 			if a.name != nil {
 				return nil, duparg("name", v)
 			}
 			a.name = v
-		case is(w, "mtu"):
-			v, err := ws.next()
-			if err != nil {
-				return nil, err
+			if a.dev == nil {
+				a.dev, a.devIsName = v, true
 			}
+		case lkMtu:
 			if a.mtu >= 0 {
 				return nil, duparg("mtu", v)
 			}
 			if a.mtu, err = parseMTU(v); err != nil {
 				return nil, err
 			}
-		case is(w, "mirror"):
-			v, err := ws.next()
-			if err != nil {
-				return nil, err
-			}
+		case lkMirror:
 			if a.mirror != nil {
 				return nil, duparg("mirror", v)
 			}
 			a.mirror = v
-		case matches(w, "address"):
-			v, err := ws.next()
-			if err != nil {
-				return nil, err
-			}
+		case lkAddress:
 			a.address = v
-		case matches(w, "type"):
-			v, err := ws.next()
-			if err != nil {
-				return nil, err
-			}
+		case lkType:
 			a.typ = v
 			a.typArgs = args[ws.i+1:]
+			a.names()
 			return a, nil
-		default:
-			w, err := ws.valueAfter(w, "dev")
-			if err != nil {
-				return nil, err
-			}
-			if matches(w, "help") {
-				return nil, parseErr("Usage: ip link { add | set | delete | show } ...")
-			}
-			if a.name != nil {
-				return nil, parseErr("Error: either \"dev\" is duplicate, or \"%s\" is a garbage.", w)
-			}
-			a.name = w
 		}
 	}
+	a.names()
 	return a, nil
+}
+
+// parseDev reads the word that is no keyword: `[dev] NAME`, once.
+func (a *linkArgs) parseDev(ws *argv, w []byte) *cmdErr {
+	w, err := ws.valueAfter(w, "dev")
+	if err != nil {
+		return err
+	}
+	if matches(w, "help") {
+		return parseErr("Usage: ip link { add | set | delete | show } ...")
+	}
+	if a.dev != nil && !a.devIsName {
+		return parseErr("Error: either \"dev\" is duplicate, or \"%s\" is a garbage.", w)
+	}
+	a.dev, a.devIsName = w, false
+	return nil
+}
+
+// names completes name and dev from each other, as iplink_parse does
+// after its loop: `link add dev X` names the new link X, `link set name
+// X` sets the link X.
+func (a *linkArgs) names() {
+	if a.name == nil {
+		a.name = a.dev
+	} else if a.dev == nil {
+		a.dev = a.name
+	}
 }
 
 // parseTUNArgs reads `type tun [mtu N] [queues N] [netns NS] [gso on|off]`.

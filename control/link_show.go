@@ -10,39 +10,17 @@ import (
 // Showing links: `ip link show [-s]`, and the link lines `ip address show`
 // and `ip monitor` print.
 
-// shownLinks parses the `[dev] NAME` of link and address show: the links
-// to show, the one named or all. A word matching skip (if any) is ignored.
-func (s *session) shownLinks(args [][]byte, skip string) ([]*dataplane.Link, *cmdErr) {
-	var only *dataplane.Link
-	ws := argv{args: args}
-	for ; ws.i < len(args); ws.i++ {
-		w := args[ws.i]
-		if skip != "" && matches(w, skip) { // "dev" is never skip
-			continue
-		}
-		w, err := ws.valueAfter(w, "dev")
-		if err != nil {
-			return nil, err
-		}
-		only = s.r.Links.ByName(str(w))
-		if only == nil {
-			return nil, &cmdErr{msg: fmt.Sprintf("Device \"%s\" does not exist.", w), code: 1}
-		}
-	}
-	if only != nil {
-		return []*dataplane.Link{only}, nil
-	}
-	return s.r.Links.All(), nil
-}
-
 func (s *session) linkShow(args [][]byte) *cmdErr {
-	links, err := s.shownLinks(args, "up")
+	f, err := s.parseAddrSel(args, linkUsage)
 	if err != nil {
 		return err
 	}
 	w := s.newPrinter()
 	w.begin()
-	for _, l := range links {
+	for _, l := range f.links {
+		if f.filtered() && !f.any(l) {
+			continue
+		}
 		w.openObject("")
 		s.printLink(&w, l, true)
 		w.closeObject()

@@ -14,34 +14,78 @@ import (
 	"urouter/router"
 )
 
-// `monitor [all | route | link | address] [label]` streams changes as they
+// `monitor [all | route | link | address | neigh] [label]` streams changes as they
 // are published, as `ip monitor` does.
 
 type monitorReq struct {
 	route, link, addr, neigh, label bool
 }
 
+const (
+	mnFile = iota + 1
+	mnLabel
+	mnLink
+	mnAddress
+	mnRoute
+	mnNeigh
+	mnAll
+	mnHelp
+	mnDev
+	mnOther // an event kind the router does not publish
+)
+
+// monitorWords() are do_ipmonitor's words, in its order.
+var monitorWords = sync.OnceValue(func() keywords {
+	return newKeywords([]kw{{"file", true, mnFile}, {"label", true, mnLabel}, {"link", true, mnLink},
+		{"address", true, mnAddress}, {"route", true, mnRoute}, {"mroute", true, mnOther},
+		{"prefix", true, mnOther}, {"neigh", true, mnNeigh}, {"netconf", true, mnOther},
+		{"rule", true, mnOther}, {"nsid", true, mnOther}, {"nexthop", true, mnOther},
+		{"stats", false, mnOther}, {"all", false, mnAll}, {"all-nsid", true, mnOther},
+		{"help", true, mnHelp}, {"dev", false, mnDev}})
+})
+
+// monitorCmd reads do_ipmonitor's words, all of them first as it does
+// (an unknown word is its error even after one the router lacks).
 func (s *session) monitorCmd(args [][]byte) *cmdErr {
 	req := &monitorReq{}
-	for _, w := range args {
-		switch {
-		case matches(w, "label"):
+	var lacks []byte // the first word the router cannot follow
+	ws := argv{args: args}
+	for ; ws.i < len(args); ws.i++ {
+		w := args[ws.i]
+		switch k := monitorWords().of(w); k {
+		case mnLabel, mnAll: // all is only the banner: no objects means all
 			req.label = true
-		case matches(w, "link"):
+		case mnLink:
 			req.link = true
-		case matches(w, "address"):
+		case mnAddress:
 			req.addr = true
-		case matches(w, "route"):
+		case mnRoute:
 			req.route = true
-		case matches(w, "neighbour") || matches(w, "neighbor"):
+		case mnNeigh:
 			req.neigh = true
-		case is(w, "all"):
-			req.route, req.link, req.addr, req.neigh, req.label = true, true, true, true, true
-		case matches(w, "help"):
+		case mnHelp:
 			return parseErr("Usage: ip monitor [ all | OBJECTS ] [ label ]\nOBJECTS :=  link | address | route | neigh")
+		case mnFile, mnDev:
+			v, err := ws.next()
+			if err != nil {
+				return err
+			}
+			if k == mnDev && s.r.Links.ByName(str(v)) == nil {
+				return invarg("Device does not exist\n", v)
+			}
+			if lacks == nil {
+				lacks = w
+			}
+		case mnOther:
+			if lacks == nil {
+				lacks = w
+			}
 		default:
 			return parseErr("Argument \"%s\" is unknown, try \"ip monitor help\".", w)
 		}
+	}
+	if lacks != nil {
+		return unsupported(lacks)
 	}
 	if !req.route && !req.link && !req.addr && !req.neigh {
 		req.route, req.link, req.addr, req.neigh = true, true, true, true

@@ -160,3 +160,23 @@ var protocolNames = sync.OnceValue(func() map[uint8]string {
 	}
 	return m
 })
+
+// parsePref reads `pref` as iproute2 does (low, medium, high or a number)
+// and takes what the kernel makes medium: any number but high's 1 and
+// low's 3.
+func parsePref(v []byte) *cmdErr {
+	switch {
+	case is(v, "low"), is(v, "high"):
+		return unsupported(v)
+	case is(v, "medium"):
+		return nil
+	}
+	n, err := strconv.ParseUint(str(v), 0, 8)
+	if err != nil {
+		return badValue("pref", v)
+	}
+	if n == 1 || n == 3 {
+		return unsupported(v)
+	}
+	return nil
+}

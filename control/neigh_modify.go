@@ -16,15 +16,17 @@ func (s *session) neighCmd(args [][]byte) *cmdErr {
 		return s.neighShow(nil, false)
 	}
 	w, rest := args[0], args[1:]
-	switch {
+	switch { // do_ipneigh's order
 	case matches(w, "add"):
-		return s.neighModify(rest, ndisc.Add)
+		return exiting(s.neighModify(rest, ndisc.Add))
 	case matches(w, "change") || is(w, "chg"):
-		return s.neighModify(rest, ndisc.Change)
+		return exiting(s.neighModify(rest, ndisc.Change))
 	case matches(w, "replace"):
-		return s.neighModify(rest, ndisc.Replace)
+		return exiting(s.neighModify(rest, ndisc.Replace))
 	case matches(w, "delete"):
-		return s.neighModify(rest, neighDel)
+		return exiting(s.neighModify(rest, neighDel))
+	case matches(w, "get"):
+		return unsupported(w)
 	case matches(w, "show") || matches(w, "lst") || matches(w, "list"):
 		return s.neighShow(rest, false)
 	case matches(w, "flush"):
@@ -36,6 +38,15 @@ func (s *session) neighCmd(args [][]byte) *cmdErr {
 }
 
 const neighDel ndisc.Mode = 255
+
+// exiting is e as ipneigh_modify ends on it: a refusal is its exit(2),
+// which ends a batch (an unknown device is returned, and does not).
+func exiting(e *cmdErr) *cmdErr {
+	if e != nil && e.code == 2 {
+		e.exits = true
+	}
+	return e
+}
 
 func neighUsage() *cmdErr {
 	return parseErr("Usage: ip neigh { add | del | change | replace }\n" +

@@ -90,8 +90,10 @@ func (q *neighReq) parseDst(ws *argv, w []byte) *cmdErr {
 	if err != nil {
 		return err
 	}
-	if matches(w, "help") {
-		return neighUsage()
+	if matches(w, "help") { // ipneigh_modify takes the word after help as the address
+		if w, err = ws.next(); err != nil {
+			return err
+		}
 	}
 	if q.dst.IsValid() {
 		return parseErr("Error: either \"to\" is duplicate, or \"%s\" is a garbage.", w)
@@ -100,13 +102,22 @@ func (q *neighReq) parseDst(ws *argv, w []byte) *cmdErr {
 	return err
 }
 
-// parseLLAddr reads a link-layer address as iproute2's ll_addr_a2n: bytes
-// in hex between colons, the first bad one named.
+// parseLLAddr reads a link-layer address as iproute2's ll_addr_a2n: each
+// byte between colons read as sscanf's %x (leading hex digits, the rest
+// ignored), the first bad one named.
 func parseLLAddr(b []byte) ([]byte, *cmdErr) {
 	var out []byte
 	for _, part := range strings.Split(str(b), ":") {
-		v, err := strconv.ParseUint(strings.TrimPrefix(strings.TrimPrefix(part, "0x"), "0X"), 16, 16)
-		if err != nil || v > 255 || len(out) == 20 {
+		if len(out) == 20 {
+			break // ll_addr_a2n stops at its buffer's end
+		}
+		h := strings.TrimPrefix(strings.TrimPrefix(part, "0x"), "0X")
+		n := 0
+		for n < len(h) && strings.IndexByte("0123456789abcdefABCDEF", h[n]) >= 0 {
+			n++
+		}
+		v, err := strconv.ParseUint(h[:n], 16, 64)
+		if err != nil || v > 255 {
 			return nil, &cmdErr{msg: fmt.Sprintf("\"%s\" is invalid lladdr.", part), code: 1}
 		}
 		out = append(out, byte(v))

@@ -15,6 +15,7 @@ type neighFilter struct {
 	link   *dataplane.Link
 	to     netip.Prefix
 	states uint32 // NUD bits, 0x100 for NONE
+	none   bool   // selects nothing (proxies, masters, protocols: the router's entries have none)
 }
 
 func (f *neighFilter) selects(i ndisc.Info) bool {
@@ -22,7 +23,7 @@ func (f *neighFilter) selects(i ndisc.Info) bool {
 	if st == 0 {
 		st = 0x100
 	}
-	return f.states&st != 0 && (!f.to.IsValid() || f.to.Contains(i.Addr))
+	return !f.none && f.states&st != 0 && (!f.to.IsValid() || f.to.Contains(i.Addr))
 }
 
 func (s *session) neighShow(args [][]byte, flush bool) *cmdErr {
@@ -95,8 +96,17 @@ func (s *session) parseNeighFilter(args [][]byte, flush bool) (*neighFilter, *cm
 			}
 			f.states |= bits
 		case is(w, "unused"), is(w, "nomaster"):
-		case is(w, "proxy"), is(w, "master"), is(w, "vrf"), matches(w, "protocol"):
-			return nil, unsupported(w)
+		case is(w, "proxy"):
+			f.none = true // the router keeps no proxy entries
+		case is(w, "master"), is(w, "vrf"), matches(w, "protocol"):
+			v, err := ws.next()
+			if err != nil {
+				return nil, err
+			}
+			if err := neighSelects(w, v, s.r.Links.ByName(str(v)) != nil); err != nil {
+				return nil, err
+			}
+			f.none = f.none || !is(w, "vrf") && !is(v, "all")
 		default:
 			w, err := ws.valueAfter(w, "to")
 			if err != nil {
@@ -105,14 +115,29 @@ func (s *session) parseNeighFilter(args [][]byte, flush bool) (*neighFilter, *cm
 			if matches(w, "help") {
 				return nil, neighUsage()
 			}
-			p, err := parsePrefix(w)
-			if err != nil {
-				return nil, invarg("to value is invalid\n", w)
+			if f.to, err = parsePrefix(w); err != nil {
+				return nil, err // get_prefix's own exit(1)
 			}
-			f.to = p
 		}
 	}
 	return f, nil
+}
+
+// neighSelects checks the value v of a selector the router's entries
+// never meet (master, vrf, protocol), as do_show_or_flush does; exists
+// says whether a link is named v.
+func neighSelects(w, v []byte, exists bool) *cmdErr {
+	switch {
+	case is(w, "master") && !exists:
+		return invarg("Device does not exist\n", v)
+	case is(w, "vrf"): // the router has no VRF device
+		return invarg("Not a valid VRF name\n", v)
+	case matches(w, "protocol"):
+		if _, ok := parseProto(v); !ok && !is(v, "all") {
+			return invarg("invalid \"protocol\"\n", v)
+		}
+	}
+	return nil
 }
 
 // nudBits are the NUD bits `nud v` selects (all of them for all, but

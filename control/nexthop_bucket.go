@@ -14,10 +14,10 @@ func (s *session) nexthopBucket(args [][]byte) *cmdErr {
 		return s.bucketShow(nil, false)
 	}
 	w, rest := args[0], args[1:]
-	switch {
-	case matches(w, "list"), matches(w, "show"), is(w, "lst"):
+	switch { // do_ipnh_bucket's order
+	case matches(w, "list"), matches(w, "show"), matches(w, "lst"):
 		return s.bucketShow(rest, false)
-	case is(w, "get"):
+	case matches(w, "get"):
 		return s.bucketShow(rest, true)
 	case matches(w, "help"):
 		return nexthopUsage()
@@ -29,13 +29,13 @@ func (s *session) nexthopBucket(args [][]byte) *cmdErr {
 // I`).
 func (s *session) bucketShow(args [][]byte, get bool) *cmdErr {
 	index := -1
+	var f *nhFilter
+	var err *cmdErr
 	if get {
-		var err *cmdErr
-		if args, index, err = bucketIndex(args); err != nil {
-			return err
-		}
+		f, index, err = bucketGetArgs(args)
+	} else {
+		f, err = s.parseNhFilter(args, true)
 	}
-	f, err := s.parseNhFilter(args, true)
 	if err != nil {
 		return err
 	}
@@ -66,26 +66,38 @@ func (s *session) bucketShow(args [][]byte, get bool) *cmdErr {
 	return nil
 }
 
-// bucketIndex takes `index I` out of a bucket get's arguments.
-func bucketIndex(args [][]byte) ([][]byte, int, *cmdErr) {
+// bucketGetArgs reads ipnh_bucket_get's words: id and index, both
+// needed, and nothing else.
+func bucketGetArgs(args [][]byte) (*nhFilter, int, *cmdErr) {
+	f := &nhFilter{}
 	index := -1
-	var rest [][]byte
-	for i := 0; i < len(args); i++ {
-		if is(args[i], "index") && i+1 < len(args) {
-			n, err := strconv.ParseUint(str(args[i+1]), 0, 16)
-			if err != nil {
-				return nil, 0, invarg("invalid index value", args[i+1])
+	ws := argv{args: args}
+	for ; ws.i < len(args); ws.i++ {
+		w := args[ws.i]
+		if !is(w, "id") && !is(w, "index") {
+			return nil, 0, nexthopUsage()
+		}
+		v, err := ws.next()
+		if err != nil {
+			return nil, 0, err
+		}
+		if is(w, "id") {
+			if f.id, err = parseNhID(v); err != nil {
+				return nil, 0, err
 			}
-			index = int(n)
-			i++
 			continue
 		}
-		rest = append(rest, args[i])
+		n, perr := strconv.ParseUint(str(v), 0, 16)
+		if perr != nil {
+			return nil, 0, invarg("invalid bucket index value", v)
+		}
+		index = int(n)
 	}
-	if index < 0 {
+	if f.id == 0 || index < 0 {
 		return nil, 0, nexthopUsage()
 	}
-	return rest, index, nil
+	f.idSet = true
+	return f, index, nil
 }
 
 // resilientGroups are the resilient groups f selects by id, or all.
@@ -96,7 +108,10 @@ func (s *session) resilientGroups(f *nhFilter) ([]*nexthop.Object, *cmdErr) {
 		if o == nil {
 			return nil, answers(syscall.ENOENT)
 		}
-		if v := o.Load(); !v.IsGroup() || v.Type != nexthop.ResilientType {
+		switch v := o.Load(); {
+		case !v.IsGroup():
+			return nil, &cmdErr{msg: "Error: Not a nexthop group.\nDump terminated", code: 2}
+		case v.Type != nexthop.ResilientType:
 			return nil, &cmdErr{msg: "Error: Nexthop group not of type resilient.\nDump terminated", code: 2}
 		}
 		return append(objs, o), nil

@@ -1,6 +1,7 @@
 package control
 
 import (
+	"sync"
 	"urouter/fib6"
 	"urouter/nexthop"
 )
@@ -34,26 +35,44 @@ func (s *session) nexthopCmd(args [][]byte) *cmdErr {
 		return s.nexthopShow(nil, false)
 	}
 	w, rest := args[0], args[1:]
-	switch {
-	case is(w, "add"), is(w, "create"):
+	switch nexthopCmds().of(w) {
+	case ncAdd:
 		return s.nexthopModify(rest, false)
-	case is(w, "replace"), is(w, "change"), is(w, "chg"):
+	case ncReplace:
 		return s.nexthopModify(rest, true)
-	case is(w, "delete"), is(w, "del"):
+	case ncDelete:
 		return s.nexthopDel(rest)
-	case matches(w, "list"), matches(w, "show"), is(w, "lst"):
+	case ncList:
 		return s.nexthopShow(rest, false)
-	case is(w, "get"):
+	case ncGet:
 		return s.nexthopGet(rest)
-	case matches(w, "flush"):
+	case ncFlush:
 		return s.nexthopShow(rest, true)
-	case matches(w, "bucket"):
+	case ncBucket:
 		return s.nexthopBucket(rest)
-	case matches(w, "help"):
+	case ncHelp:
 		return nexthopUsage()
 	}
 	return parseErr("Command \"%s\" is unknown, try \"ip nexthop help\".", w)
 }
+
+const (
+	ncAdd = iota + 1
+	ncReplace
+	ncDelete
+	ncList
+	ncGet
+	ncFlush
+	ncBucket
+	ncHelp
+)
+
+// nexthopCmds() are do_ipnh's command words, in its order.
+var nexthopCmds = sync.OnceValue(func() keywords {
+	return newKeywords([]kw{{"add", true, ncAdd}, {"replace", true, ncReplace}, {"delete", true, ncDelete},
+		{"list", true, ncList}, {"show", true, ncList}, {"lst", true, ncList}, {"get", true, ncGet},
+		{"flush", true, ncFlush}, {"bucket", true, ncBucket}, {"help", true, ncHelp}})
+})
 
 func (s *session) nexthopModify(args [][]byte, replace bool) *cmdErr {
 	var req nhReq
@@ -101,6 +120,8 @@ func (s *session) nexthopKind(q *nhReq) *cmdErr {
 			return extack("Invalid address family.")
 		}
 		return extack("Device attribute required for non-blackhole and non-fdb nexthops.")
+	case sp.Flags&nexthop.OnLink != 0 && !sp.Gateway.IsValid():
+		return extack("ONLINK flag can not be set for nexthop without a gateway.")
 	}
 	sp.Family = nexthop.FamilyInet
 	if s.opt.inet6 || sp.Gateway.Is6() {
@@ -133,11 +154,27 @@ func (s *session) checkNexthopGateway(sp *nexthop.Spec) *cmdErr {
 	return s.checkGateway(&rt, fib6.TableMain, s.r.Tables.Main())
 }
 
+// nexthopDel reads del's words as iproute2 6.1 does, with add's grammar,
+// and checks them as Linux's nh_valid_get_del_req: only the id may be
+// sent.
 func (s *session) nexthopDel(args [][]byte) *cmdErr {
-	id, err := s.nexthopIDArg(args)
-	if err != nil {
+	var q nhReq
+	if err := s.parseNexthop(&q, args); err != nil {
 		return err
 	}
+	sp := &q.sp
+	switch {
+	case q.dev != nil || sp.Gateway.IsValid() || q.blackhole || sp.IsGroup() || sp.Type != 0:
+		return extack("Unknown attribute type.")
+	case sp.Proto != 0 || sp.Flags != 0:
+		return extack("Invalid values in header.")
+	case !q.idSet:
+		return extack("Nexthop id is missing.")
+	}
+	return s.nexthopDelID(sp.ID)
+}
+
+func (s *session) nexthopDelID(id uint32) *cmdErr {
 	if err := s.r.DeleteNexthop(id); err != nil {
 		return rejected(err)
 	}

@@ -25,6 +25,7 @@ type nhReq struct {
 	sp        nexthop.Spec
 	dev       []byte
 	blackhole bool
+	idSet     bool
 }
 
 // parseNexthop reads ipnexthop_modify's words.
@@ -39,6 +40,7 @@ func (s *session) parseNexthop(q *nhReq, args [][]byte) *cmdErr {
 		case is(w, "id"):
 			if v, err = ws.next(); err == nil {
 				q.sp.ID, err = parseNhID(v)
+				q.idSet = true
 			}
 		case is(w, "dev"):
 			if v, err = ws.next(); err == nil && s.r.Links.ByName(str(v)) == nil {
@@ -67,9 +69,9 @@ func (s *session) parseNexthop(q *nhReq, args [][]byte) *cmdErr {
 				}
 				q.sp.Proto = uint8(p)
 			}
-		case is(w, "fdb"), is(w, "encap"), is(w, "vrf"), is(w, "master"):
+		case is(w, "encap"), is(w, "fdb"):
 			return unsupported(w)
-		case matches(w, "help"):
+		case is(w, "help"):
 			return nexthopUsage()
 		default:
 			return invarg("", w)
@@ -160,29 +162,4 @@ func parseResArgs(sp *nexthop.Spec, ws *argv) *cmdErr {
 		*dst, *set = uint32(n), true
 	}
 	return nil
-}
-
-// nexthopIDArg reads the `id ID` that del and get take.
-func (s *session) nexthopIDArg(args [][]byte) (uint32, *cmdErr) {
-	var id uint32
-	seen := false
-	ws := argv{args: args}
-	for ; ws.i < len(args); ws.i++ {
-		w := args[ws.i]
-		if !is(w, "id") {
-			return 0, invarg("", w)
-		}
-		v, err := ws.next()
-		if err != nil {
-			return 0, err
-		}
-		if id, err = parseNhID(v); err != nil {
-			return 0, err
-		}
-		seen = true
-	}
-	if !seen {
-		return 0, extack("Nexthop id is missing.")
-	}
-	return id, nil
 }

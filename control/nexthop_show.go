@@ -2,6 +2,7 @@ package control
 
 import (
 	"strconv"
+	"sync"
 	"syscall"
 
 	"urouter/fib6"
@@ -20,10 +21,13 @@ type nhFilter struct {
 	proto    uint8
 	protoSet bool
 	nhid     uint32 // bucket show nhid
+	none     bool   // selects nothing (a master, FDB nexthops: the router has none)
 }
 
 func (f *nhFilter) selects(v *nexthop.Version) bool {
 	switch {
+	case f.none:
+		return false
 	case f.idSet && v.ID != f.id:
 		return false
 	case f.groups && !v.IsGroup():
@@ -36,58 +40,90 @@ func (f *nhFilter) selects(v *nexthop.Version) bool {
 	return true
 }
 
+const (
+	nfDev = iota + 1
+	nfGroups
+	nfMaster
+	nfVrf
+	nfID
+	nfNhid
+	nfProtocol
+	nfFdb
+	nfHelp
+)
+
+// nhListWords() are ipnh_list_flush's keywords, nhBucketWords()
+// ipnh_bucket_list's, each in its order.
+var (
+	nhListWords = sync.OnceValue(func() keywords {
+		return newKeywords([]kw{{"dev", true, nfDev}, {"groups", true, nfGroups}, {"master", true, nfMaster},
+			{"vrf", true, nfVrf}, {"id", false, nfID}, {"protocol", true, nfProtocol}, {"fdb", true, nfFdb},
+			{"help", true, nfHelp}})
+	})
+	nhBucketWords = sync.OnceValue(func() keywords {
+		return newKeywords([]kw{{"dev", true, nfDev}, {"master", true, nfMaster}, {"vrf", true, nfVrf},
+			{"id", false, nfID}, {"nhid", false, nfNhid}, {"help", true, nfHelp}})
+	})
+)
+
+// parseNhFilter reads a show, flush or bucket selector. In show and
+// flush, id ends it (iproute2 then gets or deletes that one nexthop and
+// reads no further).
 func (s *session) parseNhFilter(args [][]byte, buckets bool) (*nhFilter, *cmdErr) {
 	f := &nhFilter{}
+	words := nhListWords()
+	if buckets {
+		words = nhBucketWords()
+	}
 	ws := argv{args: args}
 	for ; ws.i < len(args); ws.i++ {
 		w := args[ws.i]
-		switch {
-		case is(w, "id"):
-			v, err := ws.next()
-			if err != nil {
-				return nil, err
-			}
-			if f.id, err = parseNhID(v); err != nil {
-				return nil, err
-			}
+		k := words.of(w)
+		var v []byte
+		var err *cmdErr
+		switch k {
+		case nfGroups:
+			f.groups = true
+			continue
+		case nfFdb:
+			f.none = true // the router has no FDB nexthops
+			continue
+		case nfHelp:
+			return nil, nexthopUsage()
+		case 0:
+			return nil, invarg("", w)
+		}
+		if v, err = ws.next(); err != nil {
+			return nil, err
+		}
+		switch k {
+		case nfID:
+			f.id, err = parseNhID(v)
 			f.idSet = true
-		case is(w, "dev"):
-			v, err := ws.next()
-			if err != nil {
-				return nil, err
+			if !buckets {
+				return f, err
 			}
+		case nfNhid:
+			f.nhid, err = parseNhID(v)
+		case nfDev, nfMaster:
 			l := s.r.Links.ByName(str(v))
 			if l == nil {
 				return nil, invarg("Device does not exist\n", v)
 			}
 			f.link = l.Index
-		case is(w, "groups"):
-			f.groups = true
-		case is(w, "fdb"):
-		case buckets && is(w, "nhid"):
-			v, err := ws.next()
-			if err != nil {
-				return nil, err
-			}
-			if f.nhid, err = parseNhID(v); err != nil {
-				return nil, err
-			}
-		case matches(w, "protocol"):
-			v, err := ws.next()
-			if err != nil {
-				return nil, err
-			}
-			p, ok := parseProto(v)
+			f.none = f.none || k == nfMaster // no link of the router has a master
+		case nfVrf:
+			return nil, invarg("Invalid VRF\n", v) // the router has no VRF device
+		case nfProtocol: // a number: get_unsigned, no names
+			p, ok := parseUint32(v)
 			if !ok {
 				return nil, invarg("invalid protocol value", v)
 			}
 			f.proto, f.protoSet = uint8(p), true
-		case is(w, "vrf"), is(w, "master"):
-			return nil, unsupported(w)
-		case matches(w, "help"):
-			return nil, nexthopUsage()
-		default:
-			return nil, invarg("", w)
+			f.none = f.none || p > 255
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
 	return f, nil
@@ -95,10 +131,14 @@ func (s *session) parseNhFilter(args [][]byte, buckets bool) (*nhFilter, *cmdErr
 
 func (s *session) nexthopShow(args [][]byte, flush bool) *cmdErr {
 	f, err := s.parseNhFilter(args, false)
-	if err != nil {
+	switch {
+	case err != nil:
 		return err
-	}
-	if flush {
+	case f.idSet && flush:
+		return s.nexthopDelID(f.id)
+	case f.idSet:
+		return s.nexthopGetID(f.id)
+	case flush:
 		n := s.r.FlushNexthops(f.selects)
 		if n == 0 {
 			s.out.WriteString("Nothing to flush\n")
@@ -106,9 +146,6 @@ func (s *session) nexthopShow(args [][]byte, flush bool) *cmdErr {
 			s.out.WriteString("Flushed " + strconv.Itoa(n) + " nexthops\n")
 		}
 		return nil
-	}
-	if f.idSet && !f.groups && f.link == 0 && !f.protoSet {
-		return s.nexthopGet(args)
 	}
 	p := s.nhPrinter()
 	p.begin()
@@ -225,14 +262,29 @@ func (p *nhPrinter) unbalanced(v *nexthop.Version) int64 {
 	return unb / 1000
 }
 
+// nexthopGet reads ipnh_get's words: id, and nothing else.
 func (s *session) nexthopGet(args [][]byte) *cmdErr {
-	if len(args) == 0 {
+	var id uint32
+	ws := argv{args: args}
+	for ; ws.i < len(args); ws.i++ {
+		if !is(args[ws.i], "id") {
+			return nexthopUsage()
+		}
+		v, err := ws.next()
+		if err != nil {
+			return err
+		}
+		if id, err = parseNhID(v); err != nil {
+			return err
+		}
+	}
+	if id == 0 {
 		return nexthopUsage()
 	}
-	id, err := s.nexthopIDArg(args)
-	if err != nil {
-		return err
-	}
+	return s.nexthopGetID(id)
+}
+
+func (s *session) nexthopGetID(id uint32) *cmdErr {
 	o := s.r.Nexthops.Get(id)
 	if o == nil {
 		return answers(syscall.ENOENT)

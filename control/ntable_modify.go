@@ -19,10 +19,10 @@ func (s *session) ntableCmd(args [][]byte) *cmdErr {
 		return s.ntableShow(nil)
 	}
 	w, rest := args[0], args[1:]
-	switch {
-	case matches(w, "change"):
+	switch { // do_ipntable's order
+	case matches(w, "change") || matches(w, "chg"):
 		return s.ntableChange(rest)
-	case matches(w, "show") || matches(w, "list") || matches(w, "lst"):
+	case matches(w, "show") || matches(w, "lst") || matches(w, "list"):
 		return s.ntableShow(rest)
 	case matches(w, "help"):
 		return parseErr("Usage: ip ntable change name NAME [ dev DEV ]\n" +
@@ -56,6 +56,32 @@ var ntableKnobs = []struct {
 	{name: "thresh3", n: func(p *ndisc.Params) *int { return &p.Thresh3 }},
 }
 
+// ntableWord is what ipntable_modify makes of w (every keyword exact):
+// a knob's index, or one of ntName, ntDev, ntLacks (a knob the router
+// lacks); -1 for none.
+func ntableWord(w []byte) int {
+	switch {
+	case is(w, "name"):
+		return ntName
+	case is(w, "dev"):
+		return ntDev
+	case is(w, "app_probes"), is(w, "anycast_delay"), is(w, "proxy_delay"), is(w, "proxy_queue"), is(w, "locktime"):
+		return ntLacks
+	}
+	for i, k := range ntableKnobs {
+		if is(w, k.name) {
+			return i
+		}
+	}
+	return -1
+}
+
+const (
+	ntName = 100 + iota
+	ntDev
+	ntLacks
+)
+
 func (s *session) ntableChange(args [][]byte) *cmdErr {
 	var l *dataplane.Link
 	named := false
@@ -64,38 +90,45 @@ func (s *session) ntableChange(args [][]byte) *cmdErr {
 		v uint64
 	}
 	var sets []set
-	err := pairs(args, func(w, v []byte) *cmdErr {
+	ws := argv{args: args}
+	for ; ws.i < len(args); ws.i++ {
+		w := args[ws.i]
+		k := ntableWord(w)
+		if k < 0 {
+			return invarg("unknown", w)
+		}
+		v, err := ws.next()
+		if err != nil {
+			return err
+		}
 		switch {
-		case is(w, "name"):
+		case k == ntName:
+			if named {
+				return duparg("NAME", v)
+			}
 			if !is(v, "ndisc_cache") {
 				return extack("the router has one neighbour table, ndisc_cache")
 			}
 			named = true
-			return nil
-		case is(w, "dev"):
-			var err *cmdErr
-			l, err = s.link(v)
-			return err
-		case is(w, "app_probes") || is(w, "anycast_delay") || is(w, "proxy_delay") || is(w, "proxy_queue") || is(w, "locktime"):
-			return unsupported(w)
-		}
-		for i, k := range ntableKnobs {
-			if is(w, k.name) {
-				n, perr := strconv.ParseUint(str(v), 0, 32)
-				if perr != nil {
-					return invarg(fmt.Sprintf("\"%s\" value is invalid", k.name), v)
-				}
-				sets = append(sets, set{i, n})
-				return nil
+		case k == ntDev:
+			if l, err = s.link(v); err != nil {
+				return err
 			}
+		case k == ntLacks:
+			return unsupported(w)
+		default:
+			n, perr := strconv.ParseUint(str(v), 0, 32)
+			if perr != nil {
+				return invarg(fmt.Sprintf("\"%s\" value is invalid", ntableKnobs[k].name), v)
+			}
+			sets = append(sets, set{k, n})
 		}
-		return garbageArgs(w)
-	})
-	if err != nil {
-		return err
 	}
 	if !named {
-		return &cmdErr{msg: "Not enough information: \"name\" argument is required.", code: 255}
+		return parseErr("Error: argument \"NAME\" is required")
+	}
+	if len(sets) == 0 {
+		return parseErr("Not enough information: changeable attributes required.")
 	}
 	links := s.r.Links.All()
 	if l != nil {

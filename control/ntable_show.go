@@ -13,20 +13,28 @@ import (
 func (s *session) ntableShow(args [][]byte) *cmdErr {
 	var only *dataplane.Link
 	named := true
-	err := pairs(args, func(w, v []byte) *cmdErr {
-		var err *cmdErr
+	ws := argv{args: args}
+	for ; ws.i < len(args); ws.i++ { // ipntable_show's words, exact
+		w := args[ws.i]
+		if !is(w, "dev") && !is(w, "name") {
+			return invarg("unknown", w)
+		}
+		v, err := ws.next()
 		switch {
-		case is(w, "dev"):
-			only, err = s.link(v)
+		case err != nil:
+			return err
 		case is(w, "name"):
 			named = is(v, "ndisc_cache") // another table: nothing to show
+		case is(v, "none"):
+			named = false // the tables' own entries: the router's are all its links'
 		default:
-			err = garbageArgs(w)
+			if only = s.r.Links.ByName(str(v)); only == nil {
+				return invarg("\"DEV\" is invalid", v)
+			}
 		}
-		return err
-	})
-	if err != nil || !named {
-		return err
+	}
+	if !named {
+		return nil
 	}
 	links := s.r.Links.All()
 	if only != nil {

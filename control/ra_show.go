@@ -5,13 +5,35 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"urouter/dataplane"
 )
 
 // Showing Router Advertisements: ra show, each Ethernet link's
 // configuration.
 
+// shownLinks parses ra show's `[dev] NAME`: the links to show, the one
+// named or all.
+func (s *session) shownLinks(args [][]byte) ([]*dataplane.Link, *cmdErr) {
+	var only *dataplane.Link
+	ws := argv{args: args}
+	for ; ws.i < len(args); ws.i++ {
+		w, err := ws.valueAfter(args[ws.i], "dev")
+		if err != nil {
+			return nil, err
+		}
+		if only = s.r.Links.ByName(str(w)); only == nil {
+			return nil, &cmdErr{msg: fmt.Sprintf("Device \"%s\" does not exist.", w), code: 1}
+		}
+	}
+	if only != nil {
+		return []*dataplane.Link{only}, nil
+	}
+	return s.r.Links.All(), nil
+}
+
 func (s *session) raShow(args [][]byte) *cmdErr {
-	links, err := s.shownLinks(args, "")
+	links, err := s.shownLinks(args)
 	if err != nil {
 		return err
 	}

@@ -87,6 +87,9 @@ func (s *session) routeModify(op routeOp, args [][]byte) *cmdErr {
 	if tid == 0 {
 		tid = fib6.TableMain
 	}
+	if q.tosSet { // the kernel's first check (rtm_to_fib6_config)
+		return extack("Invalid dsfield (tos): option not available for IPv6.")
+	}
 	if q.dst.Masked() != q.dst {
 		return extack("Invalid prefix for given prefix length.")
 	}
@@ -360,6 +363,9 @@ func (s *session) legGroup(q *routeReq, tid uint32, t *fib6.Table) (*nexthop.Gro
 		}
 		if err := s.checkGateway(&rt, tid, t); err != nil {
 			return nil, err
+		}
+		if !lg.gw.IsValid() { // Linux's rt6_qualify_for_ecmp, after the path's own checks
+			return nil, extack("Device only routes can not be added for IPv6 using the multipath API.")
 		}
 		ms[i] = nexthop.Member{Nexthop: rt.Nexthop, Weight: lg.weight}
 	}

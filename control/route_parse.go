@@ -43,6 +43,7 @@ type routeReq struct {
 	onlink    bool
 	nhid      uint32
 	nhidSet   bool
+	tosSet    bool  // a traffic class other than 0: Linux has none for IPv6
 	legs      []leg // `nexthop ...` paths, in the parse memo's storage
 }
 
@@ -290,12 +291,13 @@ func (q *routeReq) parseNode(ws *argv, k int, pm *parseMemo) *cmdErr {
 	case mkTable:
 		q.table, err = pm.table(v)
 	case mkPref:
-		if !is(v, "medium") && !is(v, "0") {
-			if is(v, "low") || is(v, "high") {
-				return unsupported(v)
-			}
-			return badValue("pref", v)
+		return parsePref(v)
+	case mkTos:
+		ds, ok := parseDSField(v)
+		if !ok {
+			return invarg("\"tos\" value is invalid\n", v)
 		}
+		q.tosSet = ds != 0
 	}
 	return err
 }
@@ -321,6 +323,9 @@ func (pm *parseMemo) table(v []byte) (uint32, *cmdErr) {
 		return pm.tabID, nil
 	}
 	t, ok := parseTable(v, false)
+	if n, isNum := parseUint32(v); isNum && n == 0 {
+		t, ok = 0, true // iproute2 takes 0, and Linux reads it as main
+	}
 	if !ok {
 		return 0, badValue("table", v)
 	}
@@ -457,6 +462,7 @@ const (
 	mkTable
 	mkDev
 	mkPref
+	mkTos
 	mkUnsupported
 )
 
@@ -464,7 +470,7 @@ const (
 var modifyWords = sync.OnceValue(func() keywords {
 	return newKeywords([]kw{
 		{"src", false, mkSrc}, {"as", false, mkUnsupported}, {"via", false, mkVia}, {"from", false, mkFrom},
-		{"tos", false, mkUnsupported}, {"dsfield", true, mkUnsupported}, {"expires", false, mkExpires},
+		{"tos", false, mkTos}, {"dsfield", true, mkTos}, {"expires", false, mkExpires},
 		{"metric", true, mkMetric}, {"priority", true, mkMetric}, {"preference", false, mkMetric},
 		{"scope", false, mkScope}, {"mtu", false, mkMtu}, {"hoplimit", false, mkUnsupported},
 		{"advmss", false, mkUnsupported}, {"reordering", true, mkUnsupported}, {"rtt", false, mkUnsupported},
@@ -472,7 +478,7 @@ var modifyWords = sync.OnceValue(func() keywords {
 		{"initcwnd", true, mkUnsupported}, {"initrwnd", true, mkUnsupported}, {"features", true, mkUnsupported},
 		{"quickack", true, mkUnsupported}, {"congctl", true, mkUnsupported}, {"rttvar", true, mkUnsupported},
 		{"ssthresh", true, mkUnsupported}, {"realms", true, mkUnsupported}, {"onlink", false, mkOnlink},
-		{"nexthop", false, mkNexthop}, {"nhid", true, mkNhid}, {"protocol", true, mkProtocol},
+		{"nexthop", false, mkNexthop}, {"nhid", false, mkNhid}, {"protocol", true, mkProtocol},
 		{"table", true, mkTable}, {"vrf", true, mkUnsupported}, {"dev", false, mkDev}, {"oif", false, mkDev},
 		{"pref", true, mkPref}, {"encap", false, mkUnsupported}, {"ttl-propagate", false, mkUnsupported},
 		{"fastopen_no_cookie", true, mkUnsupported},

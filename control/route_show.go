@@ -15,12 +15,14 @@ type showFilter struct {
 	table     uint32 // 0 (none given, a parsed table never is): main; tableAll
 	metric    uint32
 	metricSet bool
-	cached    bool // selects nothing: the router has no cached routes
-	monitor   bool // printing for a monitor: every table shows
+	cached    bool         // selects nothing: the router has no cached routes (nor a tos)
+	prefsrc   netip.Prefix // src: routes with a preferred source in it
+	monitor   bool         // printing for a monitor: every table shows
 }
 
 func (f *showFilter) selects(r *fib6.Route) bool {
-	return !f.cached && (!f.metricSet || r.Metric == f.metric)
+	return !f.cached && (!f.metricSet || r.Metric == f.metric) &&
+		(!f.prefsrc.IsValid() || r.PrefSrc.IsValid() && f.prefsrc.Contains(r.PrefSrc))
 }
 
 // parseSelector reads a SELECTOR in iproute2's order of checks
@@ -39,7 +41,7 @@ func (s *session) parseSelector(args [][]byte) (*showFilter, *cmdErr) {
 		case matches(w, "cached") || matches(w, "cloned"):
 			f.cached = true // the router keeps no cached routes
 		case is(w, "tos") || matches(w, "dsfield"):
-			return nil, unsupported(w)
+			err = f.parseTos(&ws)
 		case matches(w, "protocol"):
 			err = f.parseProto(&ws)
 		case matches(w, "scope"):
@@ -62,7 +64,10 @@ func (s *session) parseSelector(args [][]byte) (*showFilter, *cmdErr) {
 				f.Gateway, err = parseAddr(v)
 			}
 		case is(w, "src"):
-			return nil, unsupported(w)
+			var v []byte
+			if v, err = ws.next(); err == nil {
+				f.prefsrc, err = parsePrefix(v)
+			}
 		case matches(w, "from"):
 			err = f.parseFrom(&ws)
 		default:
@@ -94,13 +99,36 @@ func (f *showFilter) parseTable(ws *argv) *cmdErr {
 		return err
 	}
 	t, ok := parseTable(v, true)
-	if !ok {
-		if matches(v, "help") {
-			return routeUsage()
+	switch {
+	case ok:
+	case is(v, "cache"):
+		f.cached = true
+		return nil
+	case is(v, "help"):
+		return routeUsage()
+	default:
+		if n, num := parseUint32(v); num && n == 0 {
+			t = tableAll // iproute2's table 0 is every table
+			break
 		}
 		return invarg("table id value is invalid\n", v)
 	}
 	f.table = t
+	return nil
+}
+
+// parseTos reads `tos DSFIELD`: the router's routes have none (Linux
+// has no IPv6 route by traffic class), so any other than 0 selects none.
+func (f *showFilter) parseTos(ws *argv) *cmdErr {
+	v, err := ws.next()
+	if err != nil {
+		return err
+	}
+	ds, ok := parseDSField(v)
+	if !ok {
+		return invarg("TOS value is invalid\n", v)
+	}
+	f.cached = f.cached || ds != 0
 	return nil
 }
 

@@ -1,6 +1,8 @@
 package control
 
 import (
+	"sync"
+
 	"urouter/rules"
 )
 
@@ -35,27 +37,46 @@ func (s *session) ruleCmd(args [][]byte) *cmdErr {
 		return s.ruleShow(nil, ruleList)
 	}
 	w, rest := args[0], args[1:]
-	switch {
-	case matches(w, "list"), matches(w, "lst"), matches(w, "show"):
+	switch ruleCmds().of(w) {
+	case rlList:
 		return s.ruleShow(rest, ruleList)
-	case matches(w, "save"):
+	case rlSave:
 		if len(rest) > 0 {
 			return &cmdErr{msg: "\"ip rule save\" does not take any arguments.", code: 1}
 		}
 		return s.ruleShow(nil, ruleSave)
-	case matches(w, "restore"):
+	case rlRestore:
 		return parseErr("Error: \"rule restore\" reads its rules from standard input: run it from the client (urouter rule restore < FILE).")
-	case matches(w, "add"):
+	case rlAdd:
 		return s.ruleModify(rest, false)
-	case matches(w, "delete"):
+	case rlDelete:
 		return s.ruleModify(rest, true)
-	case matches(w, "flush"):
+	case rlFlush:
 		return s.ruleShow(rest, ruleFlush)
-	case matches(w, "help"):
+	case rlHelp:
 		return ruleUsage()
 	}
 	return parseErr("Command \"%s\" is unknown, try \"ip rule help\".", w)
 }
+
+const (
+	rlList = iota + 1
+	rlSave
+	rlRestore
+	rlAdd
+	rlDelete
+	rlFlush
+	rlHelp
+)
+
+// ruleCmds() are do_iprule's command words, in its order.
+var ruleCmds = sync.OnceValue(func() keywords {
+	return newKeywords([]kw{
+		{"list", true, rlList}, {"lst", true, rlList}, {"show", true, rlList}, {"save", true, rlSave},
+		{"restore", true, rlRestore}, {"add", true, rlAdd}, {"delete", true, rlDelete}, {"flush", true, rlFlush},
+		{"help", true, rlHelp},
+	})
+})
 
 // ruleTxn returns the session's open rule transaction, opening one.
 // Consecutive rule commands so go out in one publish.

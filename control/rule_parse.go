@@ -217,7 +217,7 @@ func parseRuleAction(r *rules.Rule, w []byte, ws *argv) *cmdErr {
 func (s *session) rulePrefix(v []byte) (p netip.Prefix, err *cmdErr) {
 	p, err = parsePrefix(v)
 	if err != nil && !s.opt.inet6 {
-		err = &cmdErr{msg: "Error: any valid prefix is expected rather than \"" + string(v) + "\".", code: 1}
+		err = exit1("Error: any valid prefix is expected rather than \"" + string(v) + "\".")
 	}
 	if err == nil && p.Bits() == 0 {
 		p = netip.Prefix{}

@@ -66,7 +66,8 @@ func (s *session) commitRules() {
 
 // run executes the command lines of in, and returns the exit status: a
 // single command's own, or a batch's (1 if a command failed, 255 if one
-// did not parse). A batch stops at its first failure unless forced. The
+// did not parse). A batch stops at its first failure unless forced, and
+// where ip exit()s (a parse error) even if forced. The
 // open transaction is published at the end, when another table's command
 // comes, and whenever the session would wait on its client (see
 // pausingConn).
@@ -110,15 +111,11 @@ func (s *session) run(in *bufio.Reader) int {
 		}
 		s.flush()
 		s.errOut(e.msg)
-		if !s.opt.batch {
-			return e.code
+		if !s.opt.batch || e.exits {
+			return e.code // ip's exit(): it ends even a forced batch
 		}
 		s.errOut(fmt.Sprintf("Command failed %s:%d", s.opt.batchName, s.line))
-		if e.code == 255 {
-			status = 255
-		} else if status == 0 {
-			status = 1
-		}
+		status = 1
 		if !s.opt.force {
 			return status
 		}

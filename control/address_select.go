@@ -1,0 +1,141 @@
+package control
+
+import (
+	"net/netip"
+
+	"urouter/dataplane"
+)
+
+// The selector of address show and flush, and of link show:
+// ipaddr_list_flush_or_save's words (all exact but help), in its order.
+
+// addrSel is a parsed selector.
+type addrSel struct {
+	links []*dataplane.Link // the links it names (dev, up), in order
+	to    netip.Prefix      // addresses in it, if valid
+	scope string            // addresses of that scope, if not ""
+	none  bool              // selects no address (a label: IPv6 has none; a master, a kind)
+	dev   []byte            // the device named, as written
+}
+
+// selects reports whether address a of a link is selected.
+func (f *addrSel) selects(a netip.Prefix) bool {
+	return !f.none && (!f.to.IsValid() || f.to.Contains(a.Addr())) && (f.scope == "" || scopeOf(a.Addr()) == f.scope)
+}
+
+// any reports whether f selects an address of l.
+func (f *addrSel) any(l *dataplane.Link) bool {
+	for _, a := range l.Addrs() {
+		if f.selects(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// filtered says whether links without a selected address are left out,
+// as ipaddr_list does once it filters addresses.
+func (f *addrSel) filtered() bool { return f.none || f.to.IsValid() || f.scope != "" }
+
+func (s *session) parseAddrSel(args [][]byte, usage func() *cmdErr) (*addrSel, *cmdErr) {
+	f := &addrSel{}
+	up := false
+	ws := argv{args: args}
+	for ; ws.i < len(args); ws.i++ {
+		w := args[ws.i]
+		switch {
+		case is(w, "up"):
+			up = true
+			continue
+		case is(w, "nomaster"):
+			continue
+		case !is(w, "to") && !is(w, "scope") && !is(w, "label") && !is(w, "group") && !is(w, "master") &&
+			!is(w, "vrf") && !is(w, "type"):
+			if err := f.parseDev(&ws, w, usage); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		v, err := ws.next()
+		if err != nil {
+			return nil, err
+		}
+		if err := f.parseValue(s, w, v); err != nil {
+			return nil, err
+		}
+	}
+	f.links = s.r.Links.All()
+	if f.dev != nil {
+		l := s.r.Links.ByName(str(f.dev))
+		if l == nil {
+			return nil, &cmdErr{msg: "Device \"" + string(f.dev) + "\" does not exist.", code: 1}
+		}
+		f.links = []*dataplane.Link{l}
+	}
+	if up {
+		var ls []*dataplane.Link
+		for _, l := range f.links {
+			if l.Up() {
+				ls = append(ls, l)
+			}
+		}
+		f.links = ls
+	}
+	return f, nil
+}
+
+// parseValue reads the value v of keyword w.
+func (f *addrSel) parseValue(s *session, w, v []byte) *cmdErr {
+	switch {
+	case is(w, "to"):
+		p, err := parsePrefix(v)
+		if err != nil {
+			return err // get_prefix's own exit(1)
+		}
+		f.to = p
+	case is(w, "scope"):
+		switch {
+		case is(v, "all"):
+			f.scope = ""
+		case is(v, "global"), is(v, "link"), is(v, "host"):
+			f.scope = str(v)
+		case is(v, "site"), is(v, "nowhere"):
+			f.none = true // no address of the router has these
+		default:
+			return invarg("invalid \"scope\"\n", v)
+		}
+	case is(w, "label"), is(w, "type"):
+		f.none = true // an IPv6 address has no label; the router's links are no kind of Linux's
+	case is(w, "group"):
+		if n, ok := parseUint32(v); !is(v, "default") && !ok {
+			return invarg("Invalid \"group\" value\n", v)
+		} else if ok && n != 0 {
+			f.none = true // every link is in group 0
+		}
+	case is(w, "master"):
+		if s.r.Links.ByName(str(v)) == nil {
+			return invarg("Device does not exist\n", v)
+		}
+		f.none = true // no link of the router has a master
+	case is(w, "vrf"):
+		return invarg("Not a valid VRF name\n", v) // the router has no VRF device
+	}
+	return nil
+}
+
+// parseDev reads the word that is no keyword: `[dev] NAME`, once.
+func (f *addrSel) parseDev(ws *argv, w []byte, usage func() *cmdErr) *cmdErr {
+	if is(w, "dev") {
+		var err *cmdErr
+		if w, err = ws.next(); err != nil {
+			return err
+		}
+	} else if matches(w, "help") {
+		return usage()
+	}
+	if f.dev != nil {
+		return parseErr("Error: either \"dev\" is duplicate, or \"%s\" is a garbage.", w)
+	}
+	f.dev = w
+	return nil
+}
