@@ -8,7 +8,6 @@ import (
 	"syscall"
 
 	"urouter/dataplane"
-	"urouter/dataplane/port"
 	"urouter/decide"
 	"urouter/fib6"
 	"urouter/nexthop"
@@ -200,9 +199,9 @@ func (s *session) routeGet(args [][]byte) *cmdErr {
 		if iif, err = s.routeLink(q.iif); err != nil {
 			return err
 		}
-		if iif.Flags()&port.FlagLoopback == 0 { // iif lo is the router itself: no iif
-			q.key.Iif = iif.Index
-		}
+		// an input lookup, by lo too (which the rules see as the
+		// router's own packets)
+		q.key.Iif = iif.Index
 	}
 	if q.oif != nil {
 		l, err := s.routeLink(q.oif)

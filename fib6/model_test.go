@@ -225,7 +225,7 @@ func checkTable(t *testing.T, tab *Table, m *refTable, r *rand.Rand) {
 		}
 	}
 	outKeys := make([]*Attrs, len(dsts))
-	tab.LookupKeys(keysOf(dsts), keysOf(srcs), outKeys)
+	tab.LookupKeys(keysOf(dsts), keysOf(srcs), outKeys, nil)
 	for i := range dsts {
 		want := tab.Lookup(dsts[i], srcs[i])
 		if got := outKeys[i]; (got == nil) != (want == nil) || got != nil && got != want {
