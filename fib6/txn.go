@@ -165,7 +165,7 @@ func (x *Txn) putOn(cur *rset, k key, plen int, r Route, ref *attrsRef, mode put
 				replaced = i
 			}
 		case modeAppend, modePrepend:
-			if a == ref {
+			if a == ref || same && duplicate(&a.Attrs, &r.Attrs) {
 				return ErrExists
 			}
 			if same && replaced < 0 && a.multipath() && r.multipath() {
