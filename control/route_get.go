@@ -8,7 +8,6 @@ import (
 	"syscall"
 
 	"urouter/dataplane"
-	"urouter/dataplane/port"
 	"urouter/decide"
 	"urouter/fib6"
 	"urouter/nexthop"
@@ -200,9 +199,9 @@ func (s *session) routeGet(args [][]byte) *cmdErr {
 		if iif, err = s.routeLink(q.iif); err != nil {
 			return err
 		}
-		if iif.Flags()&port.FlagLoopback == 0 { // iif lo is the router itself: no iif
-			q.key.Iif = iif.Index
-		}
+		// an input lookup, by lo too (which the rules see as the
+		// router's own packets)
+		q.key.Iif = iif.Index
 	}
 	if q.oif != nil {
 		l, err := s.routeLink(q.oif)
@@ -229,6 +228,11 @@ func (s *session) routeGet(args [][]byte) *cmdErr {
 		return answers(syscall.EACCES)
 	case decide.Blackhole:
 		return answers(syscall.EINVAL)
+	}
+	if q.iif != nil && r.Prefix.Addr().IsMulticast() {
+		// Linux's rt6_fill_node asks multicast routing (ip6mr_get_route)
+		// about an input route to a multicast prefix; the router has none
+		return answers(syscall.EMSGSIZE)
 	}
 	if q.fibmatch {
 		s.printFibmatch(q, &r)

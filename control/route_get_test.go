@@ -45,3 +45,40 @@ func TestRouteGetMultipath(t *testing.T) {
 		t.Errorf("200 flows over two members: %v", devs)
 	}
 }
+
+// TestRouteLinuxChecks: what Linux 6.18 answered for the same commands
+// (integration's oracle asks it side by side): an onlink gateway reached
+// in table main by a route out of another link is refused, a default
+// route does not count; an append of a second reject route (Linux puts
+// them all on lo) is a duplicate; an input route to a multicast prefix
+// is for multicast routing to print, which the router has not.
+func TestRouteLinuxChecks(t *testing.T) {
+	r := newTestRouter(t)
+	if _, e, st := run(r, options{batch: true},
+		"link add d1 type dummy", "link set d1 up", "address add 2001:db8:92::1/64 dev d1"); st != 0 {
+		t.Fatal(e)
+	}
+	for _, c := range []struct{ cmd, stderr string }{
+		{"route add 2001:db8:5::/48 via 2001:db8:92::7 dev d0 onlink", "Error: Nexthop has invalid gateway or device mismatch.\n"},
+		{"route add 2001:db8:5::/48 via 2001:db8:93::7 dev d0 onlink", ""},
+		{"route add default dev d1", ""},
+		{"route add 2001:db8:6::/48 via 2001:db8:93::7 dev d0 onlink", ""},
+		{"route add 2001:db8:93::/64 dev d1", ""},
+		{"route add 2001:db8:7::/48 via 2001:db8:93::7 dev d0 onlink", "Error: Nexthop has invalid gateway or device mismatch.\n"},
+		{"route add 2001:db8:7::/48 via 2001:db8:91::1 dev d0 onlink", "Error: Gateway can not be a local address.\n"},
+		{"route add unreachable 2001:db8:8::/48", ""},
+		{"route append prohibit 2001:db8:8::/48", "RTNETLINK answers: File exists\n"},
+		{"route append 2001:db8:8::/48 dev d0", ""},
+		{"route append 2001:db8:8::/48 dev d0", "RTNETLINK answers: File exists\n"},
+		{"route add ff00::/8 dev d1 table 5", ""},
+		{"rule add pref 5 lookup 5", ""},
+		{"route get ff02::1 iif d1", "RTNETLINK answers: Message too long\n"},
+	} {
+		if _, e, _ := run(r, options{}, c.cmd); e != c.stderr {
+			t.Errorf("%s: %q, want %q", c.cmd, e, c.stderr)
+		}
+	}
+	if out, _, _ := run(r, options{}, "route get ff02::1 oif d1"); out != "ff02::1 from :: dev d1 table 5 src 2001:db8:92::1 metric 1024 pref medium\n" {
+		t.Errorf("route get ff02::1 oif d1: %q", out)
+	}
+}

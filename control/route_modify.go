@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"urouter/dataplane"
-	"urouter/decide"
 	"urouter/fib6"
 	"urouter/nexthop"
 	"urouter/rules"
@@ -263,67 +262,6 @@ func applyRoute(x *fib6.Txn, op routeOp, rt *fib6.Route) *cmdErr {
 	return nil
 }
 
-// checkGateway does what Linux's ip6_validate_gw does: a gateway must be
-// link-local on a given link, or not the router's own and reachable
-// through a connected route (one without a gateway of its own), which
-// also picks the link when none is given: first in the route's table,
-// then through the rules, as the router's own lookup out of the link
-// (Linux's fib6_lookup in ip6_route_check_nh). onlink skips the check. t
-// is table tid, nil if it does not exist.
-func (s *session) checkGateway(rt *fib6.Route, tid uint32, t *fib6.Table) *cmdErr {
-	nh := &rt.Nexthop
-	gw := nh.Gateway
-	if !gw.IsValid() {
-		if nh.Link == 0 {
-			return answers(syscall.ENODEV)
-		}
-		return nil
-	}
-	if gw.IsLinkLocalUnicast() || nh.Flags&nexthop.OnLink != 0 {
-		if nh.Link == 0 {
-			return answers(syscall.ENODEV)
-		}
-		return nil
-	}
-	if gw.IsMulticast() || gw.IsUnspecified() || gw.IsLoopback() {
-		return extack("Invalid gateway address")
-	}
-	// A batch names the same gateway again and again: what was checked
-	// holds while the tables and rules it was checked in are unchanged.
-	c := &s.routes.gw
-	rs, gen := s.r.Rules.Load(), s.r.Tables.Generation()
-	if c.gw == gw && c.tid == tid && (nh.Link == 0 || nh.Link == c.link) &&
-		c.rules == rs && c.gen == gen && (t == nil || c.tidGen == t.Generation()) {
-		nh.Link = c.link
-		return nil
-	}
-	c.gw = netip.Addr{}
-	if s.r.Decider.IsLocal(gw) {
-		return extack("Gateway can not be a local address.")
-	}
-	ok := false
-	if t != nil {
-		a := s.lookupSeen(t, gw)
-		if a != nil && a.Type == fib6.Unicast && !a.Nexthop.Gateway.IsValid() && (nh.Link == 0 || a.Nexthop.Link == nh.Link) {
-			nh.Link, ok = a.Nexthop.Link, true
-		}
-	}
-	if !ok {
-		k := decide.KeyOf(gw, netip.Addr{})
-		k.Iif, k.Oif = rules.NoIif, nh.Link
-		r := s.r.Decider.Decide(&k)
-		if r.Verdict != decide.Forward || r.Path.Gateway.IsValid() || nh.Link != 0 && r.Path.Link != nh.Link {
-			return answers(syscall.EHOSTUNREACH)
-		}
-		nh.Link = r.Path.Link
-	}
-	*c = gwCheck{gw: gw, tid: tid, link: nh.Link, rules: rs, gen: gen}
-	if t != nil {
-		c.tidGen = t.Generation()
-	}
-	return nil
-}
-
 // nexthopObject is nexthop object id, nil if there is none. A batch names
 // the same object on every line: the route parser keeps the last one
 // while it lives (the table's transaction checks that again).
@@ -421,33 +359,4 @@ func (c *legCheck) changed(p netip.Prefix) {
 func (rp *routeParser) changed(p netip.Prefix) {
 	rp.gw.changed(p)
 	rp.legs.changed(p)
-}
-
-// gwCheck remembers the last gateway checkGateway accepted; none while gw
-// is not valid.
-type gwCheck struct {
-	gw          netip.Addr
-	tid         uint32
-	link        int32
-	rules       *rules.Set
-	gen, tidGen uint64 // the tables' publishes, table tid's
-}
-
-// changed forgets the gateway when the session's open transaction changes
-// a prefix that holds it (the generations above move only on publish).
-func (c *gwCheck) changed(p netip.Prefix) {
-	if c.gw.IsValid() && p.Contains(c.gw) {
-		c.gw = netip.Addr{}
-	}
-}
-
-// lookupSeen is table t's route to dst as this session sees it: through
-// its open transaction when that is t's, so a batch's gateway may be
-// reached by a route an earlier line of it added (as Linux applies each
-// line before the next).
-func (s *session) lookupSeen(t *fib6.Table, dst netip.Addr) *fib6.Attrs {
-	if s.txn != nil && s.txn.Table() == t {
-		return s.txn.Lookup(dst)
-	}
-	return t.Lookup(dst, netip.Addr{})
 }

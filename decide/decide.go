@@ -151,7 +151,7 @@ func verdictOf(t fib6.Type) (Verdict, bool) {
 // selects the flow's path; false if the route does not decide (throw).
 // A route through a nexthop object reads the object's current version
 // with one atomic load.
-func (d *Decider) settle(r *Result, rule *rules.Rule, a *fib6.Attrs, k *Key) bool {
+func (d *Decider) settle(r *Result, rule *rules.Rule, a *fib6.Attrs, k *Key, h *how) bool {
 	v, ok := verdictOf(a.Type)
 	if !ok {
 		return false
@@ -166,10 +166,14 @@ func (d *Decider) settle(r *Result, rule *rules.Rule, a *fib6.Attrs, k *Key) boo
 	}
 	if g != nil {
 		f := k.Flow()
-		h := d.Hasher().Hash(&f)
-		r.Group, r.Member = g, g.Select(h)
-		if k.Oif != 0 {
-			r.Member = max(0, g.SelectOn(h, k.Oif))
+		hash := d.Hasher().Hash(&f)
+		r.Group, r.Member = g, g.Select(hash)
+		// Linux's fib6_select_path: the hash's member, unless a strict
+		// lookup may not take it; then the first on its link, the one
+		// rt6_select found. A nexthop object's group selects by the hash
+		// alone (nexthop_path_fib6_result).
+		if h.strict && h.link != 0 && a.Object == nil {
+			r.Member = max(0, g.SelectOn(hash, h.link))
 		}
 		r.Path = g.Member(r.Member).Nexthop
 	}
@@ -177,22 +181,6 @@ func (d *Decider) settle(r *Result, rule *rules.Rule, a *fib6.Attrs, k *Key) boo
 		r.Verdict = Blackhole
 	}
 	return true
-}
-
-// onLink reports whether route a may take a packet out of link oif: a
-// reject or throw route may not (its device is lo, in Linux); a route
-// with paths, if one of them leaves by oif.
-func onLink(a *fib6.Attrs, oif int32) bool {
-	if a.Type.IsReject() || a.Type == fib6.Throw {
-		return false
-	}
-	ps := a.Paths()
-	for _, p := range ps {
-		if p.Link == oif && p.Usable() {
-			return true
-		}
-	}
-	return len(ps) == 0
 }
 
 // suppressed is a rule's suppress_prefixlength at work: a route found
@@ -244,10 +232,10 @@ var ruleVerdict = [...]Verdict{rules.Blackhole: Blackhole, rules.Unreachable: No
 // Decide is the decision for one flow, the way `route get` and the
 // router's own packets need it: the rules the flow matches, in order; the
 // first that decides wins; a lookup that finds no route, a throw route or
-// a suppressed one goes on to the next rule. With Oif and no source (or a
-// link-local or multicast destination: Linux's strict lookups), a lookup skips
-// reject routes and routes out of other links (and goes on to shorter
-// prefixes), as Linux's does.
+// a suppressed one goes on to the next rule. Among the routes of a
+// prefix, a lookup with a link (the Oif asked for, or the Iif come in by)
+// prefers those out of it, and a strict one takes no others (and goes on
+// to shorter prefixes), as Linux's does (see howOf).
 func (d *Decider) Decide(k *Key) Result { return d.decide(k, nil) }
 
 func (d *Decider) decide(k *Key, ex *explainer) Result {
@@ -262,21 +250,22 @@ func (d *Decider) decide(k *Key, ex *explainer) Result {
 		c.Trace = ex.rule
 	}
 	dst, src := netip.AddrFrom16(k.Dst), srcOf(&k.Src)
-	var accept func(*fib6.Attrs) bool
-	if k.Oif != 0 && (!src.IsValid() || dst.IsLinkLocalUnicast() || dst.IsMulticast()) {
-		accept = func(a *fib6.Attrs) bool { return onLink(a, k.Oif) }
+	h := howOf(k, s.Loopback())
+	var score fib6.Score
+	if h.link != 0 {
+		score = h.score
 	}
 	var r Result
 	for i := d.walk(s, c, c.Next(0), &r, ex); i >= 0; i = d.walk(s, c, c.Next(i+1), &r, ex) {
 		rule := s.Rule(i)
 		t := d.Tables.Get(rule.Table)
-		pfx, a, ok := t.Get(dst, src, accept)
+		pfx, a, ok := t.Get(dst, src, score)
 		ex.lookup(i, t, dst, src, pfx, ok)
 		switch {
 		case !ok:
 		case suppressed(rule, a, pfx.Bits()):
 			ex.step(Step{Kind: Suppressed, Index: i, Table: rule.Table, Prefix: pfx, Route: a})
-		case d.settle(&r, rule, a, k):
+		case d.settle(&r, rule, a, k, &h):
 			r.Prefix = pfx
 			ex.step(Step{Kind: Found, Index: i, Table: rule.Table, Prefix: pfx, Route: a})
 			return r
@@ -299,6 +288,7 @@ type Batch struct {
 	looking    [MaxBatch]int // keys of the lookup batch
 	dsts, srcs [MaxBatch][16]byte
 	routes     [MaxBatch]*fib6.Attrs
+	choice     [MaxBatch]bool
 }
 
 // DecideBatch decides for every key as Decide would (but without Prefix).
@@ -306,11 +296,19 @@ type Batch struct {
 // table are looked up as one batch (fib6.Table.LookupKeys), so that their
 // memory accesses overlap: a batch of one flow's packets costs a batch
 // lookup per rule with a table. out[i] is keys[i]'s decision. The keys
-// must not ask for an Oif.
+// must not ask for an Oif. A key that comes in by a link and finds a
+// prefix whose routes it may choose between (by that link) is looked up
+// again alone; one for a link-local, multicast or loopback destination
+// is decided alone.
 func (d *Decider) DecideBatch(b *Batch, keys []Key, out []Result) {
 	s := d.Rules.Load()
 	n := 0
 	for i := range keys {
+		if keys[i].Iif > 0 && strictDst(&keys[i].Dst) {
+			out[i] = d.decide(&keys[i], nil)
+			out[i].Prefix = netip.Prefix{}
+			continue
+		}
 		c := &b.cur[i]
 		c.Reset(s, &keys[i].Packet)
 		if j := d.walk(s, c, c.Next(0), &out[i], nil); j >= 0 {
@@ -331,17 +329,24 @@ func (d *Decider) DecideBatch(b *Batch, keys []Key, out []Result) {
 			}
 		}
 		t := d.Tables.Get(table)
-		t.LookupKeys(b.dsts[:m], b.srcs[:m], b.routes[:m])
+		t.LookupKeys(b.dsts[:m], b.srcs[:m], b.routes[:m], b.choice[:m])
 		for q, i := range b.looking[:m] {
 			rule := s.Rule(b.at[i])
 			a := b.routes[q]
-			if a != nil && rule.Suppress {
-				pfx, _, _ := t.Get(netip.AddrFrom16(b.dsts[q]), srcOf(&b.srcs[q]), nil)
-				if suppressed(rule, a, pfx.Bits()) {
+			choose := b.choice[q] && keys[i].Iif > 0
+			if a != nil && (rule.Suppress || choose) {
+				var score fib6.Score
+				if choose {
+					h := howOf(&keys[i], s.Loopback())
+					score = h.score
+				}
+				var pfx netip.Prefix
+				pfx, a, _ = t.Get(netip.AddrFrom16(b.dsts[q]), srcOf(&b.srcs[q]), score)
+				if a != nil && suppressed(rule, a, pfx.Bits()) {
 					a = nil
 				}
 			}
-			if a != nil && d.settle(&out[i], rule, a, &keys[i]) {
+			if a != nil && d.settle(&out[i], rule, a, &keys[i], &how{}) {
 				continue
 			}
 			c := &b.cur[i]

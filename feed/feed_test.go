@@ -292,8 +292,8 @@ func TestFPMSessions(t *testing.T) {
 
 	// The replay leaves out 2001:db8:c::/48: it goes once the replay
 	// settles, and the others never leave meanwhile.
+	replayed := time.Now() // before the dial: the daemon's hold starts at its accept
 	c = dial(t, f)
-	replayed := time.Now()
 	write(t, c, slices.Concat(nh, frame(rt("2001:db8:a::/48"))))
 	time.Sleep(settle / 4)
 	write(t, c, frame(rt("2001:db8:b::/48")))

@@ -107,7 +107,7 @@ func benchLookups(b *testing.B, n int) {
 					}
 					ks = conv[:]
 				}
-				t.LookupKeys(ks, nil, out)
+				t.LookupKeys(ks, nil, out, nil)
 				s = out[batch-1]
 			}
 			sinkAttrs = s
@@ -267,7 +267,7 @@ func BenchmarkLookupUnderWrites(b *testing.B) {
 		b.ResetTimer()
 		for i := 0; i < b.N; i += 64 {
 			j := i & (len(addrs) - 1)
-			t.LookupKeys(keys[j:j+64], nil, out)
+			t.LookupKeys(keys[j:j+64], nil, out, nil)
 		}
 		b.StopTimer()
 		close(stop)

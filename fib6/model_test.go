@@ -35,7 +35,7 @@ func (m *refTable) put(r Route, mode putMode) error {
 		switch {
 		case mode == modeAdd && same:
 			return ErrExists
-		case (mode == modeAppend || mode == modePrepend) && sameAttrs(&o.Attrs, &r.Attrs):
+		case (mode == modeAppend || mode == modePrepend) && (sameAttrs(&o.Attrs, &r.Attrs) || same && sameWay(&o.Attrs, &r.Attrs)):
 			return ErrExists
 		case (mode == modeAppend || mode == modePrepend) && same && o.multipath() && r.multipath():
 			var ms []nexthop.Member
@@ -103,6 +103,24 @@ func sameAttrs(a, b *Attrs) bool {
 	x, y := *a, *b
 	x.Group, y.Group = nil, nil
 	return x == y && a.Group.Equal(b.Group)
+}
+
+// sameWay: Linux's rt6_duplicate_nexthop, written out. Reject and throw
+// routes all go by lo; a nexthop object is itself; multipath routes are
+// merged path by path instead.
+func sameWay(a, b *Attrs) bool {
+	byLo := func(x *Attrs) bool {
+		return x.Type == Blackhole || x.Type == Unreachable || x.Type == Prohibit || x.Type == Throw
+	}
+	switch {
+	case a.Object != nil || b.Object != nil:
+		return a.Object == b.Object
+	case a.Group != nil || b.Group != nil:
+		return false
+	case byLo(a) || byLo(b):
+		return byLo(a) && byLo(b)
+	}
+	return a.Nexthop.Link == b.Nexthop.Link && a.Nexthop.Gateway == b.Nexthop.Gateway
 }
 
 func sameRoute(a, b Route) bool { return a.Dst == b.Dst && sameAttrs(&a.Attrs, &b.Attrs) }
@@ -228,7 +246,7 @@ func checkTable(t *testing.T, tab *Table, m *refTable, r *rand.Rand) {
 		}
 	}
 	outKeys := make([]*Attrs, len(dsts))
-	tab.LookupKeys(keysOf(dsts), keysOf(srcs), outKeys)
+	tab.LookupKeys(keysOf(dsts), keysOf(srcs), outKeys, nil)
 	for i := range dsts {
 		want := tab.Lookup(dsts[i], srcs[i])
 		if got := outKeys[i]; (got == nil) != (want == nil) || got != nil && got != want {

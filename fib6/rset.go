@@ -1,6 +1,8 @@
 package fib6
 
 import (
+	"slices"
+
 	"urouter/nexthop"
 )
 
@@ -16,6 +18,9 @@ type rset struct {
 	best   *Attrs
 	routes []*attrsRef // ordered by metric, then as added
 	hasSrc bool        // some route has a source prefix: take the slow path
+	// choice: for some source, two routes share the lowest metric, so a
+	// lookup that prefers a link may take another than the first
+	choice bool
 }
 
 // attrsRef is a table's one shared copy of some Attrs.
@@ -33,11 +38,15 @@ func newRset(routes []*attrsRef) *rset {
 		return routes[0].single
 	}
 	r := &rset{routes: routes}
-	for _, a := range routes {
+	for i, a := range routes {
 		if a.Src.IsValid() {
 			r.hasSrc = true
 		} else if r.best == nil {
 			r.best = &a.Attrs
+		}
+		// the first route of a's source before it has a's metric
+		if j := slices.IndexFunc(routes[:i], func(b *attrsRef) bool { return b.Src == a.Src }); j >= 0 && routes[j].Metric == a.Metric {
+			r.choice = true
 		}
 	}
 	return r

@@ -101,7 +101,7 @@ func readVersions(t *testing.T, tab *Table, dsts []netip.Prefix, stop chan struc
 			continue
 		}
 		v := first.Nexthop.Link
-		tab.LookupKeys(keys, nil, out)
+		tab.LookupKeys(keys, nil, out, nil)
 		for i, p := range out {
 			if p == nil || p.Nexthop.Link < v {
 				torn.Add(1)

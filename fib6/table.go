@@ -83,8 +83,10 @@ func (t *Table) Lookup(dst, src netip.Addr) *Attrs {
 // bytes of their headers (no conversion per address), interleaving their
 // memory accesses; out[i] is the route Lookup(dsts[i], srcs[i]) finds
 // (nil for none). srcs may be nil; a source of all zeros (the unspecified
-// address) counts as none.
-func (t *Table) LookupKeys(dsts [][16]byte, srcs [][16]byte, out []*Attrs) {
+// address) counts as none. choice, if not nil, says for each whether the
+// prefix found has routes a lookup that prefers a link may choose between
+// (Get with a Score may find another).
+func (t *Table) LookupKeys(dsts [][16]byte, srcs [][16]byte, out []*Attrs, choice []bool) {
 	var sets [batchWidth]*rset
 	for base := 0; base < len(dsts); base += batchWidth {
 		n := min(batchWidth, len(dsts)-base)
@@ -104,62 +106,105 @@ func (t *Table) LookupKeys(dsts [][16]byte, srcs [][16]byte, out []*Attrs) {
 				_, a, _ := t.Get(netip.AddrFrom16(dsts[base+j]), src, nil)
 				out[base+j] = a
 			}
+			if choice != nil {
+				choice[base+j] = r != nil && r.choice
+			}
 		}
 	}
 }
 
 // Get is the slow, explaining lookup: it returns the prefix that matched
-// and its route. accept, if not nil, skips routes it refuses (and the
-// lookup goes on to shorter prefixes), as a lookup with oif skips reject
-// routes.
-func (t *Table) Get(dst, src netip.Addr, accept func(*Attrs) bool) (netip.Prefix, *Attrs, bool) {
+// and its route. score, if not nil, chooses among a prefix's routes as
+// Linux's rt6_select does for a lookup with an interface (choose says
+// how), and a prefix with none it takes gives way to shorter ones, as
+// fib6_backtrack does.
+func (t *Table) Get(dst, src netip.Addr, score Score) (netip.Prefix, *Attrs, bool) {
 	a := dst.As16()
 	var buf [16]match
-	for _, m := range t.trie.matches(keyOf(&a), buf[:0]) {
-		if accept == nil && !m.r.hasSrc && m.r.best != nil {
+	return get(t.trie.matches(keyOf(&a), buf[:0]), src, score)
+}
+
+func get(ms []match, src netip.Addr, score Score) (netip.Prefix, *Attrs, bool) {
+	back := false // backtracking: a prefix the lookup reached gave nothing
+	for _, m := range ms {
+		if score == nil && !m.r.hasSrc && m.r.best != nil {
 			return m.p, m.r.best, true
 		}
-		if r, ok := pick(m, src, accept); ok {
+		r, reached := pick(m, src, score, back)
+		if r != nil {
 			return m.p, &r.Attrs, true
 		}
+		back = back || reached
 	}
 	return netip.Prefix{}, nil, false
 }
 
-// pick chooses among the routes of one matching prefix. A prefix with
-// source-specific routes hides its plain routes from every source its
-// source prefixes do not cover, except ::/0, which falls back to them
-// (Linux 6.18 behaves so; see DESIGN.md).
-func pick(m match, src netip.Addr, accept func(*Attrs) bool) (*attrsRef, bool) {
-	ok := func(a *attrsRef) bool { return accept == nil || accept(&a.Attrs) }
+// Score ranks a route for a lookup, as Linux's rt6_score_route: higher is
+// better, and a negative score passes the route over.
+type Score func(*Attrs) int
+
+// pick chooses among the routes of one matching prefix, and reports
+// whether the lookup reached it. A prefix with source-specific routes
+// (Linux's subtree) is reached by a lookup from a source one of their
+// source prefixes covers: it tries those routes, the longest source
+// prefix first, then the plain ones. From any other source (or none) it
+// hides its plain routes (Linux 6.18 behaves so; see DESIGN.md), except
+// for ::/0, and for a lookup that backtracks to it from a longer prefix
+// that gave nothing (a strict one: fib6_backtrack comes up from the child
+// and through the subtree to the prefix's own routes).
+func pick(m match, src netip.Addr, score Score, back bool) (*attrsRef, bool) {
 	if !m.r.hasSrc {
-		for _, a := range m.r.routes {
-			if ok(a) {
-				return a, true
+		return choose(m.r.routes, netip.Prefix{}, score), true
+	}
+	reached := back || m.p.Bits() == 0
+	if src.IsValid() {
+		done := 129 // the source prefixes tried are shorter than this
+		for {
+			var longest netip.Prefix
+			for _, a := range m.r.routes {
+				if a.Src.IsValid() && a.Src.Bits() < done && a.Src.Contains(src) && a.Src.Bits() >= longest.Bits() {
+					longest = a.Src
+				}
 			}
+			if !longest.IsValid() {
+				break
+			}
+			if r := choose(m.r.routes, longest, score); r != nil {
+				return r, true
+			}
+			reached, done = true, longest.Bits()
 		}
+	}
+	if !reached {
 		return nil, false
 	}
-	if src.IsValid() {
-		var best *attrsRef
-		for _, a := range m.r.routes {
-			if a.Src.IsValid() && a.Src.Contains(src) && ok(a) &&
-				(best == nil || a.Src.Bits() > best.Src.Bits()) {
-				best = a
-			}
+	return choose(m.r.routes, netip.Prefix{}, score), true
+}
+
+// choose is Linux's find_rr_leaf over the routes from source prefix src
+// (in metric order): without score, the first; with it, the first of the
+// highest score among those of the lowest metric, or if none of them
+// scores, the first of the highest score among all the others.
+func choose(routes []*attrsRef, src netip.Prefix, score Score) *attrsRef {
+	var best *attrsRef
+	top, metric, first := -1, uint32(0), true
+	for _, a := range routes {
+		if a.Src != src {
+			continue
 		}
-		if best != nil {
-			return best, true
+		if score == nil {
+			return a
+		}
+		if first {
+			metric, first = a.Metric, false
+		} else if a.Metric != metric && best != nil {
+			return best
+		}
+		if s := score(&a.Attrs); s > top {
+			best, top = a, s
 		}
 	}
-	if m.p.Bits() == 0 {
-		for _, a := range m.r.routes {
-			if !a.Src.IsValid() && ok(a) {
-				return a, true
-			}
-		}
-	}
-	return nil, false
+	return best
 }
 
 // Hidden reports the longest prefix matching dst that a lookup from src
@@ -170,7 +215,7 @@ func (t *Table) Hidden(dst, src netip.Addr) (netip.Prefix, bool) {
 	a := dst.As16()
 	var buf [16]match
 	for _, m := range t.trie.matches(keyOf(&a), buf[:0]) {
-		if _, ok := pick(m, src, nil); ok {
+		if r, _ := pick(m, src, nil, false); r != nil {
 			return netip.Prefix{}, false
 		}
 		if m.r.hasSrc {

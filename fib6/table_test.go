@@ -191,7 +191,7 @@ func TestECMP(t *testing.T) {
 	}
 	a := netip.MustParseAddr("2001:db8::1")
 	out := make([]*Attrs, 1)
-	tab.LookupKeys(keysOf([]netip.Addr{a}), nil, out)
+	tab.LookupKeys(keysOf([]netip.Addr{a}), nil, out, nil)
 	p := out[0]
 	if p == nil || p.Group == nil || p.Group.Len() != 3 || p.Metric != 10 {
 		t.Fatalf("route %+v, want a group of the 3 paths", p)
@@ -207,8 +207,13 @@ func TestECMP(t *testing.T) {
 	if gp, ga, ok := tab.Get(a, netip.Addr{}, nil); !ok || gp != dst || ga != p {
 		t.Errorf("Get found %v %v, LookupKeys %v", gp, ga, p)
 	}
-	// a lookup that accepts one link only (route get oif) gets that route
-	_, only, ok := tab.Get(a, netip.Addr{}, func(a *Attrs) bool { return a.Nexthop.Link == 2 })
+	// a lookup that takes one link only (route get oif) gets that route
+	_, only, ok := tab.Get(a, netip.Addr{}, func(a *Attrs) int {
+		if a.Nexthop.Link == 2 {
+			return 2
+		}
+		return -1
+	})
 	if !ok || only.Group != nil || only.Metric != 20 {
 		t.Errorf("oif 2 lookup found %+v", only)
 	}

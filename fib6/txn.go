@@ -165,7 +165,7 @@ func (x *Txn) putOn(cur *rset, k key, plen int, r Route, ref *attrsRef, mode put
 				replaced = i
 			}
 		case modeAppend, modePrepend:
-			if a == ref {
+			if a == ref || same && duplicate(&a.Attrs, &r.Attrs) {
 				return ErrExists
 			}
 			if same && replaced < 0 && a.multipath() && r.multipath() {
@@ -361,14 +361,15 @@ func (x *Txn) Expire(now int64) int {
 // transaction commits (for ECMP, the best path, as Lookup does). It changes
 // nothing, so a transaction of one change keeps its in-place store.
 func (x *Txn) Lookup(dst netip.Addr) *Attrs {
+	_, a, _ := x.Get(dst, netip.Addr{}, nil)
+	return a
+}
+
+// Get is Table.Get in the table as the open transaction sees it.
+func (x *Txn) Get(dst, src netip.Addr, score Score) (netip.Prefix, *Attrs, bool) {
 	a := dst.As16()
 	var buf [16]match
-	for _, m := range matchesIn(&x.tx, denseEntry(x.tx.root), keyOf(&a), buf[:0]) {
-		if r, ok := pick(m, netip.Addr{}, nil); ok {
-			return &r.Attrs
-		}
-	}
-	return nil
+	return get(matchesIn(&x.tx, denseEntry(x.tx.root), keyOf(&a), buf[:0]), src, score)
 }
 
 // Has reports whether the table, as the open transaction sees it, has a

@@ -28,6 +28,25 @@ func coalesce(a, b *Attrs) (Attrs, error) {
 	return out, nil
 }
 
+// duplicate reports whether routes a and b (of one metric) go the same
+// way, so that an append of b next to a is refused, as Linux's
+// rt6_duplicate_nexthop finds: through the same nexthop object, or by the
+// same link and gateway. Every reject and throw route goes by lo without
+// one; multipath routes are compared path by path (coalesce).
+func duplicate(a, b *Attrs) bool {
+	switch {
+	case a.Object != nil || b.Object != nil:
+		return a.Object == b.Object
+	case a.Group != nil || b.Group != nil:
+		return false
+	}
+	lo := func(t Type) bool { return t.IsReject() || t == Throw }
+	if lo(a.Type) || lo(b.Type) {
+		return lo(a.Type) && lo(b.Type)
+	}
+	return a.Nexthop.Link == b.Nexthop.Link && a.Nexthop.Gateway == b.Nexthop.Gateway
+}
+
 // removePath takes path p out of multipath route i of cur, as Linux deletes
 // one ECMP sibling; a route left with one path becomes a plain one. It
 // returns the route of the path removed.

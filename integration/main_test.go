@@ -168,8 +168,11 @@ func mustRun(t testing.TB, name string, args ...string) string {
 }
 
 // netns creates a network namespace for the test and deletes it after.
+// $UROUTER_NETNS_PREFIX, if set, goes before its name, so that the tests
+// of two work trees can run at once without deleting each other's.
 func newNetns(t testing.TB, name string) string {
 	t.Helper()
+	name = os.Getenv("UROUTER_NETNS_PREFIX") + name
 	runCmd("ip", "netns", "del", name)
 	mustRun(t, "ip", "netns", "add", name)
 	t.Cleanup(func() {

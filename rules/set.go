@@ -100,6 +100,10 @@ func Default() []Rule {
 	}
 }
 
+// Loopback is the index of the loopback link, which the router's own
+// packets come in by.
+func (s *Set) Loopback() int32 { return s.loopback }
+
 // ProtoKernel is the protocol of rules the router made itself.
 const ProtoKernel = 2
 
