@@ -67,6 +67,14 @@ func (l *Link) SetDADTransmits(n int) {
 	}
 }
 
+// SetRouterFlag says whether an Ethernet link's Neighbour Advertisements
+// say the router is one (its forwarding knob, as Linux's NA router flag).
+func (l *Link) SetRouterFlag(on bool) {
+	if e, ok := l.hw.(*ether); ok {
+		e.nd.SetRouter(on)
+	}
+}
+
 // SetForwarding turns forwarding on or off for the whole router
 // (net.ipv6.conf.all.forwarding): off, a packet not for the router is
 // dropped, as Linux's ip6_forward drops it, with no ICMPv6 error.

@@ -57,3 +57,20 @@ func TestDADTransmits(t *testing.T) {
 		t.Errorf("%d solicitations for %v with dad_transmits 0", n, b.Addr())
 	}
 }
+
+// TestRouterFlag: a link's Neighbour Advertisements carry the router flag
+// while its forwarding knob is on, and not once it is off (Linux's NA
+// router flag is the link's forwarding).
+func TestRouterFlag(t *testing.T) {
+	l, _, f := etherLink(t)
+	own := netip.MustParseAddr("2001:db8:91::1")
+	for _, router := range []bool{true, false, true} {
+		l.SetRouterFlag(router)
+		f.rx <- ndFrame(header.ICMPv6NeighborSolicit, hostAddr, solicitedNode(own), nsBody(own, &hostMAC), 255)
+		na := waitSent(t, f, 1)[0]
+		m := header.ICMPv6(header.IPv6(na.pkt).Payload())
+		if adv := header.NDPNeighborAdvert(m.MessageBody()); m.Type() != header.ICMPv6NeighborAdvert || adv.RouterFlag() != router {
+			t.Errorf("forwarding %v: type %d, router flag %v", router, m.Type(), adv.RouterFlag())
+		}
+	}
+}

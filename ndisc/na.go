@@ -34,8 +34,12 @@ func (n *ND) recvNA(dst netip.Addr, body []byte) bool {
 	return true
 }
 
-// na builds a Neighbour Advertisement for target (the router's, so the
-// router flag), to dst.
+// SetRouter says whether the link's advertisements carry the router flag
+// (Linux's net.ipv6.conf.LINK.forwarding).
+func (n *ND) SetRouter(on bool) { n.host.Store(!on) }
+
+// na builds a Neighbour Advertisement for target (the router's: the
+// router flag unless the link's forwarding is off), to dst.
 func (n *ND) na(target netip.Addr, dst [16]byte, solicited, override, withLL bool) []byte {
 	opts := header.NDPOptionsSerializer{}
 	if withLL {
@@ -44,7 +48,7 @@ func (n *ND) na(target netip.Addr, dst [16]byte, solicited, override, withLL boo
 	body := make([]byte, header.NDPNAMinimumSize+opts.Length())
 	na := header.NDPNeighborAdvert(body)
 	na.SetTargetAddress(tcpip.AddrFrom16(target.As16()))
-	na.SetRouterFlag(true)
+	na.SetRouterFlag(!n.host.Load())
 	na.SetSolicitedFlag(solicited)
 	na.SetOverrideFlag(override)
 	na.Options().Serialize(opts)

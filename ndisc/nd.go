@@ -67,6 +67,9 @@ type ND struct {
 	// dadTransmits is how many solicitations DAD sends for a new address
 	// (Linux's dad_transmits; 0 when its accept_dad knobs say no DAD)
 	dadTransmits atomic.Int32
+	// host: the link's forwarding is 0, so its advertisements say it is
+	// no router (Linux's NA router flag is the link's forwarding)
+	host atomic.Bool
 
 	// the goroutine's own
 	addrs   map[netip.Addr]*ownAddr

@@ -39,7 +39,8 @@ const anyInt = math.MaxInt32
 
 // confKnobs are the knobs, by name; what the router does with each:
 //   - forwarding: all's turns forwarding on or off for the router (Linux's
-//     ip6_forward reads all's); a link's only is read back.
+//     ip6_forward reads all's); a link's is its advertisements' router
+//     flag (ndisc_recv_ns).
 //   - keep_addr_on_down: a link going down keeps its global addresses if
 //     all's is positive, or, all's being 0, its own is (addrconf_ifdown).
 //   - ignore_routes_with_linkdown: read back only: a link here has no
@@ -62,7 +63,8 @@ var confKnobs = []*confKnob{
 	{name: "disable_ipv6", lo: math.MinInt32, hi: anyInt, field: func(c *ipv6Conf) *int64 { return &c.disableIPv6 },
 		all: allEverywhere, apply: func(r *Router, l *dataplane.Link, c ipv6Conf) { r.setIPv6(l, c.disableIPv6 == 0) }},
 	{name: "forwarding", lo: math.MinInt32, hi: anyInt, field: func(c *ipv6Conf) *int64 { return &c.forwarding },
-		all: allEverywhere, applyAll: func(r *Router) { r.DP.SetForwarding(r.sys.all.forwarding != 0) }},
+		all: allEverywhere, applyAll: func(r *Router) { r.DP.SetForwarding(r.sys.all.forwarding != 0) },
+		apply: func(_ *Router, l *dataplane.Link, c ipv6Conf) { l.SetRouterFlag(c.forwarding != 0) }},
 	{name: "hop_limit", lo: 1, hi: 255, field: func(c *ipv6Conf) *int64 { return &c.hopLimit },
 		apply: func(_ *Router, l *dataplane.Link, c ipv6Conf) { l.SetHopLimit(uint8(c.hopLimit)) }},
 	{name: "ignore_routes_with_linkdown", lo: math.MinInt32, hi: anyInt, field: func(c *ipv6Conf) *int64 { return &c.ignoreLinkdown },
