@@ -23,8 +23,12 @@ func (f *addrSel) selects(a netip.Prefix) bool {
 	return !f.none && (!f.to.IsValid() || f.to.Contains(a.Addr())) && (f.scope == "" || scopeOf(a.Addr()) == f.scope)
 }
 
-// any reports whether f selects an address of l.
-func (f *addrSel) any(l *dataplane.Link) bool {
+// shown reports whether link l is listed: once addresses are filtered,
+// only a link with a selected address is, as ipaddr_list does.
+func (f *addrSel) shown(l *dataplane.Link) bool {
+	if !f.none && !f.to.IsValid() && f.scope == "" {
+		return true
+	}
 	for _, a := range l.Addrs() {
 		if f.selects(a) {
 			return true
@@ -32,10 +36,6 @@ func (f *addrSel) any(l *dataplane.Link) bool {
 	}
 	return false
 }
-
-// filtered says whether links without a selected address are left out,
-// as ipaddr_list does once it filters addresses.
-func (f *addrSel) filtered() bool { return f.none || f.to.IsValid() || f.scope != "" }
 
 func (s *session) parseAddrSel(args [][]byte, usage func() *cmdErr) (*addrSel, *cmdErr) {
 	f := &addrSel{}

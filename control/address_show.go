@@ -25,7 +25,7 @@ func (s *session) addrShow(args [][]byte) *cmdErr {
 	w := s.newPrinter()
 	w.begin()
 	for _, l := range f.links {
-		if f.filtered() && !f.any(l) {
+		if !f.shown(l) {
 			continue
 		}
 		w.openObject("")

@@ -56,31 +56,14 @@ func (s *session) sysctlCmd(args [][]byte) *cmdErr {
 	return nil
 }
 
+// longOpts are procps's long options, by the letter each stands for.
+var longOpts = map[string]string{"--all": "-a", "--values": "-n", "--names": "-N", "--quiet": "-q",
+	"--ignore": "-e", "--write": "-w", "--binary": "-b"}
+
 func (o *sysctlOpts) parse(a string) *cmdErr {
-	switch a {
-	case "--all":
-		o.all = true
-		return nil
-	case "--values":
-		o.values = true
-		return nil
-	case "--names":
-		o.names = true
-		return nil
-	case "--quiet":
-		o.quiet = true
-		return nil
-	case "--ignore":
-		o.ignore = true
-		return nil
-	case "--write":
-		o.write = true
-		return nil
-	case "--binary":
-		o.binary = true
-		return nil
-	}
-	if strings.HasPrefix(a, "--") {
+	if short, ok := longOpts[a]; ok {
+		a = short
+	} else if strings.HasPrefix(a, "--") {
 		return &cmdErr{msg: fmt.Sprintf("sysctl: unrecognized option '%s'\nTry `sysctl --help' for more information.", a), code: 1}
 	}
 	for _, c := range a[1:] {

@@ -64,29 +64,35 @@ const (
 	hashFieldsAll = 0x0fff
 )
 
-// globalKnobs are the knobs outside conf and neigh, by name.
-var globalKnobs = map[string]struct {
+// globalKnob is a knob outside conf and neigh.
+type globalKnob struct {
 	get func(s *sysctls) string
 	set func(r *Router, v string) error
-}{
-	"net.ipv6.fib_multipath_hash_policy": {
-		func(s *sysctls) string { return itoa64(s.hashPolicy) },
-		func(r *Router, v string) error {
-			return r.setInt(v, 0, 3, &r.sys.hashPolicy, r.applyHash)
-		}},
-	"net.ipv6.fib_multipath_hash_fields": {
-		func(s *sysctls) string { return itoa64(s.hashFields) },
-		func(r *Router, v string) error {
-			return r.setInt(v, 1, hashFieldsAll, &r.sys.hashFields, r.applyHash)
-		}},
-	"net.ipv6.icmp.ratelimit": {
-		func(s *sysctls) string { return itoa64(s.icmpRate) },
-		func(r *Router, v string) error {
-			return r.setInt(v, 0, math.MaxInt32, &r.sys.icmpRate, r.applyICMP)
-		}},
+}
+
+// intKnob is a global integer knob in [lo, hi]; apply does what it does.
+func intKnob(field func(s *sysctls) *int64, lo, hi int64, apply func(r *Router)) globalKnob {
+	return globalKnob{
+		get: func(s *sysctls) string { return itoa64(*field(s)) },
+		set: func(r *Router, v string) error {
+			n, ok := parseProcInt(v)
+			if !ok || n < lo || n > hi {
+				return ErrBadValue
+			}
+			*field(&r.sys) = n
+			apply(r)
+			return nil
+		}}
+}
+
+// globalKnobs are the knobs outside conf and neigh, by name.
+var globalKnobs = map[string]globalKnob{
+	"net.ipv6.fib_multipath_hash_policy": intKnob(func(s *sysctls) *int64 { return &s.hashPolicy }, 0, 3, (*Router).applyHash),
+	"net.ipv6.fib_multipath_hash_fields": intKnob(func(s *sysctls) *int64 { return &s.hashFields }, 1, hashFieldsAll, (*Router).applyHash),
+	"net.ipv6.icmp.ratelimit":            intKnob(func(s *sysctls) *int64 { return &s.icmpRate }, 0, math.MaxInt32, (*Router).applyICMP),
 	"net.ipv6.icmp.ratemask": {
-		func(s *sysctls) string { return formatBitmap(s.ratemask) },
-		func(r *Router, v string) error {
+		get: func(s *sysctls) string { return formatBitmap(s.ratemask) },
+		set: func(r *Router, v string) error {
 			m, ok := parseBitmap(v)
 			if !ok {
 				return ErrBadValue
@@ -96,33 +102,11 @@ var globalKnobs = map[string]struct {
 			return nil
 		}},
 	// the routes a link going down or away takes with it are not told to
-	// `ip monitor`
-	"net.ipv6.route.skip_notify_on_dev_down": {
-		func(s *sysctls) string { return itoa64(s.skipNotify) },
-		func(r *Router, v string) error {
-			return r.setInt(v, 0, 1, &r.sys.skipNotify, func() {})
-		}},
+	// `ip monitor` (read where the router takes them: linkChanged)
+	"net.ipv6.route.skip_notify_on_dev_down": intKnob(func(s *sysctls) *int64 { return &s.skipNotify }, 0, 1, func(*Router) {}),
 	// Linux's global ICMP limit is IPv4's knob, and holds for ICMPv6 too
-	"net.ipv4.icmp_msgs_per_sec": {
-		func(s *sysctls) string { return itoa64(s.msgsPerSec) },
-		func(r *Router, v string) error {
-			return r.setInt(v, 0, math.MaxInt32, &r.sys.msgsPerSec, r.applyICMP)
-		}},
-	"net.ipv4.icmp_msgs_burst": {
-		func(s *sysctls) string { return itoa64(s.msgsBurst) },
-		func(r *Router, v string) error {
-			return r.setInt(v, 0, math.MaxInt32, &r.sys.msgsBurst, r.applyICMP)
-		}},
-}
-
-func (r *Router) setInt(v string, lo, hi int64, p *int64, apply func()) error {
-	n, ok := parseProcInt(v)
-	if !ok || n < lo || n > hi {
-		return ErrBadValue
-	}
-	*p = n
-	apply()
-	return nil
+	"net.ipv4.icmp_msgs_per_sec": intKnob(func(s *sysctls) *int64 { return &s.msgsPerSec }, 0, math.MaxInt32, (*Router).applyICMP),
+	"net.ipv4.icmp_msgs_burst":   intKnob(func(s *sysctls) *int64 { return &s.msgsBurst }, 0, math.MaxInt32, (*Router).applyICMP),
 }
 
 func (r *Router) applyHash() {

@@ -15,24 +15,17 @@ type ipv6Conf struct {
 	acceptRA, disableIPv6, mtu                 int64
 }
 
-// allWrite says what writing net.ipv6.conf.all.KNOB does beyond all's
-// own value: Linux copies some to default and to every link.
-type allWrite uint8
-
-const (
-	allOwn        allWrite = iota // all keeps its own value (read where Linux reads it)
-	allEverywhere                 // copied to default and every link
-)
-
 // A confKnob is one knob, with the range the kernel's handler takes and
 // what it does to a link.
 type confKnob struct {
-	name     string
-	lo, hi   int64
-	field    func(c *ipv6Conf) *int64
-	all      allWrite
-	apply    func(r *Router, l *dataplane.Link, c ipv6Conf) // its effect on l; nil: it has none of its own
-	applyAll func(r *Router)                                // its effect when all's changes
+	name   string
+	lo, hi int64
+	field  func(c *ipv6Conf) *int64
+	// everywhere: writing all's copies it to default and every link, as
+	// Linux does for some; else all keeps its own, read where Linux reads it
+	everywhere bool
+	apply      func(r *Router, l *dataplane.Link, c ipv6Conf) // its effect on l; nil: it has none of its own
+	applyAll   func(r *Router)                                // its effect when all's changes
 }
 
 const anyInt = math.MaxInt32
@@ -61,14 +54,14 @@ var confKnobs = []*confKnob{
 	{name: "dad_transmits", lo: math.MinInt32, hi: anyInt, field: func(c *ipv6Conf) *int64 { return &c.dadTransmits },
 		apply: applyDAD},
 	{name: "disable_ipv6", lo: math.MinInt32, hi: anyInt, field: func(c *ipv6Conf) *int64 { return &c.disableIPv6 },
-		all: allEverywhere, apply: func(r *Router, l *dataplane.Link, c ipv6Conf) { r.setIPv6(l, c.disableIPv6 == 0) }},
+		everywhere: true, apply: func(r *Router, l *dataplane.Link, c ipv6Conf) { r.setIPv6(l, c.disableIPv6 == 0) }},
 	{name: "forwarding", lo: math.MinInt32, hi: anyInt, field: func(c *ipv6Conf) *int64 { return &c.forwarding },
-		all: allEverywhere, applyAll: func(r *Router) { r.DP.SetForwarding(r.sys.all.forwarding != 0) },
+		everywhere: true, applyAll: func(r *Router) { r.DP.SetForwarding(r.sys.all.forwarding != 0) },
 		apply: func(_ *Router, l *dataplane.Link, c ipv6Conf) { l.SetRouterFlag(c.forwarding != 0) }},
 	{name: "hop_limit", lo: 1, hi: 255, field: func(c *ipv6Conf) *int64 { return &c.hopLimit },
 		apply: func(_ *Router, l *dataplane.Link, c ipv6Conf) { l.SetHopLimit(uint8(c.hopLimit)) }},
 	{name: "ignore_routes_with_linkdown", lo: math.MinInt32, hi: anyInt, field: func(c *ipv6Conf) *int64 { return &c.ignoreLinkdown },
-		all: allEverywhere},
+		everywhere: true},
 	{name: "keep_addr_on_down", lo: math.MinInt32, hi: anyInt, field: func(c *ipv6Conf) *int64 { return &c.keepAddrOnDown }},
 	{name: "mtu", lo: dataplane.MinMTU, hi: anyInt, field: func(c *ipv6Conf) *int64 { return &c.mtu }},
 }
@@ -112,7 +105,7 @@ func (c confOf) set(r *Router, l *dataplane.Link, v string) error {
 	switch {
 	case c.all:
 		*c.k.field(&r.sys.all) = n
-		if c.k.all == allEverywhere {
+		if c.k.everywhere {
 			*c.k.field(&r.sys.dflt) = n
 			r.eachLink(func(r *Router, l *dataplane.Link, _ ipv6Conf) { r.setConf(c.k, l, n) })
 		}
