@@ -9,31 +9,37 @@ import (
 type DropReason uint8
 
 const (
-	DropTruncated     DropReason = iota // shorter than its headers
-	DropVersion                         // not IPv6
-	DropLength                          // shorter than its payload length says
-	DropMartian                         // a source or destination that must not be routed
-	DropHopLimit                        // hop limit expired
-	DropNoRoute                         // no route, or an unreachable route
-	DropProhibited                      // prohibit route
-	DropBlackhole                       // blackhole route
-	DropTooBig                          // larger than the egress MTU
-	DropLinkDown                        // egress link down or gone
-	DropLocal                           // for the router, not answered (e.g. an error message)
-	DropWrite                           // the egress refused the write
-	DropOption                          // a hop-by-hop option that says drop, or a malformed one
-	DropChecksum                        // for the router, with a bad transport checksum
-	DropNeighbour                       // its neighbour did not answer resolution
-	DropNDInvalid                       // Neighbour Discovery that RFC 4861 says to discard, or with a group or zero MAC
-	DropNDQueue                         // Neighbour Discovery the link's ND goroutine had no room for
-	DropNotForwarding                   // to be forwarded while forwarding is off (net.ipv6.conf.all.forwarding 0)
+	DropTruncated       DropReason = iota // shorter than its headers
+	DropVersion                           // not IPv6
+	DropLength                            // shorter than its payload length says
+	DropMartian                           // a source or destination that must not be routed
+	DropHopLimit                          // hop limit expired
+	DropNoRoute                           // no route, or an unreachable route
+	DropProhibited                        // prohibit route
+	DropBlackhole                         // blackhole route
+	DropTooBig                            // larger than the egress MTU
+	DropLinkDown                          // egress link down or gone
+	DropLocal                             // for the router, not answered (e.g. an error message)
+	DropWrite                             // the egress refused the write
+	DropOption                            // a hop-by-hop option that says drop, or a malformed one
+	DropChecksum                          // for the router, with a bad transport checksum
+	DropNeighbour                         // its neighbour did not answer resolution
+	DropNDInvalid                         // Neighbour Discovery that RFC 4861 says to discard, or with a group or zero MAC
+	DropNDQueue                           // Neighbour Discovery the link's ND goroutine had no room for
+	DropNotForwarding                     // to be forwarded while forwarding is off (net.ipv6.conf.all.forwarding 0)
+	DropNDHopLimit                        // Neighbour Discovery with a hop limit other than 255
+	DropNDChecksum                        // Neighbour Discovery with a bad checksum
+	DropRAIgnored                         // another router's Router Advertisement: a router takes none
+	DropRedirectIgnored                   // a Redirect: a router takes none
+	DropDADConflict                       // an advertisement of the router's own address
 	numDropReasons
 )
 
 var dropNames = [numDropReasons]string{
 	"truncated", "version", "length", "martian", "hop_limit", "no_route", "prohibited",
 	"blackhole", "too_big", "link_down", "local", "write", "option", "checksum", "neigh_failed",
-	"nd_invalid", "nd_queue_full", "not_forwarding",
+	"nd_invalid", "nd_queue_full", "not_forwarding", "nd_hop_limit", "nd_checksum", "ra_ignored",
+	"redirect_ignored", "dad_conflict",
 }
 
 func (d DropReason) String() string { return dropNames[d] }

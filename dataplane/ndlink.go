@@ -29,6 +29,13 @@ func (n *ndLink) Addrs() []netip.Prefix {
 	return nil
 }
 
+func (n *ndLink) Name() string {
+	if l := n.link.Load(); l != nil {
+		return l.Name
+	}
+	return "?"
+}
+
 func (n *ndLink) Send(mac ndisc.MAC, pkts [][]byte) error { return (*ether)(n).writeTo(mac, pkts) }
 
 // Count counts ND in the link's counters and the port's statistics, as
@@ -49,10 +56,11 @@ func (n *ndLink) Count(c ndisc.Count, bytes int) {
 		if ctrs != nil {
 			ctrs.Drops[DropNDQueue].addShared(1)
 		}
-	case ndisc.CountInvalid:
+	case ndisc.CountInvalid, ndisc.CountHopLimit, ndisc.CountChecksum, ndisc.CountRAIgnored,
+		ndisc.CountRedirect, ndisc.CountDADConflict:
 		n.stats.NDDropped.Add(1)
 		if ctrs != nil {
-			ctrs.Drops[DropNDInvalid].addShared(1)
+			ctrs.Drops[ndDrops[c]].addShared(1)
 		}
 	case ndisc.CountOut:
 		n.stats.NDSent.Add(1)
@@ -61,6 +69,12 @@ func (n *ndLink) Count(c ndisc.Count, bytes int) {
 			ctrs.TxBytes.addShared(uint64(bytes))
 		}
 	}
+}
+
+// ndDrops are the drop reasons of what ND refused.
+var ndDrops = map[ndisc.Count]DropReason{
+	ndisc.CountInvalid: DropNDInvalid, ndisc.CountHopLimit: DropNDHopLimit, ndisc.CountChecksum: DropNDChecksum,
+	ndisc.CountRAIgnored: DropRAIgnored, ndisc.CountRedirect: DropRedirectIgnored, ndisc.CountDADConflict: DropDADConflict,
 }
 
 // Unreachable answers each packet that waited in vain with ICMPv6

@@ -76,10 +76,20 @@ func (t *Table) remove(es []*Entry) {
 	t.do(as)
 }
 
+// Close drops every packet the table holds, without answers: its link
+// goes.
+func (t *Table) Close() {
+	for e := range t.all() {
+		e.mu.Lock()
+		e.drain()
+		e.mu.Unlock()
+	}
+}
+
 // Flush removes the entries match selects, and returns how many.
 func (t *Table) Flush(match func(Info) bool) int {
 	var es []*Entry
-	for _, e := range *t.index.Load() {
+	for e := range t.all() {
 		if match(e.info(t.Clock.Load())) {
 			es = append(es, e)
 		}
@@ -146,7 +156,7 @@ func (t *Table) State(addr netip.Addr) (State, MAC) {
 func (t *Table) Dump() []Info {
 	now := t.Clock.Load()
 	var out []Info
-	for _, e := range *t.index.Load() {
+	for e := range t.all() {
 		out = append(out, e.info(now))
 	}
 	slices.SortFunc(out, func(a, b Info) int { return a.Addr.Compare(b.Addr) })

@@ -95,6 +95,12 @@ type Params struct {
 	// collected, above 2 collection is forced, 3 is the hard limit.
 	Thresh1, Thresh2, Thresh3 int
 	GCInterval                time.Duration // gc_interval
+	// RFC 6583's bounds (unres.go), beyond Linux's knobs: entries
+	// awaiting resolution (unres_max), those one source address may start
+	// (unres_src_max), and the multicast solicitations for them per second
+	// (solicit_rate, solicit_burst at once); 0 is no bound.
+	UnresMax, UnresSrcMax     int
+	SolicitRate, SolicitBurst int
 }
 
 // DefaultParams are Linux's ndisc_cache defaults.
@@ -103,6 +109,7 @@ func DefaultParams() Params {
 		BaseReachable: 30 * time.Second, Retrans: time.Second, DelayProbe: 5 * time.Second,
 		GCStale: 60 * time.Second, UcastProbes: 3, McastProbes: 3, QueueLen: 101, QueueBytes: 212992,
 		Thresh1: 128, Thresh2: 512, Thresh3: 1024, GCInterval: 30 * time.Second,
+		UnresMax: 256, UnresSrcMax: 64, SolicitRate: 1000, SolicitBurst: 1000,
 	}
 }
 
@@ -111,7 +118,8 @@ func (p Params) Check() error {
 	switch {
 	case p.BaseReachable <= 0 || p.Retrans <= 0 || p.DelayProbe <= 0:
 		return errors.New("times must be positive")
-	case p.UcastProbes < 0 || p.McastProbes < 0 || p.McastReprobes < 0 || p.QueueLen < 0:
+	case p.UcastProbes < 0 || p.McastProbes < 0 || p.McastReprobes < 0 || p.QueueLen < 0 ||
+		p.UnresMax < 0 || p.UnresSrcMax < 0 || p.SolicitRate < 0 || p.SolicitBurst < 0:
 		return errors.New("counts must not be negative")
 	case p.Thresh3 <= 0:
 		return errors.New("thresh3 must be positive")

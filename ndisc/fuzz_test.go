@@ -16,6 +16,7 @@ type fakeIface struct {
 	sent  int
 }
 
+func (f *fakeIface) Name() string          { return "fake" }
 func (f *fakeIface) Addrs() []netip.Prefix { return f.addrs }
 func (f *fakeIface) Send(_ MAC, pkts [][]byte) error {
 	f.mu.Lock()

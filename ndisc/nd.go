@@ -20,6 +20,8 @@ const ipv6Len = header.IPv6MinimumSize
 // own goroutine (Receive's Count from the link's reader), with no lock of
 // its own held.
 type Iface interface {
+	// Name is the link's, for the log.
+	Name() string
 	// Addrs are the link's addresses.
 	Addrs() []netip.Prefix
 	// Send frames each packet (Headroom bytes, then IPv6) from the link's
@@ -40,9 +42,18 @@ type Count uint8
 const (
 	CountIn        Count = iota // a message taken for the ND goroutine
 	CountQueueFull              // a message dropped: the goroutine's queue was full
-	CountInvalid                // a message the goroutine refused (after CountIn)
+	CountInvalid                // a message the goroutine refused (after CountIn): malformed
 	CountOut                    // a message sent
+	// the goroutine refused these too, each for its reason
+	CountHopLimit    // a hop limit other than 255: not from the link (RFC 4861 7.1.1)
+	CountChecksum    // a bad ICMPv6 checksum
+	CountRAIgnored   // another router's advertisement: a router learns nothing from it
+	CountRedirect    // a Redirect: a router follows its own routes
+	CountDADConflict // an advertisement of the router's own address (duplicate or forged)
 )
+
+// accepted is what the receivers return for a message they took.
+const accepted = CountIn
 
 // ND is an Ethernet link's Neighbour Discovery, run by one goroutine of
 // its own: it answers Neighbour Solicitations for the router's addresses
@@ -70,6 +81,12 @@ type ND struct {
 	// host: the link's forwarding is 0, so its advertisements say it is
 	// no router (Linux's NA router flag is the link's forwarding)
 	host atomic.Bool
+	// untracked is the link's accept_untracked_na: 1, an advertisement
+	// for an address without an entry makes one; 2, if its source is on
+	// one of the link's prefixes
+	untracked atomic.Int32
+	// lastLog is when the goroutine last logged a DAD conflict
+	lastLog time.Time
 
 	// the goroutine's own
 	addrs   map[netip.Addr]*ownAddr
@@ -102,13 +119,15 @@ func (n *ND) Start() {
 	go n.run()
 }
 
-// Stop ends the ND goroutine and waits for it.
+// Stop ends the ND goroutine and waits for it; the cache lets go of
+// the packets it held.
 func (n *ND) Stop() {
 	n.once.Do(func() {
 		close(n.quit)
 		if n.started.Load() {
 			<-n.done
 		}
+		n.table.Close()
 	})
 }
 
@@ -124,8 +143,8 @@ func (n *ND) Receive(src MAC, p []byte) {
 	}
 }
 
-// refuse counts a message handle discards.
-func (n *ND) refuse(p []byte) { n.link.Count(CountInvalid, len(p)) }
+// refuse counts a message handle discards, for reason c.
+func (n *ND) refuse(c Count, p []byte) { n.link.Count(c, len(p)) }
 
 // Resync asks the goroutine to look at the link's addresses and RA again.
 func (n *ND) Resync() {
@@ -159,34 +178,47 @@ func (n *ND) run() {
 }
 
 // handle checks a message as RFC 4861 section 7.1 and 6.1 ask (hop limit
-// 255, checksum, code 0, length, options) and acts on it.
+// 255, checksum, code 0, length, options) and acts on it; what it refuses
+// is counted by reason.
 func (n *ND) handle(srcMAC MAC, p header.IPv6) {
-	if !p.IsValid(len(p)) || p.HopLimit() != 255 || int(p.PayloadLength())+ipv6Len != len(p) ||
-		len(p) < ipv6Len+header.ICMPv6MinimumSize {
-		n.refuse(p)
+	if !p.IsValid(len(p)) || int(p.PayloadLength())+ipv6Len != len(p) || len(p) < ipv6Len+header.ICMPv6MinimumSize {
+		n.refuse(CountInvalid, p)
+		return
+	}
+	if p.HopLimit() != 255 {
+		n.refuse(CountHopLimit, p)
 		return
 	}
 	m := header.ICMPv6(p.Payload())
 	src, dst := netip.AddrFrom16([16]byte(p.SourceAddressSlice())), netip.AddrFrom16([16]byte(p.DestinationAddressSlice()))
 	sum := header.ICMPv6Checksum(header.ICMPv6ChecksumParams{Header: m, Src: tcpip.AddrFrom16Slice(p.SourceAddressSlice()),
 		Dst: tcpip.AddrFrom16Slice(p.DestinationAddressSlice())})
-	if m.Code() != 0 || m.Checksum() != sum {
-		n.refuse(p)
+	switch {
+	case m.Checksum() != sum:
+		n.refuse(CountChecksum, p)
+		return
+	case m.Code() != 0:
+		n.refuse(CountInvalid, p)
 		return
 	}
-	var ok bool
+	c := CountInvalid
 	switch m.Type() {
 	case header.ICMPv6NeighborSolicit:
-		ok = n.recvNS(src, dst, srcMAC, m.MessageBody())
+		c = n.recvNS(src, dst, srcMAC, m.MessageBody())
 	case header.ICMPv6NeighborAdvert:
-		ok = n.recvNA(dst, m.MessageBody())
+		c = n.recvNA(src, dst, srcMAC, m.MessageBody())
 	case header.ICMPv6RouterSolicit:
-		ok = n.recvRS(src, srcMAC, m.MessageBody())
-	default:
-		return // RAs of other routers and redirects: a router takes none
+		c = n.recvRS(src, srcMAC, m.MessageBody())
+	case header.ICMPv6RouterAdvert:
+		// a router's routes and addresses are its administrator's (Linux
+		// with forwarding 1); unlike Linux, not even the sender's
+		// link-layer address is taken
+		c = CountRAIgnored
+	case header.ICMPv6RedirectMsg:
+		c = CountRedirect
 	}
-	if !ok {
-		n.refuse(p)
+	if c != accepted {
+		n.refuse(c, p)
 	}
 }
 

@@ -10,19 +10,19 @@ import (
 // Neighbour Solicitations (RFC 4861 4.3, 7.2.3): the ones the router
 // answers for its addresses, and the ones it sends (ns).
 
-// recvNS checks a solicitation's body and answers it; false: invalid.
-func (n *ND) recvNS(src, dst netip.Addr, srcMAC MAC, body []byte) bool {
+// recvNS checks a solicitation's body and answers it.
+func (n *ND) recvNS(src, dst netip.Addr, srcMAC MAC, body []byte) Count {
 	if len(body) < header.NDPNSMinimumSize {
-		return false
+		return CountInvalid
 	}
 	ns := header.NDPNeighborSolicit(body)
 	sll, ok := LinkOption(ns.Options(), optSourceLL)
 	target := netip.AddrFrom16(ns.TargetAddress().As16())
 	if !ok || target.IsMulticast() || src.IsUnspecified() && (!isSolicitedNode(dst) || sll != nil) {
-		return false
+		return CountInvalid
 	}
 	n.solicited(src, dst, target, sll, srcMAC)
-	return true
+	return accepted
 }
 
 // solicited answers a Neighbour Solicitation for one of the router's

@@ -1,6 +1,7 @@
 package ndisc
 
 import (
+	"math"
 	"net/netip"
 	"time"
 )
@@ -49,27 +50,49 @@ func maxProbes(p *Params, s State) int {
 // and the periodic collection, then reports when it wants to run next
 // (its owner also wakes on Kick). It is Linux's neigh_timer_handler and
 // neigh_periodic_work; call it from one goroutine.
+//
+// It looks at every entry only when a timer is due (soonest), and at
+// most every minScan: a flood that creates thousands of entries a second
+// buys a few hundred scans, not one each.
 func (t *Table) Run(now int64) (next int64) {
 	p := t.params.Load()
-	next = now + int64(p.GCInterval)
+	gc := max(t.gcDue(), now+int64(time.Millisecond))
+	if due := t.soonest.Load(); now < due && now < t.gcDue() {
+		return min(due, gc)
+	}
+	if now < t.lastScan+int64(minScan) {
+		return t.lastScan + int64(minScan)
+	}
+	t.lastScan = now
+	t.soonest.Store(math.MaxInt64)
 	var as []action
-	for _, e := range *t.index.Load() {
+	for e := range t.all() {
 		e.mu.Lock()
 		if e.deadline != 0 && e.deadline <= now && !e.dead {
 			if a, ok := t.expire(e, p, now); ok {
 				as = append(as, a)
 			}
 		}
-		if e.deadline != 0 && e.deadline < next {
-			next = e.deadline
+		if e.deadline != 0 && !e.dead {
+			t.note(e.deadline)
 		}
 		e.mu.Unlock()
 	}
 	t.do(as)
-	if now >= t.nextGC {
+	if now >= t.gcDue() {
 		t.periodicGC(p, now)
 	}
-	return min(next, max(t.nextGC, now+int64(time.Millisecond)))
+	return min(t.soonest.Load(), now+int64(p.GCInterval), max(t.gcDue(), now+int64(time.Millisecond)))
+}
+
+// minScan is the least time between two of Run's looks at every entry.
+const minScan = 2 * time.Millisecond
+
+// gcDue is when the periodic collection runs next.
+func (t *Table) gcDue() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.nextGC
 }
 
 // expire is one entry's timer; e.mu is held.
@@ -109,6 +132,12 @@ func (t *Table) expire(e *Entry, p *Params, now int64) (action, bool) {
 	a.solicit, a.mac = true, e.mac
 	a.unicast = e.probes < p.UcastProbes && e.hasMAC // ndisc_solicit: unicast first, then multicast
 	e.probes++
+	if !a.unicast && e.state == Incomplete {
+		// a known neighbour's probes are never held back (RFC 6583 7.1)
+		if a.solicit = t.mayMulticast(p, now); a.solicit {
+			t.ask(e.addr)
+		}
+	}
 	return a, true
 }
 
@@ -121,6 +150,7 @@ func (t *Table) periodicGC(p *Params, now int64) {
 	if t.Len() <= p.Thresh1 {
 		return
 	}
+	t.PeriodicGCs.Add(1)
 	t.collect(0, func(e *Entry) bool {
 		return (e.state&(Failed|None) != 0 || now-e.used.Load() > int64(p.GCStale)) && e.state&timed == 0
 	})
@@ -133,19 +163,33 @@ type Advert struct {
 	Solicited bool
 	Override  bool
 	Router    bool
+	// Untracked: an advertisement for a target without an entry makes
+	// one, STALE (Linux's accept_untracked_na, RFC 9131, on a router)
+	Untracked bool
 }
 
-// Advertised applies a Neighbour Advertisement to the target's entry, if
-// there is one (an advertisement creates none), as Linux's ndisc_recv_na
-// and neigh_update; RFC 4861 7.2.5.
+// Advertised applies a Neighbour Advertisement to the target's entry, as
+// Linux's ndisc_recv_na and neigh_update; RFC 4861 7.2.5. An
+// advertisement creates no entry, unless it is Untracked (then STALE) or
+// answers a solicitation the link sent lately for an entry that gave way
+// meanwhile (then REACHABLE): an answer gets in, even during a flood.
 func (t *Table) Advertised(target netip.Addr, na Advert) {
 	e := t.Lookup(target)
-	if e == nil {
-		return
-	}
 	to := Stale
 	if na.Solicited {
 		to = Reachable
+	}
+	if e == nil {
+		if !na.HasMAC || !na.Untracked && !(na.Solicited && t.wasAsked(target)) {
+			return
+		}
+		var err error
+		if e, err = t.create(target); err != nil {
+			return
+		}
+		if na.Untracked && !t.wasAsked(target) {
+			to = Stale
+		}
 	}
 	u := update{mac: na.MAC, hasMAC: na.HasMAC, to: to, weakOverride: true, override: na.Override,
 		setRouter: true, router: na.Router}

@@ -15,18 +15,23 @@ import (
 type fakeLink struct {
 	mu           sync.Mutex
 	mcast, ucast int
+	perTarget    map[netip.Addr]int // multicast solicitations
 	released     int
 	unreached    int
 	changes      []State
 }
 
-func (f *fakeLink) solicit(_ netip.Addr, _ MAC, unicast bool) {
+func (f *fakeLink) solicit(target netip.Addr, _ MAC, unicast bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if unicast {
 		f.ucast++
 	} else {
 		f.mcast++
+		if f.perTarget == nil {
+			f.perTarget = map[netip.Addr]int{}
+		}
+		f.perTarget[target]++
 	}
 }
 func (f *fakeLink) release(_ netip.Addr, _ MAC, p [][]byte) {
@@ -325,25 +330,39 @@ func TestQueueBounded(t *testing.T) {
 }
 
 // TestBounded floods the cache with new neighbours, as a scan of a /64
-// through the router does: it never holds more than thresh3, counts what
-// it refused, and collects what failed.
+// through the router does, while neighbours announce themselves: it never
+// holds more than thresh3, the ones that spoke all get in (unanswered
+// entries give way to them), and what failed is collected.
 func TestBounded(t *testing.T) {
 	p := DefaultParams()
 	p.Thresh1, p.Thresh2, p.Thresh3 = 8, 16, 32
+	p.UnresMax, p.UnresSrcMax = 0, 0 // Linux's bounds alone
 	tbl, _, clk := testTable(p)
 	for i := 0; i < 1000; i++ {
 		a := netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 14: byte(i >> 8), 15: byte(i)})
 		tbl.Output(a, []byte{1})
-		if i%2 == 0 {
-			tbl.Solicited(netip.AddrFrom16([16]byte{0xfe, 0x80, 14: byte(i >> 8), 15: byte(i)}), macA)
+		if i%50 == 0 {
+			n := netip.AddrFrom16([16]byte{0xfe, 0x80, 14: byte(i >> 8), 15: byte(i)})
+			tbl.Solicited(n, macA)
+			if st, _ := tbl.State(n); st != Stale {
+				t.Fatalf("neighbour %v that solicited is %v during the flood, want STALE", n, st)
+			}
 		}
 		if tbl.Len() > p.Thresh3 {
 			t.Fatalf("%d entries, thresh3 is %d", tbl.Len(), p.Thresh3)
 		}
 		clk.Add(int64(10 * time.Millisecond))
 	}
-	if tbl.Overflows.Load() == 0 {
-		t.Fatal("no overflow counted")
+	if tbl.GaveWay.Load() == 0 {
+		t.Fatal("no unanswered entry gave way")
+	}
+	// a table of answered entries only refuses the next one
+	full, _, _ := testTable(p)
+	for i := 0; i <= p.Thresh3; i++ {
+		full.Solicited(netip.AddrFrom16([16]byte{0xfe, 0x80, 15: byte(i)}), macA)
+	}
+	if full.Len() != p.Thresh3 || full.Overflows.Load() != 1 {
+		t.Fatalf("%d answered entries, %d refused; want thresh3 and 1", full.Len(), full.Overflows.Load())
 	}
 	// idle entries past gc_stale go at the periodic collection
 	advance(tbl, clk, 2*p.GCStale)

@@ -87,21 +87,20 @@ func (n *ND) raSync() {
 	}
 }
 
-// recvRS checks a Router Solicitation's body and answers it; false:
-// invalid.
-func (n *ND) recvRS(src netip.Addr, srcMAC MAC, body []byte) bool {
+// recvRS checks a Router Solicitation's body and answers it.
+func (n *ND) recvRS(src netip.Addr, srcMAC MAC, body []byte) Count {
 	if len(body) < header.NDPRSMinimumSize {
-		return false
+		return CountInvalid
 	}
 	sll, ok := LinkOption(header.NDPRouterSolicit(body).Options(), optSourceLL)
 	if !ok || src.IsUnspecified() && sll != nil {
-		return false
+		return CountInvalid
 	}
 	if sll != nil {
 		n.table.Solicited(src, MAC(sll))
 	}
 	n.raSolicited(src, srcMAC)
-	return true
+	return accepted
 }
 
 // soliciter is a host whose Router Solicitation is answered unicast.

@@ -1,7 +1,10 @@
 package ndisc
 
 import (
+	"encoding/binary"
+	"iter"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"net/netip"
 	"sync"
@@ -33,6 +36,7 @@ type Entry struct {
 	word atomic.Uint64
 	used atomic.Int64 // clock of the last packet sent to it
 
+	tab       *Table
 	mu        sync.Mutex
 	state     State
 	mac       MAC
@@ -46,6 +50,10 @@ type Entry struct {
 	queued    int  // bytes in queue
 	dead      bool // unlinked from the table
 	pinned    bool // kept through collection: a gateway its owner watches
+	// unres: counted among the table's entries awaiting resolution, and,
+	// when source is not 0, its source's (unres.go)
+	unres  bool
+	source uint16
 }
 
 func pack(s State, m MAC) uint64 {
@@ -86,12 +94,28 @@ type Table struct {
 	// base_reachable_time * [0.5, 1.5)), redrawn when the knob changes.
 	reachable atomic.Int64
 
-	mu        sync.Mutex // entries coming and going
-	index     atomic.Pointer[map[netip.Addr]*Entry]
-	kick      chan struct{}
-	nextGC    int64
-	Overflows atomic.Uint64 // entries refused at thresh3
+	mu sync.Mutex // entries coming and going
+	// shards are the index: immutable maps behind atomic pointers, an
+	// entry's chosen by a keyed hash of its address, so that an entry
+	// that comes or goes copies one shard, not the whole cache (a flood
+	// of new neighbours would otherwise copy thresh3 entries per packet)
+	shards [nShards]atomic.Pointer[map[netip.Addr]*Entry]
+	seed   uint64
+	n      atomic.Int32 // entries
+	kick   chan struct{}
+	nextGC int64 // t.mu
+	lastGC int64 // t.mu: the last forced collection
+
+	// soonest is the earliest timer set since Run last looked at every
+	// entry; lastScan when it did (Run's own)
+	soonest  atomic.Int64
+	lastScan int64
+
+	unresolved
+	stats
 }
+
+const nShards = 64
 
 // ErrFull is Linux's "neighbour table overflow": the cache is at thresh3
 // and nothing can be collected.
@@ -100,10 +124,12 @@ var ErrFull = syscall.ENOBUFS
 // newTable returns an empty cache for link with knobs p.
 func newTable(link cacheLink, p Params) *Table {
 	startClock()
-	t := &Table{link: link, Clock: &coarse, kick: make(chan struct{}, 1)}
+	t := &Table{link: link, Clock: &coarse, kick: make(chan struct{}, 1), seed: rand.Uint64() | 1}
 	t.SetParams(p)
-	m := map[netip.Addr]*Entry{}
-	t.index.Store(&m)
+	for i := range t.shards {
+		t.shards[i].Store(&map[netip.Addr]*Entry{})
+	}
+	t.soonest.Store(math.MaxInt64)
 	return t
 }
 
@@ -131,11 +157,32 @@ func (t *Table) wake() {
 	}
 }
 
+// shardOf is addr's shard, by a hash keyed with the table's random seed:
+// a sender cannot aim a flood at one shard.
+func (t *Table) shardOf(addr netip.Addr) int {
+	b := addr.As16()
+	x := binary.LittleEndian.Uint64(b[8:]) ^ binary.LittleEndian.Uint64(b[:8])*0x9e3779b97f4a7c15
+	return int((x * t.seed) >> (64 - 6))
+}
+
 // Lookup returns the entry of addr, or nil, without a lock.
-func (t *Table) Lookup(addr netip.Addr) *Entry { return (*t.index.Load())[addr] }
+func (t *Table) Lookup(addr netip.Addr) *Entry { return (*t.shards[t.shardOf(addr)].Load())[addr] }
 
 // Len is the number of entries.
-func (t *Table) Len() int { return len(*t.index.Load()) }
+func (t *Table) Len() int { return int(t.n.Load()) }
+
+// all is every entry, shard by shard, each shard as it was when reached.
+func (t *Table) all() iter.Seq[*Entry] {
+	return func(yield func(*Entry) bool) {
+		for i := range t.shards {
+			for _, e := range *t.shards[i].Load() {
+				if !yield(e) {
+					return
+				}
+			}
+		}
+	}
+}
 
 // Output is the way out for a packet to addr: the MAC to send it to now,
 // or false when the packet was queued for the resolution (a copy is kept)
@@ -150,15 +197,21 @@ func (t *Table) Output(addr netip.Addr, pkt []byte) (MAC, bool) {
 		}
 	} else {
 		var err error
-		if e, err = t.create(addr); err != nil {
+		if e, err = t.resolve(addr, pkt); err != nil {
 			return MAC{}, false
 		}
+		return t.slowOutput(e, pkt, true)
 	}
-	return t.slowOutput(e, pkt)
+	return t.slowOutput(e, pkt, false)
 }
 
-func (t *Table) slowOutput(e *Entry, pkt []byte) (MAC, bool) {
+// slowOutput is Output for a neighbour that is not valid; admitted: the
+// packet's resolution was admitted already (its entry is new).
+func (t *Table) slowOutput(e *Entry, pkt []byte, admitted bool) (MAC, bool) {
 	p := t.params.Load()
+	if s, _ := unpack(e.word.Load()); !admitted && (s == None || s == Failed) && !t.admit(pkt, p) {
+		return MAC{}, false
+	}
 	now := t.Clock.Load()
 	e.mu.Lock()
 	if e.dead { // collected between lookup and lock: drop, as a race with GC does in Linux
@@ -186,6 +239,7 @@ func (t *Table) slowOutput(e *Entry, pkt []byte) (MAC, bool) {
 		}
 		e.probes = p.UcastProbes // an unknown neighbour gets multicast probes only
 		from = e.set(Incomplete, now, now)
+		t.startedBy(e, pkt)
 		e.hold(pkt, p)
 		e.mu.Unlock()
 		t.link.changed(e.addr, from, Incomplete)
@@ -202,13 +256,22 @@ func (t *Table) slowOutput(e *Entry, pkt []byte) (MAC, bool) {
 // unres_qlen packets or unres_qlen_bytes (Linux drops the head of
 // arp_queue): a scan through the router costs at most thresh3 entries'
 // queues.
+//
+// Every held byte also counts against the router's unres_total_bytes
+// (heldBytes): past it a packet is not held, so that memory stays flat
+// however many entries a flood keeps waiting.
 func (e *Entry) hold(pkt []byte, p *Params) {
 	if p.QueueLen <= 0 || len(pkt) > p.QueueBytes {
 		return
 	}
 	for len(e.queue) > 0 && (len(e.queue) >= p.QueueLen || e.queued+len(pkt) > p.QueueBytes) {
 		e.queued -= len(e.queue[0])
+		heldBytes.Add(-int64(len(e.queue[0])))
 		e.queue = e.queue[1:]
+	}
+	if !takeHeld(int64(len(pkt))) {
+		e.tab.HeldLimited.Add(1)
+		return
 	}
 	e.queue = append(e.queue, append([]byte(nil), pkt...))
 	e.queued += len(pkt)
@@ -217,6 +280,7 @@ func (e *Entry) hold(pkt []byte, p *Params) {
 // drain takes the queue; e.mu is held.
 func (e *Entry) drain() [][]byte {
 	q := e.queue
+	heldBytes.Add(-int64(e.queued))
 	e.queue, e.queued = nil, 0
 	return q
 }
@@ -230,6 +294,13 @@ func (e *Entry) set(s State, now, deadline int64) State {
 	e.deadline = 0
 	if s&timed != 0 {
 		e.deadline = deadline
+		e.tab.note(deadline)
+	}
+	switch {
+	case s == Incomplete && !e.unres:
+		e.tab.countUnres(e)
+	case s != Incomplete && e.unres:
+		e.tab.uncountUnres(e)
 	}
 	if s&Probe != 0 && from&Probe == 0 {
 		e.probes = 0
@@ -238,63 +309,78 @@ func (e *Entry) set(s State, now, deadline int64) State {
 	return from
 }
 
-// create adds an entry for addr in state None, collecting first when the
-// cache is at its limit.
+// create adds an entry for addr in state None. At thresh3 it collects
+// first (at most every 100 ms: a flood does not buy a scan per packet),
+// then an entry that never answered gives way (RFC 6583 7.1: entries
+// that have answered are kept), and only then is addr refused.
 func (t *Table) create(addr netip.Addr) (*Entry, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	cur := *t.index.Load()
-	if e := cur[addr]; e != nil {
+	if e := (*t.shards[t.shardOf(addr)].Load())[addr]; e != nil {
 		return e, nil
 	}
 	p := t.params.Load()
-	if len(cur) >= p.Thresh3 || len(cur) >= p.Thresh2 && t.Clock.Load() >= t.nextGC {
-		t.forcedGC(p)
-		cur = *t.index.Load()
-		if len(cur) >= p.Thresh3 {
-			t.Overflows.Add(1)
-			return nil, ErrFull
-		}
-	}
 	now := t.Clock.Load()
-	e := &Entry{addr: addr, updated: now, confirmed: now - 2*int64(p.BaseReachable)}
+	if n := t.Len(); n >= p.Thresh3 && now-t.lastGC >= int64(100*time.Millisecond) || n >= p.Thresh2 && now >= t.nextGC {
+		t.forcedGC(p)
+	}
+	if t.Len() >= p.Thresh3 && !t.giveWay(Incomplete|Failed|None) {
+		t.Overflows.Add(1)
+		return nil, ErrFull
+	}
+	e := &Entry{tab: t, addr: addr, updated: now, confirmed: now - 2*int64(p.BaseReachable)}
 	e.used.Store(now)
-	t.edit(func(m map[netip.Addr]*Entry) { m[addr] = e })
+	t.edit(t.shardOf(addr), func(m map[netip.Addr]*Entry) { m[addr] = e })
+	t.n.Add(1)
 	return e, nil
 }
 
-// edit publishes a copy of the index that f changed: readers keep the one
+// edit publishes a copy of shard i that f changed: readers keep the one
 // they loaded. t.mu is held.
-func (t *Table) edit(f func(m map[netip.Addr]*Entry)) {
-	next := maps.Clone(*t.index.Load())
+func (t *Table) edit(i int, f func(m map[netip.Addr]*Entry)) {
+	next := maps.Clone(*t.shards[i].Load())
 	f(next)
-	t.index.Store(&next)
+	t.shards[i].Store(&next)
 }
 
-// unlink takes entries out of the index; t.mu is held.
+// unlink takes entries out of the index, copying each shard they are in
+// once; t.mu is held.
 func (t *Table) unlink(gone []*Entry) {
 	if len(gone) == 0 {
 		return
 	}
-	t.edit(func(m map[netip.Addr]*Entry) {
-		for _, e := range gone {
-			delete(m, e.addr)
+	var by [nShards][]*Entry
+	for _, e := range gone {
+		i := t.shardOf(e.addr)
+		by[i] = append(by[i], e)
+	}
+	for i, es := range by {
+		if len(es) > 0 {
+			t.edit(i, func(m map[netip.Addr]*Entry) {
+				for _, e := range es {
+					delete(m, e.addr)
+				}
+			})
 		}
-	})
+	}
+	t.n.Add(-int32(len(gone)))
 }
 
 // collect unlinks entries goes picks, down to keep entries, but never a
 // static or pinned one, nor one holding packets; t.mu is held.
 func (t *Table) collect(keep int, goes func(e *Entry) bool) {
-	cur := *t.index.Load()
+	n := t.Len()
 	var gone []*Entry
-	for _, e := range cur {
-		if len(cur)-len(gone) <= keep {
+	for e := range t.all() {
+		if n-len(gone) <= keep {
 			break
 		}
 		e.mu.Lock()
 		if e.state&static == 0 && !e.pinned && len(e.queue) == 0 && goes(e) {
 			e.dead = true
+			if e.unres {
+				t.uncountUnres(e)
+			}
 			gone = append(gone, e)
 		}
 		e.mu.Unlock()
@@ -306,8 +392,20 @@ func (t *Table) collect(keep int, goes func(e *Entry) bool) {
 // FAILED, NONE or STALE, or unused for gc_stale, go; t.mu is held.
 func (t *Table) forcedGC(p *Params) {
 	now := t.Clock.Load()
+	t.ForcedGCs.Add(1)
 	t.collect(p.Thresh2, func(e *Entry) bool {
 		return e.state&(Failed|None|Stale) != 0 || now-e.used.Load() > int64(p.GCStale)
 	})
-	t.nextGC = now + int64(5*time.Second)
+	t.nextGC, t.lastGC = now+int64(5*time.Second), now
+}
+
+// note says a timer is set for deadline: Run looks at every entry by
+// then.
+func (t *Table) note(deadline int64) {
+	for {
+		cur := t.soonest.Load()
+		if deadline >= cur || t.soonest.CompareAndSwap(cur, deadline) {
+			return
+		}
+	}
 }

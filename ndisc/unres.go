@@ -1,0 +1,231 @@
+package ndisc
+
+import (
+	"encoding/binary"
+	"math/rand/v2"
+	"net/netip"
+	"sync/atomic"
+	"time"
+)
+
+// The cache against the Neighbour Discovery exhaustion attack (RFC 6583):
+// a sender that scans an on-link /64 through the router makes it create
+// an INCOMPLETE entry, hold a packet and solicit for every address. Linux
+// lets such entries fill the table to gc_thresh3, and then refuses every
+// new neighbour, the real ones too. Here:
+//   - entries awaiting resolution are at most unres_max, and one source
+//     address may start at most unres_src_max of them (RFC 6583 6.3, 7.1):
+//     past the first a new resolution is refused, past the second an
+//     unanswered entry gives way to it;
+//   - at thresh3, an entry that never answered (INCOMPLETE, FAILED) gives
+//     way before a new one is refused, so a neighbour that speaks (its
+//     NS, its answer, an untracked NA when accept_untracked_na lets it
+//     in) always gets in;
+//   - a solicited NA for an address the link recently solicited gets in
+//     even if its entry gave way meanwhile (asked);
+//   - multicast solicitations for unresolved entries are at most
+//     solicit_rate a second (solicit_burst at once) per link, while NUD
+//     probes of known neighbours are not limited;
+//   - the bytes held for resolution are bounded for the whole router
+//     (unres_total_bytes), not only per entry.
+
+// unresolved is a table's account of its entries awaiting resolution.
+type unresolved struct {
+	unres    atomic.Int32           // INCOMPLETE entries
+	bySource [nSources]atomic.Int32 // ... that each source /64 started, by keyed hash
+	asked    [nAsked]atomic.Uint64  // keyed hashes of targets recently solicited by multicast
+	solTAT   int64                  // the solicitations' token bucket (GCRA), Run's own
+}
+
+const (
+	nSources = 1024
+	nAsked   = 4096
+)
+
+// stats are a table's counts, for `ip -s ntable`.
+type stats struct {
+	Overflows      atomic.Uint64 // entries refused at thresh3 (Linux's table_fulls)
+	SourceLimited  atomic.Uint64 // resolutions refused: their source had unres_src_max waiting
+	GaveWay        atomic.Uint64 // unanswered entries removed to make room
+	SolicitLimited atomic.Uint64 // multicast solicitations not sent: over solicit_rate
+	HeldLimited    atomic.Uint64 // packets not held: the router held unres_total_bytes
+	ForcedGCs      atomic.Uint64 // forced collections (forced_gc_runs)
+	PeriodicGCs    atomic.Uint64 // periodic collections (periodic_gc_runs)
+}
+
+// Stats are a table's counts at one time.
+type Stats struct {
+	Entries, Unresolved                                             int
+	TableFulls, SourceLimited, GaveWay, SolicitLimited, HeldLimited uint64
+	ForcedGCs, PeriodicGCs                                          uint64
+}
+
+// Stats returns the table's counts.
+func (t *Table) Stats() Stats {
+	return Stats{Entries: t.Len(), Unresolved: int(t.unres.Load()),
+		TableFulls: t.Overflows.Load(), SourceLimited: t.SourceLimited.Load(), GaveWay: t.GaveWay.Load(),
+		SolicitLimited: t.SolicitLimited.Load(), HeldLimited: t.HeldLimited.Load(),
+		ForcedGCs: t.ForcedGCs.Load(), PeriodicGCs: t.PeriodicGCs.Load()}
+}
+
+// heldBytes are the bytes every table holds for resolution; heldMax
+// bounds them (unres_total_bytes).
+var heldBytes, heldMax atomic.Int64
+
+// DefaultHeldMax is unres_total_bytes' default: 4 MiB, some two thousand
+// full frames, where Linux's per-entry bound alone lets 1,024 entries
+// hold 200 MiB.
+const DefaultHeldMax = 4 << 20
+
+func init() { heldMax.Store(DefaultHeldMax) }
+
+// SetHeldMax bounds the bytes all the router's caches hold for
+// resolution (unres_total_bytes).
+func SetHeldMax(n int64) { heldMax.Store(n) }
+
+// HeldMax is that bound.
+func HeldMax() int64 { return heldMax.Load() }
+
+// takeHeld counts n more bytes held, if they fit in unres_total_bytes.
+func takeHeld(n int64) bool {
+	for {
+		cur := heldBytes.Load()
+		if cur+n > heldMax.Load() {
+			return false
+		}
+		if heldBytes.CompareAndSwap(cur, cur+n) {
+			return true
+		}
+	}
+}
+
+// Held is what the caches hold now.
+func Held() int64 { return heldBytes.Load() }
+
+// resolve creates the entry a packet to addr asks for, if the packet's
+// source may start one more resolution.
+func (t *Table) resolve(addr netip.Addr, pkt []byte) (*Entry, error) {
+	if !t.admit(pkt, t.params.Load()) {
+		return nil, ErrFull
+	}
+	return t.create(addr)
+}
+
+// admit reports whether a packet may start a resolution: its source
+// has fewer than unres_src_max waiting, and the table fewer than
+// unres_max or an unanswered entry gives way.
+func (t *Table) admit(pkt []byte, p *Params) bool {
+	if s := t.sourceOf(pkt); s != 0 && p.UnresSrcMax > 0 && t.bySource[s-1].Load() >= int32(p.UnresSrcMax) {
+		t.SourceLimited.Add(1)
+		return false
+	}
+	if p.UnresMax > 0 && t.unres.Load() >= int32(p.UnresMax) {
+		t.mu.Lock()
+		ok := t.giveWay(Incomplete)
+		t.mu.Unlock()
+		if !ok {
+			t.Overflows.Add(1)
+			return false
+		}
+	}
+	return true
+}
+
+// sourceOf is the slot (from 1) of the source address of pkt (Headroom
+// bytes, then IPv6), or 0 if it has none. The bound is per address, not
+// per /64: a host's neighbours on its /64 are not refused for its flood.
+func (t *Table) sourceOf(pkt []byte) uint16 {
+	if len(pkt) < Headroom+ipv6Len {
+		return 0
+	}
+	hi, lo := binary.BigEndian.Uint64(pkt[Headroom+8:]), binary.BigEndian.Uint64(pkt[Headroom+16:])
+	return uint16(((hi*0x9e3779b97f4a7c15^lo)*t.seed)>>(64-10)) + 1
+}
+
+// countUnres counts e, going INCOMPLETE, among the entries awaiting
+// resolution; e.mu is held.
+func (t *Table) countUnres(e *Entry) {
+	e.unres = true
+	t.unres.Add(1)
+}
+
+// startedBy charges e's resolution to the source of pkt; e.mu is held.
+func (t *Table) startedBy(e *Entry, pkt []byte) {
+	if s := t.sourceOf(pkt); s != 0 && e.unres && e.source == 0 {
+		e.source = s
+		t.bySource[s-1].Add(1)
+	}
+}
+
+// uncountUnres undoes countUnres and startedBy, e resolved, failed or
+// gone; e.mu is held.
+func (t *Table) uncountUnres(e *Entry) {
+	e.unres = false
+	t.unres.Add(-1)
+	if e.source != 0 {
+		t.bySource[e.source-1].Add(-1)
+		e.source = 0
+	}
+}
+
+// giveWay removes one entry in one of the states victims that is neither
+// static nor pinned, from a shard picked at random: its packets are
+// dropped, without an Address Unreachable (a flood's, most likely); it
+// reports whether it found one. t.mu is held.
+func (t *Table) giveWay(victims State) bool {
+	start := rand.IntN(nShards)
+	for k := range nShards {
+		for _, e := range *t.shards[(start+k)%nShards].Load() {
+			if s, _ := unpack(e.word.Load()); s&victims == 0 || s&static != 0 {
+				continue
+			}
+			e.mu.Lock()
+			if e.dead || e.pinned || e.state&victims == 0 {
+				e.mu.Unlock()
+				continue
+			}
+			e.dead = true
+			e.drain()
+			if e.unres {
+				t.uncountUnres(e)
+			}
+			e.mu.Unlock()
+			t.unlink([]*Entry{e})
+			t.GaveWay.Add(1)
+			return true
+		}
+	}
+	return false
+}
+
+// askKey is target's key in asked: a keyed hash, never 0.
+func (t *Table) askKey(target netip.Addr) uint64 {
+	b := target.As16()
+	return (binary.LittleEndian.Uint64(b[:8])*0x9e3779b97f4a7c15^binary.LittleEndian.Uint64(b[8:]))*t.seed | 1
+}
+
+func (t *Table) ask(target netip.Addr) {
+	k := t.askKey(target)
+	t.asked[k>>(64-12)].Store(k)
+}
+
+func (t *Table) wasAsked(target netip.Addr) bool {
+	k := t.askKey(target)
+	return t.asked[k>>(64-12)].Load() == k
+}
+
+// mayMulticast reports whether a multicast solicitation for an
+// unresolved entry may go now, within solicit_rate and solicit_burst;
+// Run's goroutine only.
+func (t *Table) mayMulticast(p *Params, now int64) bool {
+	if p.SolicitRate <= 0 {
+		return true
+	}
+	iv := int64(time.Second) / int64(p.SolicitRate)
+	if t.solTAT-now > int64(max(p.SolicitBurst, 1)-1)*iv {
+		t.SolicitLimited.Add(1)
+		return false
+	}
+	t.solTAT = max(t.solTAT, now) + iv
+	return true
+}

@@ -1,0 +1,204 @@
+package ndisc
+
+import (
+	"encoding/binary"
+	"math/rand/v2"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+)
+
+// packetFrom is a packet as the cache holds it (Headroom, then an IPv6
+// header) from src, of n bytes in all.
+func packetFrom(src netip.Addr, n int) []byte {
+	b := make([]byte, max(n, Headroom+ipv6Len))
+	b[Headroom] = 0x60
+	s := src.As16()
+	copy(b[Headroom+8:], s[:])
+	return b
+}
+
+// randomIn is a random address of the /64 of p.
+func randomIn(p netip.Prefix) netip.Addr {
+	a := p.Addr().As16()
+	binary.BigEndian.PutUint64(a[8:], rand.Uint64())
+	return netip.AddrFrom16(a)
+}
+
+var lan = netip.MustParsePrefix("2001:db8:f2::/64")
+
+// TestFloodFromOneSource: a sender scanning a /64 through the router
+// starts at most unres_src_max resolutions; another sender's packet to a
+// new neighbour starts one, the neighbour's answer makes it REACHABLE,
+// and the flooder's addresses are solicited at most mcast_solicit times.
+func TestFloodFromOneSource(t *testing.T) {
+	p := DefaultParams()
+	p.Retrans = 100 * time.Millisecond
+	tbl, f, clk := testTable(p)
+	flooder := netip.MustParseAddr("2001:db8:f1::66")
+	for i := 0; i < 20000; i++ {
+		tbl.Output(randomIn(lan), packetFrom(flooder, 100))
+		if i%100 == 0 {
+			advance(tbl, clk, 5*time.Millisecond)
+		}
+		if u := tbl.Stats().Unresolved; u > p.UnresSrcMax {
+			t.Fatalf("%d entries awaiting resolution from one source, unres_src_max is %d", u, p.UnresSrcMax)
+		}
+	}
+	if tbl.SourceLimited.Load() == 0 {
+		t.Fatal("no resolution refused for its source")
+	}
+	c := netip.MustParseAddr("2001:db8:f2::3")
+	if _, ok := tbl.Output(c, packetFrom(netip.MustParseAddr("2001:db8:f1::2"), 100)); ok {
+		t.Fatal("a new neighbour resolved at once")
+	}
+	advance(tbl, clk, time.Millisecond)
+	if st, _ := tbl.State(c); st != Incomplete || f.perTarget[c] != 1 {
+		t.Fatalf("the new neighbour is %v with %d solicitations during the flood, want INCOMPLETE and 1", st, f.perTarget[c])
+	}
+	tbl.Advertised(c, Advert{MAC: macA, HasMAC: true, Solicited: true})
+	if st, _ := tbl.State(c); st != Reachable || f.released != 1 {
+		t.Fatalf("the answer left it %v with %d packets released, want REACHABLE and 1", st, f.released)
+	}
+	advance(tbl, clk, 2*time.Second)
+	for a, n := range f.perTarget {
+		if n > p.McastProbes {
+			t.Fatalf("%v solicited %d times, mcast_solicit is %d", a, n, p.McastProbes)
+		}
+	}
+}
+
+// TestFloodFromEverywhere: a flood from many sources keeps at most
+// unres_max entries waiting (the oldest give way), the table within
+// thresh3, and lets in a neighbour that solicits and one that answers a
+// solicitation after its entry gave way.
+func TestFloodFromEverywhere(t *testing.T) {
+	p := DefaultParams()
+	p.Thresh1, p.Thresh2, p.Thresh3, p.UnresMax = 64, 128, 256, 64
+	tbl, f, clk := testTable(p)
+	upstream := netip.MustParsePrefix("2001:db8:100::/40")
+	src := func() netip.Addr {
+		a := upstream.Addr().As16()
+		a[5], a[6], a[7] = byte(rand.N(256)), byte(rand.N(256)), byte(rand.N(256))
+		return netip.AddrFrom16(a)
+	}
+	c := netip.MustParseAddr("2001:db8:f2::3")
+	tbl.Output(c, packetFrom(src(), 100))
+	advance(tbl, clk, time.Millisecond) // c is solicited
+	for i := 0; i < 20000; i++ {
+		tbl.Output(randomIn(lan), packetFrom(src(), 100))
+		if s := tbl.Stats(); s.Unresolved > p.UnresMax || s.Entries > p.Thresh3 {
+			t.Fatalf("%d entries, %d awaiting resolution; thresh3 %d, unres_max %d", s.Entries, s.Unresolved, p.Thresh3, p.UnresMax)
+		}
+		if i%1000 == 0 {
+			n := netip.AddrFrom16([16]byte{0xfe, 0x80, 14: byte(i >> 8), 15: byte(i)})
+			tbl.Solicited(n, macB)
+			if st, _ := tbl.State(n); st != Stale {
+				t.Fatalf("a neighbour that solicited is %v during the flood", st)
+			}
+			advance(tbl, clk, time.Millisecond)
+		}
+	}
+	if tbl.GaveWay.Load() == 0 {
+		t.Fatal("no entry gave way")
+	}
+	if st, _ := tbl.State(c); st != None {
+		t.Fatalf("c's entry outlived 20,000 new ones: %v", st)
+	}
+	tbl.Advertised(c, Advert{MAC: macA, HasMAC: true, Solicited: true})
+	if st, mac := tbl.State(c); st != Reachable || mac != macA {
+		t.Fatalf("c answered the solicitation: %v %v, want REACHABLE", st, mac)
+	}
+	// an advertisement nobody asked for makes no entry
+	d := netip.MustParseAddr("2001:db8:f2::4")
+	tbl.Advertised(d, Advert{MAC: macA, HasMAC: true, Solicited: true})
+	if st, _ := tbl.State(d); st != None {
+		t.Fatalf("an unasked advertisement made an entry %v", st)
+	}
+	tbl.Advertised(d, Advert{MAC: macA, HasMAC: true, Untracked: true})
+	if st, _ := tbl.State(d); st != Stale {
+		t.Fatalf("an untracked advertisement let in: %v, want STALE", st)
+	}
+	_ = f
+}
+
+// TestSolicitRate: multicast solicitations for new neighbours stay within
+// solicit_rate and solicit_burst; a known neighbour's probes are not held
+// back by them.
+func TestSolicitRate(t *testing.T) {
+	p := DefaultParams()
+	p.Thresh1, p.Thresh2, p.Thresh3, p.UnresMax, p.UnresSrcMax = 4000, 4000, 4000, 4000, 0
+	p.SolicitRate, p.SolicitBurst = 100, 10
+	tbl, f, clk := testTable(p)
+	known := netip.MustParseAddr("2001:db8:f2::2")
+	tbl.Solicited(known, macA)
+	tbl.Output(known, []byte{1}) // STALE to DELAY, then PROBE
+	for i := 0; i < 1000; i++ {
+		tbl.Output(randomIn(lan), []byte{1})
+	}
+	advance(tbl, clk, time.Millisecond)
+	if f.mcast != 10 {
+		t.Fatalf("%d multicast solicitations at once, want solicit_burst 10", f.mcast)
+	}
+	// a thousand new neighbours a second for 3 s: about 100 a second
+	for i := 0; i < 300; i++ {
+		for j := 0; j < 10; j++ {
+			tbl.Output(randomIn(lan), []byte{1})
+		}
+		advance(tbl, clk, 10*time.Millisecond)
+	}
+	if n := f.mcast - 10; n < 270 || n > 310 {
+		t.Fatalf("%d multicast solicitations in 3 s, want about 300 (solicit_rate 100)", n)
+	}
+	advance(tbl, clk, p.DelayProbe)
+	if f.ucast == 0 {
+		t.Fatal("the known neighbour's probe was held back")
+	}
+	if tbl.SolicitLimited.Load() == 0 {
+		t.Fatal("no solicitation counted as held back")
+	}
+}
+
+// TestHeldBytesRouterWide: what all caches hold for resolution stays
+// within unres_total_bytes, and is given back when resolutions end.
+func TestHeldBytesRouterWide(t *testing.T) {
+	old := HeldMax()
+	t.Cleanup(func() { SetHeldMax(old) })
+	base := Held() // what other tests' tables hold
+	SetHeldMax(base + 100_000)
+	p := DefaultParams()
+	p.Retrans = 10 * time.Millisecond
+	var wg sync.WaitGroup
+	var tables [2]*Table
+	for i := range tables {
+		tbl, _, clk := testTable(p)
+		tables[i] = tbl
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < 2000; j++ {
+				tbl.Output(randomIn(lan), packetFrom(netip.AddrFrom16([16]byte{0x20, 1, 0xd, 0xb8, 7: byte(j)}), 1500))
+				if Held() > HeldMax() {
+					t.Errorf("%d bytes held, unres_total_bytes is %d", Held(), HeldMax())
+					return
+				}
+			}
+			advance(tbl, clk, time.Second)
+		}()
+	}
+	wg.Wait()
+	if tables[0].HeldLimited.Load()+tables[1].HeldLimited.Load() == 0 {
+		t.Fatal("no packet refused for the router's bound")
+	}
+	if h := Held() - base; h != 0 {
+		t.Fatalf("%d bytes still held after every resolution failed", h)
+	}
+	// a table that goes (its link deleted) gives back what it held
+	tbl, _, _ := testTable(p)
+	tbl.Output(target, packetFrom(target, 1000))
+	tbl.Close()
+	if h := Held() - base; h != 0 {
+		t.Fatalf("%d bytes still held after the table closed", h)
+	}
+}
