@@ -31,7 +31,8 @@ func (s *session) ntableCmd(args [][]byte) *cmdErr {
 			"Usage: ip ntable show [ dev DEV ] [ name NAME ]\n" +
 			"PARMS := [ base_reachable MSEC ] [ retrans MSEC ] [ gc_stale MSEC ]\n" +
 			"         [ delay_probe MSEC ] [ queue LEN ]\n" +
-			"         [ app_probes VAL ] [ ucast_probes VAL ] [ mcast_probes VAL ]")
+			"         [ app_probes VAL ] [ ucast_probes VAL ] [ mcast_probes VAL ]\n" +
+			"         [ unres_max VAL ] [ unres_src_max VAL ] [ solicit_rate VAL ] [ solicit_burst VAL ]")
 	}
 	return parseErr("Command \"%s\" is unknown, try \"ip ntable help\".", w)
 }
@@ -54,6 +55,11 @@ var ntableKnobs = []struct {
 	{name: "thresh1", n: func(p *ndisc.Params) *int { return &p.Thresh1 }},
 	{name: "thresh2", n: func(p *ndisc.Params) *int { return &p.Thresh2 }},
 	{name: "thresh3", n: func(p *ndisc.Params) *int { return &p.Thresh3 }},
+	// RFC 6583's, beyond iproute2's (ndisc/unres.go), named as sysctl's
+	{name: "unres_max", n: func(p *ndisc.Params) *int { return &p.UnresMax }},
+	{name: "unres_src_max", n: func(p *ndisc.Params) *int { return &p.UnresSrcMax }},
+	{name: "solicit_rate", n: func(p *ndisc.Params) *int { return &p.SolicitRate }},
+	{name: "solicit_burst", n: func(p *ndisc.Params) *int { return &p.SolicitBurst }},
 }
 
 // ntableWord is what ipntable_modify makes of w (every keyword exact):

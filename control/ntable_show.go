@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"urouter/dataplane"
+	"urouter/ndisc"
 )
 
 // Showing the neighbour tables' knobs: ip ntable show, as ipntable.c
@@ -51,7 +52,21 @@ func (s *session) ntableShow(args [][]byte) *cmdErr {
 		fmt.Fprintf(s.out, "    thresh1 %d thresh2 %d thresh3 %d gc_int %d \n", p.Thresh1, p.Thresh2, p.Thresh3, ms(p.GCInterval))
 		fmt.Fprintf(s.out, "    entries %d reachable %d base_reachable %d retrans %d \n", t.Len(), ms(t.ReachableTime()), ms(p.BaseReachable), ms(p.Retrans))
 		fmt.Fprintf(s.out, "    gc_stale %d delay_probe %d queue %d \n", ms(p.GCStale), ms(p.DelayProbe), p.QueueLen)
-		fmt.Fprintf(s.out, "    app_probes 0 ucast_probes %d mcast_probes %d \n\n", p.UcastProbes, p.McastProbes)
+		fmt.Fprintf(s.out, "    app_probes 0 ucast_probes %d mcast_probes %d \n", p.UcastProbes, p.McastProbes)
+		fmt.Fprintf(s.out, "    unres_max %d unres_src_max %d solicit_rate %d solicit_burst %d \n", p.UnresMax, p.UnresSrcMax, p.SolicitRate, p.SolicitBurst)
+		if s.opt.stats > 0 {
+			ntableStats(s, t.Stats())
+		}
+		fmt.Fprintln(s.out)
 	}
 	return nil
+}
+
+// ntableStats are Linux's ndt_stats that the router keeps (ipntable.c's
+// print_ndtstats), then what it refused under a flood (ndisc/unres.go).
+func ntableStats(s *session, st ndisc.Stats) {
+	fmt.Fprintf(s.out, "    stats:\n")
+	fmt.Fprintf(s.out, "        periodic_gc_runs %d forced_gc_runs %d table_fulls %d \n", st.PeriodicGCs, st.ForcedGCs, st.TableFulls)
+	fmt.Fprintf(s.out, "        unresolved %d unres_src_limited %d gave_way %d solicit_limited %d held_limited %d \n",
+		st.Unresolved, st.SourceLimited, st.GaveWay, st.SolicitLimited, st.HeldLimited)
 }

@@ -67,6 +67,13 @@ func (l *Link) SetDADTransmits(n int) {
 	}
 }
 
+// SetUntrackedNA sets an Ethernet link's accept_untracked_na.
+func (l *Link) SetUntrackedNA(mode int) {
+	if e, ok := l.hw.(*ether); ok {
+		e.nd.SetUntrackedNA(mode)
+	}
+}
+
 // SetRouterFlag says whether an Ethernet link's Neighbour Advertisements
 // say the router is one (its forwarding knob, as Linux's NA router flag).
 func (l *Link) SetRouterFlag(on bool) {

@@ -3,7 +3,7 @@
 // nexthops, neighbours, rules, route feeds) when it is scraped, so nothing
 // is added to the packet path, and the HTTP server that serves /metrics.
 //
-// metrics imports router, fib6 and feed (the links' and neighbours'
+// metrics imports router, fib6, feed and ndisc (the links' and neighbours'
 // counters come through router); only the binary imports it.
 package metrics
 
@@ -23,6 +23,7 @@ import (
 
 	"urouter/feed"
 	"urouter/fib6"
+	"urouter/ndisc"
 	"urouter/router"
 )
 
@@ -62,10 +63,14 @@ var (
 	mirrorDownB   = desc("mirror_from_kernel_bytes_total", "Bytes the kernel sent out of the link's mirror.", "link", "mirror")
 	mirrorDropped = desc("mirror_dropped_total", "Packets lost crossing the link's mirror, either way.", "link", "mirror")
 	neighbours    = desc("neighbours", "Neighbour cache entries, by NUD state.", "link", "state")
-	routes        = desc("routes", "Routes in the table.", "table")
-	publishes     = desc("table_publish_duration_seconds", "How long the table's commits took to publish.", "table")
-	nexthops      = desc("nexthops", "Nexthop objects, single nexthops and groups.", "kind")
-	rulesN        = desc("rules", "Policy rules.")
+	neighLimited  = desc("neighbour_limited_total", "What the neighbour cache refused or gave up under RFC 6583's bounds, by reason: "+
+		"table_full (a new entry at gc_thresh3), source_limited (unres_src_max), gave_way (an unanswered entry removed for a new one), "+
+		"solicit_limited (solicit_rate), held_limited (unres_total_bytes).", "link", "reason")
+	neighHeld = desc("neighbour_held_bytes", "Bytes every neighbour cache holds for resolution, together.")
+	routes    = desc("routes", "Routes in the table.", "table")
+	publishes = desc("table_publish_duration_seconds", "How long the table's commits took to publish.", "table")
+	nexthops  = desc("nexthops", "Nexthop objects, single nexthops and groups.", "kind")
+	rulesN    = desc("rules", "Policy rules.")
 
 	fpmConnected = desc("fpm_connected", "1 while zebra is connected over FPM.")
 	fpmSettled   = desc("fpm_settled", "1 once the FPM session's replay has settled and been swept against.")
@@ -100,7 +105,7 @@ var (
 // Describe sends every descriptor the collector uses.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{linkUp, linkMTU, rxPackets, rxBytes, txPackets, txBytes, rxErrors, txErrors,
-		drops, icmpLimited, mirrorUp, mirrorUpB, mirrorDown, mirrorDownB, mirrorDropped, neighbours, routes, publishes,
+		drops, icmpLimited, mirrorUp, mirrorUpB, mirrorDown, mirrorDownB, mirrorDropped, neighbours, neighLimited, neighHeld, routes, publishes,
 		nexthops, rulesN, fpmConnected, fpmSettled, fpmConnects, fpmFrames, fpmBytes, fpmClosed, mirrorEvents, mirrorResync,
 		feedRoutes, feedNexthops, feedPending} {
 		ch <- d
@@ -158,8 +163,17 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			for st, k := range by {
 				gauge(ch, neighbours, float64(k), n, st)
 			}
+			st := nt.Stats()
+			for _, c := range []struct {
+				reason string
+				v      uint64
+			}{{"table_full", st.TableFulls}, {"source_limited", st.SourceLimited}, {"gave_way", st.GaveWay},
+				{"solicit_limited", st.SolicitLimited}, {"held_limited", st.HeldLimited}} {
+				counter(ch, neighLimited, c.v, n, c.reason)
+			}
 		}
 	}
+	gauge(ch, neighHeld, float64(ndisc.Held()))
 	for _, t := range r.Tables.All() {
 		id := tableLabel(t.ID())
 		gauge(ch, routes, float64(t.Len()), id)

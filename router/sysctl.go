@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"urouter/dataplane"
+	"urouter/ndisc"
 )
 
 // The router's knobs by Linux's sysctl names (net.ipv6.conf.*,
@@ -39,6 +40,7 @@ type sysctls struct {
 	msgsBurst  int64
 	destBurst  int // ICMPv6 errors to one destination in a burst: Linux has no knob, 6
 	skipNotify int64
+	heldMax    int64 // net.ipv6.neigh.default.unres_total_bytes
 }
 
 type linkSysctls struct {
@@ -54,7 +56,8 @@ func newSysctls() sysctls {
 	all := c
 	all.acceptDAD = 0 // Linux's: a link's own says
 	return sysctls{all: all, dflt: c, links: map[int32]*linkSysctls{}, neighDflt: defaultNeighParams(),
-		hashFields: hashFieldsL3, icmpRate: 100, ratemask: dataplane.DefaultRateMask, msgsPerSec: 1000, msgsBurst: 50, destBurst: 6}
+		hashFields: hashFieldsL3, icmpRate: 100, ratemask: dataplane.DefaultRateMask, msgsPerSec: 1000, msgsBurst: 50, destBurst: 6,
+		heldMax: ndisc.HeldMax()}
 }
 
 // Linux's fib_multipath_hash_fields bits this router hashes on; the inner
@@ -107,6 +110,10 @@ var globalKnobs = map[string]globalKnob{
 	// Linux's global ICMP limit is IPv4's knob, and holds for ICMPv6 too
 	"net.ipv4.icmp_msgs_per_sec": intKnob(func(s *sysctls) *int64 { return &s.msgsPerSec }, 0, math.MaxInt32, (*Router).applyICMP),
 	"net.ipv4.icmp_msgs_burst":   intKnob(func(s *sysctls) *int64 { return &s.msgsBurst }, 0, math.MaxInt32, (*Router).applyICMP),
+	// the bytes every link's cache holds for resolution, together: the
+	// router's, beside the table-wide gc_thresh* (RFC 6583 6.3)
+	"net.ipv6.neigh.default.unres_total_bytes": intKnob(func(s *sysctls) *int64 { return &s.heldMax }, 0, math.MaxInt32,
+		func(r *Router) { ndisc.SetHeldMax(r.sys.heldMax) }),
 }
 
 func (r *Router) applyHash() {

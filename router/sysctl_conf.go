@@ -13,6 +13,7 @@ type ipv6Conf struct {
 	forwarding, keepAddrOnDown, ignoreLinkdown int64
 	acceptDAD, dadTransmits, hopLimit          int64
 	acceptRA, disableIPv6, mtu                 int64
+	acceptUntrackedNA                          int64
 }
 
 // A confKnob is one knob, with the range the kernel's handler takes and
@@ -47,9 +48,14 @@ const anyInt = math.MaxInt32
 //   - disable_ipv6: on, the link's addresses and routes go and no IPv6 goes
 //     in or out of it; all's is copied to every link.
 //   - mtu: the link's IPv6 MTU, 1280 up to the link's MTU.
+//   - accept_untracked_na: 1, a Neighbour Advertisement for an address
+//     without an entry makes one, STALE (RFC 9131); 2, if its source is on
+//     one of the link's prefixes; the link's own only, as Linux reads it.
 var confKnobs = []*confKnob{
 	{name: "accept_dad", lo: math.MinInt32, hi: anyInt, field: func(c *ipv6Conf) *int64 { return &c.acceptDAD },
 		apply: applyDAD, applyAll: func(r *Router) { r.eachLink(applyDAD) }},
+	{name: "accept_untracked_na", lo: 0, hi: 2, field: func(c *ipv6Conf) *int64 { return &c.acceptUntrackedNA },
+		apply: func(_ *Router, l *dataplane.Link, c ipv6Conf) { l.SetUntrackedNA(int(c.acceptUntrackedNA)) }},
 	{name: "accept_ra", lo: math.MinInt32, hi: anyInt, field: func(c *ipv6Conf) *int64 { return &c.acceptRA }},
 	{name: "dad_transmits", lo: math.MinInt32, hi: anyInt, field: func(c *ipv6Conf) *int64 { return &c.dadTransmits },
 		apply: applyDAD},

@@ -70,6 +70,11 @@ var neighKnobs = []*neighKnob{
 		get: func(p *neighParams) int64 { return int64(p.QueueBytes / unresFrame) },
 		set: func(p *neighParams, n int64) { p.QueueLen, p.QueueBytes = int(n), int(n)*unresFrame }},
 	countKnob("unres_qlen_bytes", func(p *neighParams) *int { return &p.QueueBytes }),
+	// RFC 6583's, beyond Linux's (ndisc/unres.go)
+	countKnob("unres_max", func(p *neighParams) *int { return &p.UnresMax }),
+	countKnob("unres_src_max", func(p *neighParams) *int { return &p.UnresSrcMax }),
+	countKnob("solicit_rate", func(p *neighParams) *int { return &p.SolicitRate }),
+	countKnob("solicit_burst", func(p *neighParams) *int { return &p.SolicitBurst }),
 }
 
 func neighKnobNamed(name string) *neighKnob {

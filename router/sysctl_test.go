@@ -2,8 +2,14 @@ package router
 
 import (
 	"errors"
+	"os"
 	"slices"
+	"strconv"
 	"testing"
+
+	"urouter/dataplane"
+	"urouter/dataplane/port"
+	"urouter/ndisc"
 )
 
 // TestSysctlNeighDefault: writing net.ipv6.neigh.default.KNOB changes it
@@ -77,5 +83,51 @@ func TestSysctlValues(t *testing.T) {
 		if _, ok := parseBitmap(v); ok {
 			t.Errorf("%q taken as a bit list", v)
 		}
+	}
+}
+
+// TestSysctlNeighFlood: RFC 6583's knobs are a link's, under its
+// net.ipv6.neigh directory, and reach its cache; unres_total_bytes is the
+// router's, in default; accept_untracked_na takes 0 to 2, as Linux's.
+func TestSysctlNeighFlood(t *testing.T) {
+	needTAP(t)
+	r := New()
+	l, err := r.AddTAP("t0", port.TAPOptions{}, dataplane.EtherOptions{Neigh: ndisc.DefaultParams()})
+	must(t, err)
+	defer func() { must(t, r.DeleteLink(l)) }()
+	for k, v := range map[string]string{"unres_max": "100", "unres_src_max": "7", "solicit_rate": "50", "solicit_burst": "5"} {
+		must(t, r.SetSysctl("net.ipv6.neigh.t0."+k, v))
+		if got, err := r.Sysctl("net.ipv6.neigh.t0." + k); err != nil || got != v {
+			t.Errorf("%s: %q %v, want %s", k, got, err, v)
+		}
+		if err := r.SetSysctl("net.ipv6.neigh.t0."+k, "-1"); !errors.Is(err, ErrBadValue) {
+			t.Errorf("%s=-1: %v, want invalid", k, err)
+		}
+	}
+	if p := l.Neigh().Params(); p.UnresMax != 100 || p.UnresSrcMax != 7 || p.SolicitRate != 50 || p.SolicitBurst != 5 {
+		t.Errorf("the cache's knobs: %+v", p)
+	}
+	old := ndisc.HeldMax()
+	defer func() { must(t, r.SetSysctl("net.ipv6.neigh.default.unres_total_bytes", strconv.FormatInt(old, 10))) }()
+	must(t, r.SetSysctl("net.ipv6.neigh.default.unres_total_bytes", "65536"))
+	if ndisc.HeldMax() != 65536 {
+		t.Errorf("unres_total_bytes did not reach the caches: %d", ndisc.HeldMax())
+	}
+	if _, err := r.Sysctl("net.ipv6.neigh.t0.unres_total_bytes"); !errors.Is(err, ErrNoKnob) {
+		t.Errorf("a link's unres_total_bytes: %v, want no such knob (it is the router's)", err)
+	}
+	for v, ok := range map[string]bool{"0": true, "1": true, "2": true, "3": false, "-1": false} {
+		err := r.SetSysctl("net.ipv6.conf.t0.accept_untracked_na", v)
+		if ok != (err == nil) {
+			t.Errorf("accept_untracked_na=%s: %v", v, err)
+		}
+	}
+}
+
+// needTAP skips a test that opens a TAP where it cannot (not root).
+func needTAP(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for a TAP")
 	}
 }
