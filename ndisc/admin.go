@@ -39,7 +39,7 @@ func (t *Table) Set(addr netip.Addr, mac MAC, hasMAC bool, s State, flags Flags,
 			return errInvalid
 		}
 		var err error
-		if e, err = t.create(addr); err != nil {
+		if e, err = t.create(addr, true); err != nil {
 			return err
 		}
 	}
@@ -107,7 +107,7 @@ func (t *Table) Pin(addr netip.Addr, on bool) {
 			return
 		}
 		var err error
-		if e, err = t.create(addr); err != nil {
+		if e, err = t.create(addr, true); err != nil {
 			return
 		}
 	}
@@ -123,7 +123,7 @@ func (t *Table) Probe(addr netip.Addr) bool {
 	e := t.Lookup(addr)
 	if e == nil {
 		var err error
-		if e, err = t.create(addr); err != nil {
+		if e, err = t.create(addr, true); err != nil {
 			return false
 		}
 	}

@@ -133,9 +133,13 @@ func (t *Table) expire(e *Entry, p *Params, now int64) (action, bool) {
 	a.unicast = e.probes < p.UcastProbes && e.hasMAC // ndisc_solicit: unicast first, then multicast
 	e.probes++
 	if !a.unicast && e.state == Incomplete {
-		// a known neighbour's probes are never held back (RFC 6583 7.1)
-		if a.solicit = t.mayMulticast(p, now); a.solicit {
+		// a known neighbour's probes are never held back (RFC 6583 7.1),
+		// nor a wanted one's: they are at most unres_max a retrans time
+		if a.solicit = e.priority || t.mayMulticast(p, now); a.solicit {
 			t.ask(e.addr)
+			if e.firstNS == 0 {
+				e.firstNS = now
+			}
 		}
 	}
 	return a, true
@@ -184,7 +188,7 @@ func (t *Table) Advertised(target netip.Addr, na Advert) {
 			return
 		}
 		var err error
-		if e, err = t.create(target); err != nil {
+		if e, err = t.create(target, true); err != nil {
 			return
 		}
 		if na.Untracked && !t.wasAsked(target) {
@@ -205,7 +209,7 @@ func (t *Table) Solicited(src netip.Addr, mac MAC) {
 	e := t.Lookup(src)
 	if e == nil {
 		var err error
-		if e, err = t.create(src); err != nil {
+		if e, err = t.create(src, true); err != nil {
 			return
 		}
 	}

@@ -51,9 +51,13 @@ type Entry struct {
 	dead      bool // unlinked from the table
 	pinned    bool // kept through collection: a gateway its owner watches
 	// unres: counted among the table's entries awaiting resolution, and,
-	// when source is not 0, its source's (unres.go)
-	unres  bool
-	source uint16
+	// when source is not 0, its source's; priority: asked for again, it
+	// does not give way to a flood's entries; firstNS: when its first
+	// multicast solicitation went, 0 before (unres.go)
+	unres    bool
+	priority bool
+	source   uint16
+	firstNS  int64
 }
 
 func pack(s State, m MAC) uint64 {
@@ -209,7 +213,9 @@ func (t *Table) Output(addr netip.Addr, pkt []byte) (MAC, bool) {
 // packet's resolution was admitted already (its entry is new).
 func (t *Table) slowOutput(e *Entry, pkt []byte, admitted bool) (MAC, bool) {
 	p := t.params.Load()
-	if s, _ := unpack(e.word.Load()); !admitted && (s == None || s == Failed) && !t.admit(pkt, p) {
+	// a FAILED entry asked for again is a neighbour someone wants, not a
+	// scan's (a scan asks for each address once)
+	if s, _ := unpack(e.word.Load()); !admitted && (s == None || s == Failed) && !t.admit(e.addr, pkt, p, true) {
 		return MAC{}, false
 	}
 	now := t.Clock.Load()
@@ -239,6 +245,7 @@ func (t *Table) slowOutput(e *Entry, pkt []byte, admitted bool) (MAC, bool) {
 		}
 		e.probes = p.UcastProbes // an unknown neighbour gets multicast probes only
 		from = e.set(Incomplete, now, now)
+		e.priority, e.firstNS = e.priority || !admitted, 0
 		t.startedBy(e, pkt)
 		e.hold(pkt, p)
 		e.mu.Unlock()
@@ -247,7 +254,15 @@ func (t *Table) slowOutput(e *Entry, pkt []byte, admitted bool) (MAC, bool) {
 		return MAC{}, false
 	default: // INCOMPLETE
 		e.hold(pkt, p)
+		again := !e.priority && e.firstNS == 0
+		if again { // asked for again before its solicitation could go: let it go now
+			e.priority, e.deadline = true, now
+			t.note(now)
+		}
 		e.mu.Unlock()
+		if again {
+			t.wake()
+		}
 		return MAC{}, false
 	}
 }
@@ -312,8 +327,10 @@ func (e *Entry) set(s State, now, deadline int64) State {
 // create adds an entry for addr in state None. At thresh3 it collects
 // first (at most every 100 ms: a flood does not buy a scan per packet),
 // then an entry that never answered gives way (RFC 6583 7.1: entries
-// that have answered are kept), and only then is addr refused.
-func (t *Table) create(addr netip.Addr) (*Entry, error) {
+// that have answered are kept), and only then is addr refused. A strong
+// newcomer (one that answered, or asked for again) may take the place of
+// a priority entry that has had its chance.
+func (t *Table) create(addr netip.Addr, strong bool) (*Entry, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if e := (*t.shards[t.shardOf(addr)].Load())[addr]; e != nil {
@@ -324,7 +341,7 @@ func (t *Table) create(addr netip.Addr) (*Entry, error) {
 	if n := t.Len(); n >= p.Thresh3 && now-t.lastGC >= int64(100*time.Millisecond) || n >= p.Thresh2 && now >= t.nextGC {
 		t.forcedGC(p)
 	}
-	if t.Len() >= p.Thresh3 && !t.giveWay(Incomplete|Failed|None) {
+	if t.Len() >= p.Thresh3 && !t.giveWay(Incomplete|Failed|None, strong) {
 		t.Overflows.Add(1)
 		return nil, ErrFull
 	}

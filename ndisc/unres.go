@@ -23,6 +23,11 @@ import (
 //     in) always gets in;
 //   - a solicited NA for an address the link recently solicited gets in
 //     even if its entry gave way meanwhile (asked);
+//   - an address asked for again (a packet to it refused or its entry
+//     gone, or a second packet before its solicitation went) is a
+//     neighbour someone wants, where a scan asks for each address once:
+//     it passes the source bound, its entry does not give way to the
+//     scan's and its solicitations are not rate-limited (priority);
 //   - multicast solicitations for unresolved entries are at most
 //     solicit_rate a second (solicit_burst at once) per link, while NUD
 //     probes of known neighbours are not limited;
@@ -32,8 +37,9 @@ import (
 // unresolved is a table's account of its entries awaiting resolution.
 type unresolved struct {
 	unres    atomic.Int32           // INCOMPLETE entries
-	bySource [nSources]atomic.Int32 // ... that each source /64 started, by keyed hash
+	bySource [nSources]atomic.Int32 // ... that each source address started, by keyed hash
 	asked    [nAsked]atomic.Uint64  // keyed hashes of targets recently solicited by multicast
+	seen     [1 << 14]atomic.Uint32 // ... of addresses refused or given way lately (remember)
 	solTAT   int64                  // the solicitations' token bucket (GCRA), Run's own
 }
 
@@ -103,28 +109,44 @@ func takeHeld(n int64) bool {
 func Held() int64 { return heldBytes.Load() }
 
 // resolve creates the entry a packet to addr asks for, if the packet's
-// source may start one more resolution.
+// source may start one more resolution. An address asked for again after
+// it was refused or gave way (a scan asks for each once) is a neighbour
+// someone wants: it passes the bounds, its entry has priority.
 func (t *Table) resolve(addr netip.Addr, pkt []byte) (*Entry, error) {
-	if !t.admit(pkt, t.params.Load()) {
+	again := t.repeated(addr)
+	if !t.admit(addr, pkt, t.params.Load(), again) {
 		return nil, ErrFull
 	}
-	return t.create(addr)
+	e, err := t.create(addr, again)
+	if err != nil {
+		t.remember(addr)
+		return nil, err
+	}
+	if again {
+		e.mu.Lock()
+		e.priority = true
+		e.mu.Unlock()
+	}
+	return e, nil
 }
 
-// admit reports whether a packet may start a resolution: its source
-// has fewer than unres_src_max waiting, and the table fewer than
-// unres_max or an unanswered entry gives way.
-func (t *Table) admit(pkt []byte, p *Params) bool {
-	if s := t.sourceOf(pkt); s != 0 && p.UnresSrcMax > 0 && t.bySource[s-1].Load() >= int32(p.UnresSrcMax) {
+// admit reports whether a packet to addr may start a resolution: its
+// source has fewer than unres_src_max waiting (unless addr is asked for
+// again), and the table fewer than unres_max or an unanswered entry gives
+// way. A refused addr is remembered: asked for again, it is let in.
+func (t *Table) admit(addr netip.Addr, pkt []byte, p *Params, again bool) bool {
+	if s := t.sourceOf(pkt); !again && s != 0 && p.UnresSrcMax > 0 && t.bySource[s-1].Load() >= int32(p.UnresSrcMax) {
 		t.SourceLimited.Add(1)
+		t.remember(addr)
 		return false
 	}
 	if p.UnresMax > 0 && t.unres.Load() >= int32(p.UnresMax) {
 		t.mu.Lock()
-		ok := t.giveWay(Incomplete)
+		ok := t.giveWay(Incomplete, again)
 		t.mu.Unlock()
 		if !ok {
 			t.Overflows.Add(1)
+			t.remember(addr)
 			return false
 		}
 	}
@@ -170,17 +192,23 @@ func (t *Table) uncountUnres(e *Entry) {
 
 // giveWay removes one entry in one of the states victims that is neither
 // static nor pinned, from a shard picked at random: its packets are
-// dropped, without an Address Unreachable (a flood's, most likely); it
-// reports whether it found one. t.mu is held.
-func (t *Table) giveWay(victims State) bool {
+// dropped, without an Address Unreachable (a flood's, most likely), and
+// its address remembered (asked for again, it has priority). A priority
+// entry gives way only to a strong newcomer, and only once its first
+// solicitation is a retrans time old. It reports whether it found one;
+// t.mu is held.
+func (t *Table) giveWay(victims State, strong bool) bool {
 	start := rand.IntN(nShards)
+	now := t.Clock.Load()
+	retrans := int64(t.params.Load().Retrans)
 	for k := range nShards {
 		for _, e := range *t.shards[(start+k)%nShards].Load() {
 			if s, _ := unpack(e.word.Load()); s&victims == 0 || s&static != 0 {
 				continue
 			}
 			e.mu.Lock()
-			if e.dead || e.pinned || e.state&victims == 0 {
+			if e.dead || e.pinned || e.state&victims == 0 ||
+				e.priority && (!strong || e.firstNS == 0 || now-e.firstNS < retrans) {
 				e.mu.Unlock()
 				continue
 			}
@@ -191,11 +219,25 @@ func (t *Table) giveWay(victims State) bool {
 			}
 			e.mu.Unlock()
 			t.unlink([]*Entry{e})
+			t.remember(e.addr)
 			t.GaveWay.Add(1)
 			return true
 		}
 	}
 	return false
+}
+
+// remember notes that addr was refused or gave way; repeated reports
+// whether it was, lately. A flood's addresses overwrite each other's
+// slots, but one asked for again within a few thousand others is found.
+func (t *Table) remember(addr netip.Addr) {
+	k := t.askKey(addr)
+	t.seen[k>>(64-14)].Store(uint32(k))
+}
+
+func (t *Table) repeated(addr netip.Addr) bool {
+	k := t.askKey(addr)
+	return t.seen[k>>(64-14)].Load() == uint32(k)
 }
 
 // askKey is target's key in asked: a keyed hash, never 0.

@@ -202,3 +202,53 @@ func TestHeldBytesRouterWide(t *testing.T) {
 		t.Fatalf("%d bytes still held after the table closed", h)
 	}
 }
+
+// TestWantedNeighbourGetsIn: a neighbour asked for again, every 200 ms,
+// by the very sender that floods (refused at first for its source's
+// bound), or during a flood from everywhere (its entry given way before
+// its solicitation could go), is solicited within a few tries and
+// resolves when it answers.
+func TestWantedNeighbourGetsIn(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		source func() netip.Addr
+	}{
+		{"the flooder itself", func() netip.Addr { return netip.MustParseAddr("2001:db8:f1::2") }},
+		{"from everywhere", func() netip.Addr { return randomIn(netip.MustParsePrefix("2001:db8:f1::/64")) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := DefaultParams()
+			tbl, f, clk := testTable(p)
+			c := netip.MustParseAddr("2001:db8:f2::3")
+			asker := netip.MustParseAddr("2001:db8:f1::2")
+			// 20,000 new addresses a second, a Run every 2 ms, C asked for
+			// every 200 ms from 1 s on
+			for ms := 0; ms < 3000; ms++ {
+				for range 20 {
+					tbl.Output(randomIn(lan), packetFrom(tc.source(), 100))
+				}
+				if ms >= 1000 && ms%200 == 0 {
+					tbl.Output(c, packetFrom(asker, 100))
+				}
+				clk.Add(int64(time.Millisecond))
+				if ms%2 == 0 {
+					tbl.Run(clk.Load())
+				}
+				if f.perTarget[c] > 0 {
+					t.Logf("C solicited %d ms after it was first asked for", ms-1000)
+					break
+				}
+			}
+			if f.perTarget[c] == 0 {
+				t.Fatalf("C was never solicited (%+v)", tbl.Stats())
+			}
+			tbl.Advertised(c, Advert{MAC: macA, HasMAC: true, Solicited: true})
+			if st, _ := tbl.State(c); st != Reachable {
+				t.Fatalf("C answered and is %v", st)
+			}
+			if s := tbl.Stats(); s.Entries > p.Thresh3 || s.Unresolved > p.UnresMax {
+				t.Fatalf("%+v: beyond thresh3 or unres_max", s)
+			}
+		})
+	}
+}
