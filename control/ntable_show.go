@@ -66,7 +66,8 @@ func (s *session) ntableShow(args [][]byte) *cmdErr {
 // print_ndtstats), then what it refused under a flood (ndisc/unres.go).
 func ntableStats(s *session, st ndisc.Stats) {
 	fmt.Fprintf(s.out, "    stats:\n")
-	fmt.Fprintf(s.out, "        periodic_gc_runs %d forced_gc_runs %d table_fulls %d \n", st.PeriodicGCs, st.ForcedGCs, st.TableFulls)
+	fmt.Fprintf(s.out, "        unres_discards %d periodic_gc_runs %d forced_gc_runs %d table_fulls %d \n",
+		st.UnresDiscards, st.PeriodicGCs, st.ForcedGCs, st.TableFulls)
 	fmt.Fprintf(s.out, "        unresolved %d unres_src_limited %d gave_way %d solicit_limited %d held_limited %d \n",
 		st.Unresolved, st.SourceLimited, st.GaveWay, st.SolicitLimited, st.HeldLimited)
 }

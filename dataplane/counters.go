@@ -32,6 +32,7 @@ const (
 	DropRAIgnored                         // another router's Router Advertisement: a router takes none
 	DropRedirectIgnored                   // a Redirect: a router takes none
 	DropDADConflict                       // an advertisement of the router's own address
+	DropNeighDiscard                      // not held for its neighbour\'s resolution: refused under a flood, or over its queue\'s bounds
 	numDropReasons
 )
 
@@ -39,7 +40,7 @@ var dropNames = [numDropReasons]string{
 	"truncated", "version", "length", "martian", "hop_limit", "no_route", "prohibited",
 	"blackhole", "too_big", "link_down", "local", "write", "option", "checksum", "neigh_failed",
 	"nd_invalid", "nd_queue_full", "not_forwarding", "nd_hop_limit", "nd_checksum", "ra_ignored",
-	"redirect_ignored", "dad_conflict",
+	"redirect_ignored", "dad_conflict", "neigh_discard",
 }
 
 func (d DropReason) String() string { return dropNames[d] }
@@ -121,6 +122,9 @@ func (l *Link) Stats() Stats {
 				drops[i] += c.Drops[i].Load()
 			}
 		}
+	}
+	if t := l.Neigh(); t != nil { // the cache counts these, from any writer
+		drops[DropNeighDiscard] += t.UnresDiscards.Load()
 	}
 	for i, n := range drops {
 		s.Drops = append(s.Drops, Drop{Reason: dropNames[i], Count: n})

@@ -190,7 +190,7 @@ func (t *Table) all() iter.Seq[*Entry] {
 
 // Output is the way out for a packet to addr: the MAC to send it to now,
 // or false when the packet was queued for the resolution (a copy is kept)
-// or dropped. The fast path is Lookup and Entry.Fast; only a neighbour
+// or dropped (counted in UnresDiscards). The fast path is Lookup and Entry.Fast; only a neighbour
 // that is not valid takes the entry's lock, as Linux's
 // __neigh_event_send.
 func (t *Table) Output(addr netip.Addr, pkt []byte) (MAC, bool) {
@@ -202,6 +202,7 @@ func (t *Table) Output(addr netip.Addr, pkt []byte) (MAC, bool) {
 	} else {
 		var err error
 		if e, err = t.resolve(addr, pkt); err != nil {
+			t.UnresDiscards.Add(1)
 			return MAC{}, false
 		}
 		return t.slowOutput(e, pkt, true)
@@ -216,12 +217,14 @@ func (t *Table) slowOutput(e *Entry, pkt []byte, admitted bool) (MAC, bool) {
 	// a FAILED entry asked for again is a neighbour someone wants, not a
 	// scan's (a scan asks for each address once)
 	if s, _ := unpack(e.word.Load()); !admitted && (s == None || s == Failed) && !t.admit(e.addr, pkt, p, true) {
+		t.UnresDiscards.Add(1)
 		return MAC{}, false
 	}
 	now := t.Clock.Load()
 	e.mu.Lock()
 	if e.dead { // collected between lookup and lock: drop, as a race with GC does in Linux
 		e.mu.Unlock()
+		t.UnresDiscards.Add(1)
 		return MAC{}, false
 	}
 	e.used.Store(now)
@@ -241,6 +244,7 @@ func (t *Table) slowOutput(e *Entry, pkt []byte, admitted bool) (MAC, bool) {
 	case e.state == None || e.state == Failed:
 		if p.McastProbes == 0 {
 			e.mu.Unlock()
+			t.UnresDiscards.Add(1)
 			return MAC{}, false
 		}
 		e.probes = p.UcastProbes // an unknown neighbour gets multicast probes only
@@ -277,15 +281,18 @@ func (t *Table) slowOutput(e *Entry, pkt []byte, admitted bool) (MAC, bool) {
 // however many entries a flood keeps waiting.
 func (e *Entry) hold(pkt []byte, p *Params) {
 	if p.QueueLen <= 0 || len(pkt) > p.QueueBytes {
+		e.tab.UnresDiscards.Add(1)
 		return
 	}
 	for len(e.queue) > 0 && (len(e.queue) >= p.QueueLen || e.queued+len(pkt) > p.QueueBytes) {
 		e.queued -= len(e.queue[0])
 		heldBytes.Add(-int64(len(e.queue[0])))
 		e.queue = e.queue[1:]
+		e.tab.UnresDiscards.Add(1)
 	}
 	if !takeHeld(int64(len(pkt))) {
 		e.tab.HeldLimited.Add(1)
+		e.tab.UnresDiscards.Add(1)
 		return
 	}
 	e.queue = append(e.queue, append([]byte(nil), pkt...))

@@ -55,6 +55,7 @@ type stats struct {
 	GaveWay        atomic.Uint64 // unanswered entries removed to make room
 	SolicitLimited atomic.Uint64 // multicast solicitations not sent: over solicit_rate
 	HeldLimited    atomic.Uint64 // packets not held: the router held unres_total_bytes
+	UnresDiscards  atomic.Uint64 // packets dropped, not held: refused, or over a queue's bounds (unres_discards)
 	ForcedGCs      atomic.Uint64 // forced collections (forced_gc_runs)
 	PeriodicGCs    atomic.Uint64 // periodic collections (periodic_gc_runs)
 }
@@ -63,7 +64,7 @@ type stats struct {
 type Stats struct {
 	Entries, Unresolved                                             int
 	TableFulls, SourceLimited, GaveWay, SolicitLimited, HeldLimited uint64
-	ForcedGCs, PeriodicGCs                                          uint64
+	UnresDiscards, ForcedGCs, PeriodicGCs                           uint64
 }
 
 // Stats returns the table's counts.
@@ -71,7 +72,7 @@ func (t *Table) Stats() Stats {
 	return Stats{Entries: t.Len(), Unresolved: int(t.unres.Load()),
 		TableFulls: t.Overflows.Load(), SourceLimited: t.SourceLimited.Load(), GaveWay: t.GaveWay.Load(),
 		SolicitLimited: t.SolicitLimited.Load(), HeldLimited: t.HeldLimited.Load(),
-		ForcedGCs: t.ForcedGCs.Load(), PeriodicGCs: t.PeriodicGCs.Load()}
+		UnresDiscards: t.UnresDiscards.Load(), ForcedGCs: t.ForcedGCs.Load(), PeriodicGCs: t.PeriodicGCs.Load()}
 }
 
 // heldBytes are the bytes every table holds for resolution; heldMax
