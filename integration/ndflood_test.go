@@ -20,8 +20,8 @@ import (
 // router makes it resolve addresses nobody has. Each scanned address
 // costs an INCOMPLETE entry, its held packets and mcast_solicit
 // solicitations; a router that gives them the same room as real
-// neighbours loses the real ones (Linux's forced GC evicts what was not
-// updated for 5 s, a new neighbour meets "neighbour table overflow").
+// neighbours loses the real ones: a new neighbour meets a full table
+// (Linux's "neighbor table overflow"), a known one's re-resolution too.
 
 const (
 	floodRate  = 20000 // datagrams a second, to as many addresses
