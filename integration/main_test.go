@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -48,6 +49,21 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// plainBuild is urouter built without the race detector, built once:
+// for what a race-built daemon cannot show (its memory holds the
+// detector's).
+var plainBuild = sync.OnceValues(func() (string, error) {
+	if !raceBuild {
+		return urouter, nil
+	}
+	bin := filepath.Join(filepath.Dir(urouter), "urouter-plain")
+	out, err := exec.Command("go", "build", "-o", bin, "../cmd/urouter").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("building urouter without -race: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
 func needRoot(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
@@ -79,6 +95,12 @@ func startDaemonFlags(t testing.TB, ns string, flags []string, config ...string)
 // startDaemonAt is startDaemonFlags with the control socket at sock.
 func startDaemonAt(t testing.TB, ns, sock string, flags []string, config ...string) *daemon {
 	t.Helper()
+	return startBinary(t, urouter, ns, sock, flags, config...)
+}
+
+// startBinary is startDaemonAt with the daemon's binary bin.
+func startBinary(t testing.TB, bin, ns, sock string, flags []string, config ...string) *daemon {
+	t.Helper()
 	dir := t.TempDir()
 	d := &daemon{t: t, sock: sock, log: new(bytes.Buffer)}
 	args := append([]string{"daemon", "--socket", d.sock}, flags...)
@@ -90,10 +112,10 @@ func startDaemonAt(t testing.TB, ns, sock string, flags []string, config ...stri
 		args = append(args, "--config", conf)
 	}
 	if ns != "" {
-		args = append([]string{"netns", "exec", ns, urouter}, args...)
+		args = append([]string{"netns", "exec", ns, bin}, args...)
 		d.cmd = exec.Command("ip", args...)
 	} else {
-		d.cmd = exec.Command(urouter, args...)
+		d.cmd = exec.Command(bin, args...)
 	}
 	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
