@@ -3,7 +3,9 @@
 //
 //   - the neighbour cache (cache.go, table.go, nud.go, admin.go): IPv6
 //     address to MAC with Linux's NUD states, timers and knobs, the packets
-//     that wait for a resolution, collection within Linux's thresholds;
+//     that wait for a resolution, collection within Linux's thresholds,
+//     and the bounds that keep a scan of the link's /64 from crowding out
+//     the neighbours that answer (unres.go, RFC 6583);
 //   - the protocol, run by one goroutine per link (nd.go): Neighbour
 //     Solicitations and Advertisements (ns.go, na.go), Duplicate Address
 //     Detection (dad.go), Router Solicitations and Advertisements with
@@ -15,8 +17,8 @@
 //
 // The cache's fast path (Table.Lookup, Entry.Fast, Table.Output for a
 // valid neighbour) takes no lock and allocates nothing: an entry's state
-// and MAC are one atomic word, and the cache's index is an immutable map
-// behind an atomic pointer, replaced whole when an entry comes or goes.
+// and MAC are one atomic word, and the cache's index is 64 immutable maps
+// behind atomic pointers, one replaced when an entry of it comes or goes.
 // Only a packet to a neighbour that is not valid takes the entry's lock.
 // Solicitations are never sent from the caller: the ND goroutine runs
 // Table.Run, which sends them with no lock held.
