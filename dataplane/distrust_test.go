@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"net/netip"
 	"testing"
+	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 
@@ -76,5 +77,40 @@ func TestEtherDistrusts(t *testing.T) {
 	}
 	if len(l.Addrs()) != 2 {
 		t.Errorf("the link's addresses changed: %v", l.Addrs())
+	}
+}
+
+// TestUntrackedNA: an unsolicited advertisement for an address without an
+// entry makes none, unless accept_untracked_na says so: 1, STALE; 2, only
+// from a source on one of the link's prefixes (Linux's, RFC 9131).
+func TestUntrackedNA(t *testing.T) {
+	l, e, f := etherLink(t)
+	allNodes := netip.MustParseAddr("ff02::1")
+	offLink := netip.MustParseAddr("2001:db8:5::2")
+	na := func(src, target netip.Addr) {
+		t.Helper()
+		f.rx <- ndFrame(header.ICMPv6NeighborAdvert, src, allNodes, naBody(target, false, true, hostMAC), 255)
+	}
+	for _, c := range []struct {
+		mode   int
+		src    netip.Addr
+		target netip.Addr
+		want   ndisc.State
+	}{
+		{0, hostAddr, hostAddr, ndisc.None},
+		{2, offLink, offLink, ndisc.None},
+		{2, hostAddr, hostAddr, ndisc.Stale},
+		{1, offLink, offLink, ndisc.Stale},
+	} {
+		l.SetUntrackedNA(c.mode)
+		na(c.src, c.target)
+		if c.want == ndisc.None {
+			time.Sleep(100 * time.Millisecond) // the ND goroutine's time to take it
+		} else {
+			waitFor(t, "its entry", func() bool { st, _ := e.neigh.State(c.target); return st == c.want })
+		}
+		if st, mac := e.neigh.State(c.target); st != c.want || st != ndisc.None && mac != hostMAC {
+			t.Errorf("accept_untracked_na %d, an NA from %v: %v %v, want %v", c.mode, c.src, st, mac, c.want)
+		}
 	}
 }
