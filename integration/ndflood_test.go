@@ -313,6 +313,14 @@ func ndFlood(t *testing.T, l *ndLab) *ndFigures {
 		}
 	}
 
+	l.after(f)
+	t.Logf("%s: %s", l.name(), f)
+	return f
+}
+
+// after checks what forwards once the flood is over: A to B and to C,
+// and a new address of lan2, which must earn Address Unreachable.
+func (l *ndLab) after(f *ndFigures) {
 	ping := func(dst string, wait string) (string, int) {
 		out, _, st := runCmd("ip", "netns", "exec", l.a, "ping", "-6", "-c", "3", "-i", "0.2", "-W", wait, dst)
 		return out, st
@@ -330,8 +338,6 @@ func ndFlood(t *testing.T, l *ndLab) *ndFigures {
 	default:
 		f.afterUnrch = strings.Join(strings.Fields(out), " ")
 	}
-	t.Logf("%s: %s", l.name(), f)
-	return f
 }
 
 // floodSender opens a UDP socket in namespace ns and returns a function
