@@ -27,13 +27,14 @@ const (
 	DropNDInvalid                       // Neighbour Discovery that RFC 4861 says to discard, or with a group or zero MAC
 	DropNDQueue                         // Neighbour Discovery the link's ND goroutine had no room for
 	DropNotForwarding                   // to be forwarded while forwarding is off (net.ipv6.conf.all.forwarding 0)
+	DropPoliced                         // for the router, over its class's limit (copp.go)
 	numDropReasons
 )
 
 var dropNames = [numDropReasons]string{
 	"truncated", "version", "length", "martian", "hop_limit", "no_route", "prohibited",
 	"blackhole", "too_big", "link_down", "local", "write", "option", "checksum", "neigh_failed",
-	"nd_invalid", "nd_queue_full", "not_forwarding",
+	"nd_invalid", "nd_queue_full", "not_forwarding", "policed",
 }
 
 func (d DropReason) String() string { return dropNames[d] }
@@ -50,7 +51,10 @@ type Counters struct {
 	// link earned but that the rate limits held back. The packets are
 	// counted once, under their drop reason; this is not a drop.
 	ICMPLimited Counter
-	_           [64]byte // keep workers' counters on separate cache lines
+	// CoPP counts the packets punted to the router by class, passed and
+	// dropped (copp.go); the dropped are under DropPoliced too.
+	CoPP [NumCoPPClasses][2]Counter
+	_    [64]byte // keep workers' counters on separate cache lines
 }
 
 // Counter is a count with a single writer: it adds with a plain atomic
@@ -74,6 +78,14 @@ type Stats struct {
 	RxDropped, TxDropped                   uint64
 	Drops                                  []Drop // every reason, in a fixed order
 	ICMPLimited                            uint64
+	CoPP                                   []CoPPCount // every class, highest first
+}
+
+// CoPPCount is one class's packets punted to the router, passed and
+// dropped by its limit.
+type CoPPCount struct {
+	Class           string
+	Passed, Dropped uint64
 }
 
 // Drop is one reason's count.
@@ -102,6 +114,7 @@ func (l *Link) NewCounters() *Counters {
 func (l *Link) Stats() Stats {
 	var s Stats
 	var drops [numDropReasons]uint64
+	var copp [NumCoPPClasses][2]uint64
 	if p := l.counters.Load(); p != nil {
 		for _, c := range *p {
 			s.RxPackets += c.RxPackets.Load()
@@ -114,6 +127,10 @@ func (l *Link) Stats() Stats {
 			for i := range drops {
 				drops[i] += c.Drops[i].Load()
 			}
+			for i := range copp {
+				copp[i][coppPassed] += c.CoPP[i][coppPassed].Load()
+				copp[i][coppDropped] += c.CoPP[i][coppDropped].Load()
+			}
 		}
 	}
 	for i, n := range drops {
@@ -124,6 +141,9 @@ func (l *Link) Stats() Stats {
 		default:
 			s.RxDropped += n
 		}
+	}
+	for i, n := range copp {
+		s.CoPP = append(s.CoPP, CoPPCount{Class: coppNames[i], Passed: n[coppPassed], Dropped: n[coppDropped]})
 	}
 	return s
 }

@@ -58,6 +58,7 @@ type Link struct {
 	counters atomic.Pointer[[]*Counters]    // one per worker that touches the link
 	mirror   atomic.Pointer[Mirror]         // its stand-in in the kernel, if any
 	conf     linkConf
+	copp     coppBuckets // the limits of what it punts to the router
 }
 
 // portRef holds a Port for an atomic pointer.
