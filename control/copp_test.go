@@ -28,7 +28,7 @@ func TestCoPPSysctl(t *testing.T) {
 		{"sysctl -w net.ipv6.copp.echo.burst=0", 1, "", "sysctl: setting key \"net.ipv6.copp.echo.burst\": Invalid argument\n"},
 		{"sysctl -w net.ipv6.copp.other.rate=-5", 1, "", "sysctl: setting key \"net.ipv6.copp.other.rate\": Invalid argument\n"},
 		{"sysctl net.ipv6.copp.echo.rate net.ipv6.copp.echo.burst net.ipv6.copp.other.rate", 0,
-			"net.ipv6.copp.echo.rate = 20\nnet.ipv6.copp.echo.burst = 1000\nnet.ipv6.copp.other.rate = 10000\n", ""},
+			"net.ipv6.copp.echo.rate = 20\nnet.ipv6.copp.echo.burst = 1000\nnet.ipv6.copp.other.rate = 2000\n", ""},
 		{"sysctl net.ipv6.copp.bogus.rate", 1, "", "sysctl: cannot stat /proc/sys/net/ipv6/copp/bogus/rate: No such file or directory\n"},
 	}
 	for _, c := range cases {

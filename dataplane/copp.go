@@ -47,12 +47,15 @@ type CoPPLimit struct{ Rate, Burst int }
 
 // DefaultCoPP are the limits a lab never reaches and a flood always does.
 // routing is high because a session peer's bulk TCP to the kernel (iperf3
-// through a mirror, a BGP full table) is in it.
+// through a mirror, a BGP full table) is in it. other is low because what
+// it passes up a mirror mostly earns an answer from the kernel (a SYN+ACK,
+// a reset) that crosses the router again: 10,000 SYNs a second passed
+// cost a lab's router a tenth of a core more, and its transit a fifth.
 var DefaultCoPP = [NumCoPPClasses]CoPPLimit{
 	CoPPND:      {2000, 1000},
 	CoPPRouting: {1_000_000, 100_000},
 	CoPPEcho:    {1000, 1000},
-	CoPPOther:   {10_000, 5000},
+	CoPPOther:   {2000, 2000},
 }
 
 // coppBuckets are a link's buckets, one per class, shared by its workers
@@ -168,15 +171,22 @@ func routingPort(p uint16) bool {
 
 // coppClass is the class of packet p (its walk l4) punted to the router;
 // toKernel says it goes up a mirror, where a session peer's packets are
-// routing whatever they are.
+// routing whatever they are, but for a bare SYN: anyone can send those
+// (a peer reconnecting sends one), and a SYN flood makes the kernel send
+// challenge ACKs that would teach its source as a peer.
 func (t *peerTable) coppClass(p header.IPv6, l4 *l4info, toKernel bool) CoPPClass {
-	if l4.proto == protoICMPv6 && l4.icmp {
-		t := header.ICMPv6Type(l4.icmpTy)
-		switch {
-		case t >= header.ICMPv6RouterSolicit && t <= header.ICMPv6RedirectMsg:
+	switch l4.proto {
+	case protoICMPv6:
+		switch typ := header.ICMPv6Type(l4.icmpTy); {
+		case !l4.icmp:
+		case typ >= header.ICMPv6RouterSolicit && typ <= header.ICMPv6RedirectMsg:
 			return CoPPND
-		case t == header.ICMPv6EchoRequest:
+		case typ == header.ICMPv6EchoRequest:
 			return CoPPEcho
+		}
+	case protoTCP:
+		if f, ok := tcpFlags(p, l4); ok && bareSYN(f) {
+			return CoPPOther
 		}
 	}
 	if toKernel && t.has((*[16]byte)(p.SourceAddressSlice()), coarseNow()) {
@@ -194,15 +204,20 @@ func protoClass(p header.IPv6, l4 *l4info) CoPPClass {
 		if l4.ports && (routingPort(l4.dport) || routingPort(l4.sport)) {
 			return CoPPRouting
 		}
-	case protoTCP:
-		// BGP, but not a bare SYN: anyone can send those, and the kernel
-		// answers them without the session being at stake
-		if l4.ports && (l4.sport == portBGP || l4.dport == portBGP) && l4.off >= 0 &&
-			l4.off+header.TCPMinimumSize <= len(p) && !bareSYN(header.TCP(p[l4.off:]).Flags()) {
+	case protoTCP: // BGP (its bare SYNs are other)
+		if _, ok := tcpFlags(p, l4); ok && (l4.sport == portBGP || l4.dport == portBGP) {
 			return CoPPRouting
 		}
 	}
 	return CoPPOther
+}
+
+// tcpFlags are the flags of TCP packet p, if its header is all there.
+func tcpFlags(p header.IPv6, l4 *l4info) (header.TCPFlags, bool) {
+	if !l4.ports || l4.off < 0 || l4.off+header.TCPMinimumSize > len(p) {
+		return 0, false
+	}
+	return header.TCP(p[l4.off:]).Flags(), true
 }
 
 func bareSYN(f header.TCPFlags) bool {
@@ -294,11 +309,10 @@ func (t *peerTable) has(a *[16]byte, now uint64) bool {
 // flood of those establish nothing), nor FIN (a daemon closing a
 // connection it did not want).
 func (w *worker) learnPeer(k *pkt, now uint64) {
-	l4 := &k.l4
-	if l4.proto != protoTCP || l4.off < 0 || l4.off+header.TCPMinimumSize > len(k.p) {
+	if k.l4.proto != protoTCP {
 		return
 	}
-	if f := header.TCP(k.p[l4.off:]).Flags(); f&(header.TCPFlagSyn|header.TCPFlagRst|header.TCPFlagFin) != 0 {
+	if f, ok := tcpFlags(k.p, &k.l4); !ok || f&(header.TCPFlagSyn|header.TCPFlagRst|header.TCPFlagFin) != 0 {
 		return
 	}
 	w.dp.peers.learn((*[16]byte)(k.p.DestinationAddressSlice()), now)

@@ -79,7 +79,10 @@ func TestCoPPClasses(t *testing.T) {
 		{"destination unreachable", icmpTo(t, host1, routerAddr, 1, make([]byte, 52)), true, other},
 		{"MLDv2 report", icmpTo(t, host1, routerAddr, 143, make([]byte, 4)), true, other},
 		{"unknown protocol", proto(t, host1, routerAddr, 253), true, other},
-		{"a peer's SYN to 22, to the kernel", tcpSeg(t, peer, routerAddr, 40001, 22, layers.TCP{SYN: true}), true, rt},
+		{"a peer's SYN to 22, to the kernel", tcpSeg(t, peer, routerAddr, 40001, 22, layers.TCP{SYN: true}), true, other},
+		{"a peer's SYN to 179, to the kernel", tcpSeg(t, peer, routerAddr, 40001, 179, layers.TCP{SYN: true}), true, other},
+		{"a peer's ACK to 22, to the kernel", tcpSeg(t, peer, routerAddr, 40001, 22, layers.TCP{ACK: true}), true, rt},
+		{"a peer's RST to 5201, to the kernel", tcpSeg(t, peer, routerAddr, 40001, 5201, layers.TCP{RST: true}), true, rt},
 		{"a peer's UDP to 53, to the kernel", udpPorts(t, peer, routerAddr, 40000, 53), true, rt},
 		{"a peer's UDP to 53, answered by the router", udpPorts(t, peer, routerAddr, 40000, 53), false, other},
 	}

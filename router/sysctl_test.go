@@ -90,7 +90,7 @@ func TestSysctlCoPP(t *testing.T) {
 	for name, want := range map[string]string{"net.ipv6.copp.nd.rate": "2000", "net.ipv6.copp.nd.burst": "1000",
 		"net.ipv6.copp.routing.rate": "1000000", "net.ipv6.copp.routing.burst": "100000",
 		"net.ipv6.copp.echo.rate": "1000", "net.ipv6.copp.echo.burst": "1000",
-		"net.ipv6.copp.other.rate": "10000", "net.ipv6.copp.other.burst": "5000"} {
+		"net.ipv6.copp.other.rate": "2000", "net.ipv6.copp.other.burst": "2000"} {
 		if v, err := r.Sysctl(name); err != nil || v != want {
 			t.Errorf("%s: %q %v, want %q", name, v, err, want)
 		}
