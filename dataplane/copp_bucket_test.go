@@ -106,3 +106,29 @@ func TestEtherPolicesND(t *testing.T) {
 		t.Errorf("received %d of 20", rx)
 	}
 }
+
+// TestMirrorClass: multicast given up a mirror is classed as it comes:
+// OSPFv3's hellos are routing, MLD reports and the malformed other.
+func TestMirrorClass(t *testing.T) {
+	_, e, _ := etherLink(t)
+	pkt := func(next uint8, dst string, payload []byte) []byte {
+		p := make([]byte, ipv6Len+len(payload))
+		header.IPv6(p).Encode(&header.IPv6Fields{PayloadLength: uint16(len(payload)), TransportProtocol: tcpipProto(next),
+			HopLimit: 1, SrcAddr: addrOf(netip.MustParseAddr("fe80::2")), DstAddr: addrOf(netip.MustParseAddr(dst))})
+		copy(p[ipv6Len:], payload)
+		return p
+	}
+	ospf := pkt(protoOSPF, "ff02::5", make([]byte, 40))
+	mld := pkt(protoICMPv6, "ff02::16", append([]byte{143, 0, 0, 0}, make([]byte, 24)...))
+	rip := pkt(protoUDP, "ff02::9", []byte{2, 9, 2, 9, 0, 12, 0, 0, 1, 1, 0, 0})
+	short := ospf[:ipv6Len+10] // its payload length says 40
+	for _, c := range []struct {
+		name string
+		p    []byte
+		want CoPPClass
+	}{{"OSPFv3 hello", ospf, CoPPRouting}, {"MLDv2 report", mld, CoPPOther}, {"RIPng", rip, CoPPRouting}, {"truncated", short, CoPPOther}} {
+		if got := e.mirrorClass(c.p); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
