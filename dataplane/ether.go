@@ -296,11 +296,11 @@ func (e *ether) mirrorClass(p []byte) CoPPClass {
 		return CoPPOther
 	}
 	ip := header.IPv6(p)
-	if n := ipv6Len + int(ip.PayloadLength()); n <= len(p) {
-		ip = ip[:n]
-	} else {
+	n := ipv6Len + int(ip.PayloadLength())
+	if n > len(p) {
 		return CoPPOther
 	}
+	ip = ip[:n]
 	l4 := walk(ip)
 	return e.dp.peers.coppClass(ip, &l4, true)
 }
