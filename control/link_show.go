@@ -119,6 +119,14 @@ func printLinkStats(w *printer, c dataplane.Stats) {
 	}
 	w.closeObject()
 	w.uint("icmp_ratelimited", "", c.ICMPLimited)
+	w.openObject("copp")
+	for _, k := range c.CoPP {
+		w.openObject(k.Class)
+		w.uint("passed", "", k.Passed)
+		w.uint("dropped", "", k.Dropped)
+		w.closeObject()
+	}
+	w.closeObject()
 	w.closeObject()
 }
 
@@ -132,7 +140,8 @@ func linkStats(c dataplane.Stats) string {
 }
 
 // dropReasons adds a line per drop reason the router counts, beyond what
-// Linux shows, so that `link show -s` says why packets were dropped.
+// Linux shows, so that `link show -s` says why packets were dropped, and
+// a line per CoPP class that saw packets.
 func dropReasons(c dataplane.Stats) string {
 	var b strings.Builder
 	for _, d := range c.Drops {
@@ -142,6 +151,11 @@ func dropReasons(c dataplane.Stats) string {
 	}
 	if c.ICMPLimited > 0 { // not drops: errors the drops earned, held back
 		fmt.Fprintf(&b, "    icmp_ratelimited %d\n", c.ICMPLimited)
+	}
+	for _, k := range c.CoPP { // what was punted to the router, by class
+		if k.Passed > 0 || k.Dropped > 0 {
+			fmt.Fprintf(&b, "    copp %s passed %d dropped %d\n", k.Class, k.Passed, k.Dropped)
+		}
 	}
 	return b.String()
 }

@@ -32,7 +32,8 @@ const (
 	DropRAIgnored                         // another router's Router Advertisement: a router takes none
 	DropRedirectIgnored                   // a Redirect: a router takes none
 	DropDADConflict                       // an advertisement of the router's own address
-	DropNeighDiscard                      // not held for its neighbour\'s resolution: refused under a flood, or over its queue\'s bounds
+	DropNeighDiscard                      // not held for its neighbour's resolution: refused under a flood, or over its queue's bounds
+	DropPoliced                           // for the router, over its class's limit (copp.go)
 	numDropReasons
 )
 
@@ -40,7 +41,7 @@ var dropNames = [numDropReasons]string{
 	"truncated", "version", "length", "martian", "hop_limit", "no_route", "prohibited",
 	"blackhole", "too_big", "link_down", "local", "write", "option", "checksum", "neigh_failed",
 	"nd_invalid", "nd_queue_full", "not_forwarding", "nd_hop_limit", "nd_checksum", "ra_ignored",
-	"redirect_ignored", "dad_conflict", "neigh_discard",
+	"redirect_ignored", "dad_conflict", "neigh_discard", "policed",
 }
 
 func (d DropReason) String() string { return dropNames[d] }
@@ -57,7 +58,10 @@ type Counters struct {
 	// link earned but that the rate limits held back. The packets are
 	// counted once, under their drop reason; this is not a drop.
 	ICMPLimited Counter
-	_           [64]byte // keep workers' counters on separate cache lines
+	// CoPP counts the packets punted to the router by class, passed and
+	// dropped (copp.go); the dropped are under DropPoliced too.
+	CoPP [NumCoPPClasses][2]Counter
+	_    [64]byte // keep workers' counters on separate cache lines
 }
 
 // Counter is a count with a single writer: it adds with a plain atomic
@@ -81,6 +85,14 @@ type Stats struct {
 	RxDropped, TxDropped                   uint64
 	Drops                                  []Drop // every reason, in a fixed order
 	ICMPLimited                            uint64
+	CoPP                                   []CoPPCount // every class, highest first
+}
+
+// CoPPCount is one class's packets punted to the router, passed and
+// dropped by its limit.
+type CoPPCount struct {
+	Class           string
+	Passed, Dropped uint64
 }
 
 // Drop is one reason's count.
@@ -109,6 +121,7 @@ func (l *Link) NewCounters() *Counters {
 func (l *Link) Stats() Stats {
 	var s Stats
 	var drops [numDropReasons]uint64
+	var copp [NumCoPPClasses][2]uint64
 	if p := l.counters.Load(); p != nil {
 		for _, c := range *p {
 			s.RxPackets += c.RxPackets.Load()
@@ -120,6 +133,10 @@ func (l *Link) Stats() Stats {
 			s.ICMPLimited += c.ICMPLimited.Load()
 			for i := range drops {
 				drops[i] += c.Drops[i].Load()
+			}
+			for i := range copp {
+				copp[i][coppPassed] += c.CoPP[i][coppPassed].Load()
+				copp[i][coppDropped] += c.CoPP[i][coppDropped].Load()
 			}
 		}
 	}
@@ -134,6 +151,9 @@ func (l *Link) Stats() Stats {
 		default:
 			s.RxDropped += n
 		}
+	}
+	for i, n := range copp {
+		s.CoPP = append(s.CoPP, CoPPCount{Class: coppNames[i], Passed: n[coppPassed], Dropped: n[coppDropped]})
 	}
 	return s
 }

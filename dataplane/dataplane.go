@@ -24,6 +24,10 @@ type Dataplane struct {
 	// redirects are limited per destination and per source
 	redirects redirectLimits
 	noForward atomic.Bool // net.ipv6.conf.all.forwarding is 0
+	// copp are the router-wide limits each link's buckets take (under
+	// mu); peers the neighbours the kernel has sessions with
+	copp  [NumCoPPClasses]CoPPLimit
+	peers peerTable
 
 	// neighWatch hears the Ethernet links' neighbour changes (the
 	// router's gateway probing); it must not block.
@@ -36,13 +40,16 @@ type Dataplane struct {
 
 // New returns a dataplane over the router's links, deciding with d, with
 // Linux's default ICMPv6 error limits (icmp_msgs_per_sec 1000 with bursts
-// of 50; per destination one per 100 ms with bursts of 6).
+// of 50; per destination one per 100 ms with bursts of 6) and the default
+// limits of what is punted to the router (DefaultCoPP).
 func New(links *Links, d *decide.Decider) *Dataplane {
 	dp := &Dataplane{Links: links, Decider: d}
 	dp.icmp.global.set(1000, 50)
 	dp.icmp.perDst.set(100*time.Millisecond, 6)
 	dp.SetICMPRateMask(DefaultRateMask)
 	dp.redirects.init()
+	dp.copp = DefaultCoPP
+	dp.peers.init()
 	return dp
 }
 
@@ -74,6 +81,7 @@ func (dp *Dataplane) AddLink(name string, dev port.Device, mtu int) (*Link, erro
 	if err != nil {
 		return nil, err
 	}
+	dp.applyCoPP(l)
 	if e, ok := dev.(*ether); ok {
 		e.attach(dp, l)
 	}

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+
 	"urouter/dataplane/port"
 	"urouter/ndisc"
 )
@@ -262,17 +264,21 @@ func (e *ether) ReadBatch(q int, bufs [][]byte, sizes []int) (int, error) {
 
 // routes reports whether a frame (h, then b: virtio_net_hdr and packet)
 // goes to the packet path, its header's offsets made the packet path's;
-// Neighbour Discovery goes to the ND goroutine, the rest is counted.
+// Neighbour Discovery goes to the ND goroutine and other multicast up the
+// mirror, each within its class's limit (copp.go); the rest is counted.
 // (A truncated frame goes on: the packet path counts it.)
 func (e *ether) routes(h *port.EthHdr, b []byte) bool {
 	switch {
 	case binary.BigEndian.Uint16(h[12:]) != port.EtherTypeIPv6 || !e.accepts(h[:6]):
 		e.stats.NotForUs.Add(1)
 	case ndisc.IsND(b[vnetHdrLen:]):
-		e.nd.Receive(ndisc.MAC(h[6:12]), b[vnetHdrLen:])
+		if e.police(CoPPND, len(b)-vnetHdrLen, false) {
+			e.nd.Receive(ndisc.MAC(h[6:12]), b[vnetHdrLen:])
+		}
 	case h[0]&1 != 0:
 		e.stats.Multicast.Add(1)
-		if l := e.link.Load(); l != nil && l.Mirror() != nil && len(b) > vnetHdrLen {
+		if l := e.link.Load(); l != nil && l.Mirror() != nil && len(b) > vnetHdrLen &&
+			e.police(e.mirrorClass(b[vnetHdrLen:]), len(b)-vnetHdrLen, true) {
 			port.ShiftVnet(b, -port.EthHdrLen)
 			l.Mirror().give(b, len(b)-vnetHdrLen) // to the kernel, whose groups they may be
 		}
@@ -281,6 +287,22 @@ func (e *ether) routes(h *port.EthHdr, b []byte) bool {
 		return true
 	}
 	return false
+}
+
+// mirrorClass is the class of multicast packet p given up the mirror
+// (OSPFv3's hellos are routing, MLD other); a malformed one is other.
+func (e *ether) mirrorClass(p []byte) CoPPClass {
+	if len(p) < ipv6Len || p[0]>>4 != 6 {
+		return CoPPOther
+	}
+	ip := header.IPv6(p)
+	n := ipv6Len + int(ip.PayloadLength())
+	if n > len(p) {
+		return CoPPOther
+	}
+	ip = ip[:n]
+	l4 := walk(ip)
+	return e.dp.peers.coppClass(ip, &l4, true)
 }
 
 // WriteBatch frames each packet for the neighbour it goes to: the MAC the

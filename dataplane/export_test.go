@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"net/netip"
 	"time"
 
 	"urouter/dataplane/port"
@@ -83,3 +84,37 @@ func NewDestLimiter(interval time.Duration, burst int) *DestLimiter {
 }
 
 func (l *DestLimiter) Allow(dst [16]byte, nowNs int64) bool { return l.d.allow(&dst, nowNs) }
+
+// NewTestMirrorWorker is a worker that routes batches as the kernel's,
+// sent out of link l's mirror (which has no kernel side).
+func NewTestMirrorWorker(dp *Dataplane, l *Link, id int) *TestWorker {
+	t := NewTestWorker(dp, l, id)
+	t.w.own = &Mirror{link: l}
+	return t
+}
+
+// ForwardOwn routes pkts as one batch the kernel sent out of the mirror.
+func (t *TestWorker) ForwardOwn(pkts ...[]byte) {
+	for i, p := range pkts {
+		t.w.sizes[i] = copy(t.w.bufs[i], p)
+	}
+	t.w.epoch.Add(1)
+	t.w.forwardOwn(len(pkts))
+	t.w.epoch.Add(1)
+}
+
+// Class is the CoPP class of b (virtio_net_hdr and packet) punted to the
+// router, given up a mirror if toKernel.
+func (t *TestWorker) Class(b []byte, toKernel bool) CoPPClass {
+	k := &pkt{b: b}
+	if !t.w.parse(k) {
+		return CoPPOther
+	}
+	return t.w.dp.peers.coppClass(k.p, &k.l4, toKernel)
+}
+
+// IsPeer reports whether a counts as a session peer after from now.
+func (dp *Dataplane) IsPeer(a netip.Addr, after time.Duration) bool {
+	b := a.As16()
+	return dp.peers.has(&b, coarseNow()+uint64(after/time.Second))
+}

@@ -9,14 +9,14 @@
 //     parsing (packet.go, hopopts.go), segmentation and coalescing
 //     (gso.go, gro.go), ICMPv6 errors and their limits (icmp.go,
 //     ratelimit.go), redirects (redirect.go), local delivery (local.go)
-//     and counters (counters.go);
+//     and its policing by class (copp.go), and counters (counters.go);
 //   - the Ethernet link (ether.go): a port/ Frames device, framed for
 //     each packet's neighbour through ndisc's cache, its Neighbour
 //     Discovery handed the ND messages it reads (ndlink.go: what ND asks
 //     of the link);
 //   - mirrors (mirror.go): the reader of a link's kernel TUN and the
-//     packets given to it; keeping the kernel interface in step is the
-//     router's.
+//     packets given to it (whose TCP teaches CoPP its session peers);
+//     keeping the kernel interface in step is the router's.
 //
 // What a link is made of (TUN, TAP, AF_PACKET, frames, the virtio-net
 // header) is package port's; Neighbour Discovery is package ndisc's.
@@ -58,6 +58,7 @@ type Link struct {
 	counters atomic.Pointer[[]*Counters]    // one per worker that touches the link
 	mirror   atomic.Pointer[Mirror]         // its stand-in in the kernel, if any
 	conf     linkConf
+	copp     coppBuckets // the limits of what it punts to the router
 }
 
 // portRef holds a Port for an atomic pointer.

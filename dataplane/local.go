@@ -7,18 +7,25 @@ import (
 	"urouter/dataplane/port"
 )
 
-// local delivers a packet addressed to the router. What the router does
-// not answer itself goes to the kernel through a mirror, if there is one
-// (mirror.go); else it is answered as Linux answers when nothing listens:
+// local delivers a packet addressed to the router. A packet that came in
+// by a link (not the kernel's own) first passes its class's limit on that
+// link (copp.go). What the router does not answer itself goes to the
+// kernel through a mirror, if there is one (mirror.go); else it is
+// answered as Linux answers when nothing listens:
 // an echo request gets its reply; UDP a Port Unreachable and TCP a reset,
 // when their checksums are right; other ICMPv6 messages are taken and
 // dropped; any other protocol earns a Parameter Problem pointing at its
 // Next Header.
 func (w *worker) local(k *pkt) {
-	if !answersItself(k) && w.toKernel(k) {
+	in := w.in
+	m := w.toKernel(k)
+	if w.own == nil && !w.police(in, w.dp.peers.coppClass(k.p, &k.l4, m != nil)) {
 		return
 	}
-	in := w.in
+	if m != nil {
+		m.give(k.b, len(k.p))
+		return
+	}
 	l4 := k.l4.off
 	switch {
 	case k.l4.proto == protoICMPv6:

@@ -96,19 +96,20 @@ func allMulti(l *Link, on bool) error {
 	return nil
 }
 
-// toKernel gives a packet for the router that it does not answer itself
-// to the kernel: through the mirror of the link it came in by, else of the
-// link whose address it is for. It reports whether a mirror took it.
-func (w *worker) toKernel(k *pkt) bool {
-	m := w.in.Mirror()
-	if m == nil && k.egress != nil {
-		m = k.egress.Mirror()
+// toKernel is the mirror that takes a packet for the router the router
+// does not answer itself: the mirror of the link it came in by, else of
+// the link whose address it is for; nil if neither has one.
+func (w *worker) toKernel(k *pkt) *Mirror {
+	if answersItself(k) {
+		return nil
 	}
-	if m == nil {
-		return false
+	if m := w.in.Mirror(); m != nil {
+		return m
 	}
-	m.give(k.b, len(k.p))
-	return true
+	if k.egress != nil {
+		return k.egress.Mirror()
+	}
+	return nil
 }
 
 // give writes b (virtio_net_hdr and a packet of n bytes) into the kernel.
@@ -137,10 +138,11 @@ func answersItself(k *pkt) bool {
 // link-local destination leaves by the mirror's link, the hop limit is
 // the kernel's to set. Link-scope multicast (OSPFv3's hellos, MLD
 // reports) leaves by the link, to its group; wider scopes stay on the
-// kernel's side.
+// kernel's side. Its unicast TCP teaches the session peers (copp.go).
 func (w *worker) forwardOwn(n int) {
 	m, in := w.own, w.in
 	links := w.dp.Links.snap.Load()
+	now := coarseNow()
 	for i := 0; i < n; i++ {
 		k := &w.pk[i]
 		*k = pkt{b: w.bufs[i][:w.sizes[i]]}
@@ -160,6 +162,7 @@ func (w *worker) forwardOwn(n int) {
 			w.send(k)
 			continue
 		}
+		w.learnPeer(k, now)
 		key := &w.keys[0]
 		k.keyInto(key, 0)
 		if linkLocal(dst) {

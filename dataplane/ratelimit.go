@@ -105,11 +105,16 @@ type destBuckets struct {
 
 const tatMask = 1<<48 - 1
 
+// randomSeed seeds a hash table's hash: an attacker cannot aim at one slot.
+func randomSeed() [2]uint64 {
+	var b [16]byte
+	rand.Read(b[:])
+	return [2]uint64{binary.LittleEndian.Uint64(b[:8]) | 1, binary.LittleEndian.Uint64(b[8:])}
+}
+
 func (d *destBuckets) set(interval time.Duration, burst int) {
 	if d.seed == [2]uint64{} {
-		var b [16]byte
-		rand.Read(b[:])
-		d.seed = [2]uint64{binary.LittleEndian.Uint64(b[:8]) | 1, binary.LittleEndian.Uint64(b[8:])}
+		d.seed = randomSeed()
 	}
 	iv := interval.Microseconds()
 	d.interval.Store(iv)

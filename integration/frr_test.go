@@ -38,6 +38,8 @@ type frrLab struct {
 	// announce, if set, is what each peer announces instead of its share
 	// of the n lab prefixes
 	announce [2][]string
+	// bgpExtra are lines more for bgpd's router bgp (timers, say)
+	bgpExtra string
 }
 
 const (
@@ -61,9 +63,15 @@ func prefixOf(i int) string { return fmt.Sprintf("2001:db8:a000:%x::/64", i) }
 // FPM and no urouter daemon (the kernel of uro-fr forwards: the reference).
 func newFRRLab(t testing.TB, n int, kernelOnly bool, announce ...[]string) *frrLab {
 	t.Helper()
+	return newFRRLabWith(t, n, kernelOnly, "", announce...)
+}
+
+// newFRRLabWith is newFRRLab with bgpExtra added to bgpd's router bgp.
+func newFRRLabWith(t testing.TB, n int, kernelOnly bool, bgpExtra string, announce ...[]string) *frrLab {
+	t.Helper()
 	needFRR(t)
 	l := &frrLab{t: t, r: newNetns(t, "uro-fr"), h: newNetns(t, "uro-fh"), n: n, dir: t.TempDir(),
-		withdrawn: map[int]bool{}, kernelOnly: kernelOnly}
+		withdrawn: map[int]bool{}, kernelOnly: kernelOnly, bgpExtra: bgpExtra}
 	copy(l.announce[:], announce)
 	if err := os.Chmod(l.dir, 0o755); err != nil { // FRR's daemons drop to user frr
 		t.Fatal(err)
@@ -132,7 +140,7 @@ func (l *frrLab) writeFRR() {
 			"router bgp 65000\n bgp router-id 192.0.2.1\n no bgp ebgp-requires-policy\n no bgp default ipv4-unicast\n" +
 			" bgp bestpath as-path multipath-relax\n" +
 			" neighbor 2001:db8:d1::2 remote-as 65001\n neighbor 2001:db8:d2::2 remote-as 65002\n" +
-			" neighbor 2001:db8:d1::2 timers connect 1\n neighbor 2001:db8:d2::2 timers connect 1\n" +
+			" neighbor 2001:db8:d1::2 timers connect 1\n neighbor 2001:db8:d2::2 timers connect 1\n" + l.bgpExtra +
 			" address-family ipv6 unicast\n  neighbor 2001:db8:d1::2 activate\n  neighbor 2001:db8:d2::2 activate\n" +
 			"  maximum-paths 2\n exit-address-family\n",
 	}

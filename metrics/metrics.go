@@ -57,6 +57,7 @@ var (
 	txErrors      = desc("link_transmit_errors_total", "Writes to the link that failed.", "link")
 	drops         = desc("link_drops_total", "Packets received on the link and dropped, by reason.", "link", "reason")
 	icmpLimited   = desc("link_icmp_ratelimited_total", "ICMPv6 errors earned by packets from the link and held back by the rate limits.", "link")
+	coppPackets   = desc("link_copp_packets_total", "Packets from the link punted to the router, by CoPP class, passed or dropped by its limit.", "link", "class", "verdict")
 	mirrorUp      = desc("mirror_to_kernel_packets_total", "Packets given to the kernel through the link's mirror.", "link", "mirror")
 	mirrorUpB     = desc("mirror_to_kernel_bytes_total", "Bytes given to the kernel through the link's mirror.", "link", "mirror")
 	mirrorDown    = desc("mirror_from_kernel_packets_total", "Packets the kernel sent out of the link's mirror.", "link", "mirror")
@@ -105,7 +106,7 @@ var (
 // Describe sends every descriptor the collector uses.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{linkUp, linkMTU, rxPackets, rxBytes, txPackets, txBytes, rxErrors, txErrors,
-		drops, icmpLimited, mirrorUp, mirrorUpB, mirrorDown, mirrorDownB, mirrorDropped, neighbours, neighLimited, neighHeld, routes, publishes,
+		drops, icmpLimited, coppPackets, mirrorUp, mirrorUpB, mirrorDown, mirrorDownB, mirrorDropped, neighbours, neighLimited, neighHeld, routes, publishes,
 		nexthops, rulesN, fpmConnected, fpmSettled, fpmConnects, fpmFrames, fpmBytes, fpmClosed, mirrorEvents, mirrorResync,
 		feedRoutes, feedNexthops, feedPending} {
 		ch <- d
@@ -148,6 +149,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			counter(ch, drops, d.Count, n, d.Reason)
 		}
 		counter(ch, icmpLimited, s.ICMPLimited, n)
+		for _, k := range s.CoPP {
+			counter(ch, coppPackets, k.Passed, n, k.Class, "passed")
+			counter(ch, coppPackets, k.Dropped, n, k.Class, "dropped")
+		}
 		if m := l.Mirror(); m != nil {
 			counter(ch, mirrorUp, m.UpPackets.Load(), n, m.Name)
 			counter(ch, mirrorUpB, m.UpBytes.Load(), n, m.Name)

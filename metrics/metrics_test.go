@@ -92,6 +92,9 @@ func TestMetrics(t *testing.T) {
 		{"urouter_feed_pending_overflow_total", map[string]string{"feed": "fpm"}, 0},
 		{"urouter_fpm_closed_total", map[string]string{"reason": "replaced"}, 0},
 		{"urouter_link_drops_total", map[string]string{"link": "d0", "reason": "no_route"}, 0},
+		{"urouter_link_drops_total", map[string]string{"link": "d0", "reason": "policed"}, 0},
+		{"urouter_link_copp_packets_total", map[string]string{"link": "d0", "class": "echo", "verdict": "passed"}, 0},
+		{"urouter_link_copp_packets_total", map[string]string{"link": "d0", "class": "routing", "verdict": "dropped"}, 0},
 	} {
 		if v, ok := get(c.name, c.labels); !ok || v != c.want {
 			t.Errorf("%s%v = %v (present %v), want %v", c.name, c.labels, v, ok, c.want)

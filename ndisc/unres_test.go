@@ -76,6 +76,8 @@ func TestFloodFromOneSource(t *testing.T) {
 func TestFloodFromEverywhere(t *testing.T) {
 	p := DefaultParams()
 	p.Thresh1, p.Thresh2, p.Thresh3, p.UnresMax = 64, 128, 256, 64
+	// c's the one solicitation: no later one may take its slot in asked
+	p.SolicitRate, p.SolicitBurst = 1, 1
 	tbl, f, clk := testTable(p)
 	upstream := netip.MustParsePrefix("2001:db8:100::/40")
 	src := func() netip.Addr {

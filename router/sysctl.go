@@ -13,7 +13,8 @@ import (
 )
 
 // The router's knobs by Linux's sysctl names (net.ipv6.conf.*,
-// net.ipv6.neigh.*, net.ipv6.fib_multipath_hash_*, net.ipv6.icmp.*), read
+// net.ipv6.neigh.*, net.ipv6.fib_multipath_hash_*, net.ipv6.icmp.*) and
+// its own (net.ipv6.copp.*: control-plane policing, dataplane/copp.go), read
 // and written as text, checked as the kernel's proc handlers check them.
 // Only knobs that mean something to the router are here; what each does
 // is in the tables below (sysctl_conf.go, sysctl_neigh.go) and in
@@ -41,7 +42,12 @@ type sysctls struct {
 	destBurst  int // ICMPv6 errors to one destination in a burst: Linux has no knob, 6
 	skipNotify int64
 	heldMax    int64 // net.ipv6.neigh.default.unres_total_bytes
+	copp       [dataplane.NumCoPPClasses]coppKnobs
 }
+
+// coppKnobs are a CoPP class's net.ipv6.copp.CLASS.rate and .burst,
+// router-wide, each link's bucket taking them.
+type coppKnobs struct{ rate, burst int64 }
 
 type linkSysctls struct {
 	conf  ipv6Conf
@@ -55,9 +61,13 @@ func newSysctls() sysctls {
 	c := ipv6Conf{forwarding: 1, acceptDAD: 1, dadTransmits: 1, hopLimit: 64, mtu: dataplane.MinMTU}
 	all := c
 	all.acceptDAD = 0 // Linux's: a link's own says
-	return sysctls{all: all, dflt: c, links: map[int32]*linkSysctls{}, neighDflt: defaultNeighParams(),
+	s := sysctls{all: all, dflt: c, links: map[int32]*linkSysctls{}, neighDflt: defaultNeighParams(),
 		hashFields: hashFieldsL3, icmpRate: 100, ratemask: dataplane.DefaultRateMask, msgsPerSec: 1000, msgsBurst: 50, destBurst: 6,
 		heldMax: ndisc.HeldMax()}
+	for i, d := range dataplane.DefaultCoPP {
+		s.copp[i] = coppKnobs{rate: int64(d.Rate), burst: int64(d.Burst)}
+	}
+	return s
 }
 
 // Linux's fib_multipath_hash_fields bits this router hashes on; the inner
@@ -89,7 +99,7 @@ func intKnob(field func(s *sysctls) *int64, lo, hi int64, apply func(r *Router))
 }
 
 // globalKnobs are the knobs outside conf and neigh, by name.
-var globalKnobs = map[string]globalKnob{
+var globalKnobs = withCoPPKnobs(map[string]globalKnob{
 	"net.ipv6.fib_multipath_hash_policy": intKnob(func(s *sysctls) *int64 { return &s.hashPolicy }, 0, 3, (*Router).applyHash),
 	"net.ipv6.fib_multipath_hash_fields": intKnob(func(s *sysctls) *int64 { return &s.hashFields }, 1, hashFieldsAll, (*Router).applyHash),
 	"net.ipv6.icmp.ratelimit":            intKnob(func(s *sysctls) *int64 { return &s.icmpRate }, 0, math.MaxInt32, (*Router).applyICMP),
@@ -114,6 +124,22 @@ var globalKnobs = map[string]globalKnob{
 	// router's, beside the table-wide gc_thresh* (RFC 6583 6.3)
 	"net.ipv6.neigh.default.unres_total_bytes": intKnob(func(s *sysctls) *int64 { return &s.heldMax }, 0, math.MaxInt32,
 		func(r *Router) { ndisc.SetHeldMax(r.sys.heldMax) }),
+})
+
+// withCoPPKnobs adds each CoPP class's net.ipv6.copp.CLASS.rate (packets
+// a second, 0: no limit; at most one a nanosecond) and .burst (packets,
+// at least one) to knobs.
+func withCoPPKnobs(knobs map[string]globalKnob) map[string]globalKnob {
+	for c := range dataplane.NumCoPPClasses {
+		apply := func(r *Router) {
+			k := r.sys.copp[c]
+			r.DP.SetCoPP(c, dataplane.CoPPLimit{Rate: int(k.rate), Burst: int(k.burst)})
+		}
+		name := "net.ipv6.copp." + c.String()
+		knobs[name+".rate"] = intKnob(func(s *sysctls) *int64 { return &s.copp[c].rate }, 0, 1e9, apply)
+		knobs[name+".burst"] = intKnob(func(s *sysctls) *int64 { return &s.copp[c].burst }, 1, math.MaxInt32, apply)
+	}
+	return knobs
 }
 
 func (r *Router) applyHash() {

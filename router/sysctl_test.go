@@ -131,3 +131,38 @@ func needTAP(t *testing.T) {
 		t.Skip("needs root for a TAP")
 	}
 }
+
+// TestSysctlCoPP: the CoPP knobs read their defaults, set the
+// dataplane's limits, refuse a bad value without changing anything, and
+// are listed.
+func TestSysctlCoPP(t *testing.T) {
+	r := New()
+	for name, want := range map[string]string{"net.ipv6.copp.nd.rate": "2000", "net.ipv6.copp.nd.burst": "1000",
+		"net.ipv6.copp.routing.rate": "1000000", "net.ipv6.copp.routing.burst": "100000",
+		"net.ipv6.copp.echo.rate": "1000", "net.ipv6.copp.echo.burst": "1000",
+		"net.ipv6.copp.other.rate": "2000", "net.ipv6.copp.other.burst": "2000"} {
+		if v, err := r.Sysctl(name); err != nil || v != want {
+			t.Errorf("%s: %q %v, want %q", name, v, err, want)
+		}
+		if !slices.Contains(r.SysctlNames(), name) {
+			t.Errorf("sysctl -a leaves out %s", name)
+		}
+	}
+	must(t, r.SetSysctl("net.ipv6.copp.echo.rate", "50"))
+	must(t, r.SetSysctl("net.ipv6.copp.echo.burst", "0x10"))
+	if got := r.DP.CoPP(dataplane.CoPPEcho); got != (dataplane.CoPPLimit{Rate: 50, Burst: 16}) {
+		t.Errorf("echo's limit %+v", got)
+	}
+	for _, bad := range [][2]string{{"net.ipv6.copp.echo.rate", "-1"}, {"net.ipv6.copp.echo.rate", "abc"},
+		{"net.ipv6.copp.echo.rate", "1000000001"}, {"net.ipv6.copp.echo.burst", "0"}, {"net.ipv6.copp.echo.burst", ""}} {
+		if err := r.SetSysctl(bad[0], bad[1]); !errors.Is(err, ErrBadValue) {
+			t.Errorf("%s=%q: %v, want Invalid argument", bad[0], bad[1], err)
+		}
+	}
+	if v, _ := r.Sysctl("net.ipv6.copp.echo.rate"); v != "50" || r.DP.CoPP(dataplane.CoPPEcho).Rate != 50 {
+		t.Errorf("after bad values echo.rate reads %s, the dataplane has %+v", v, r.DP.CoPP(dataplane.CoPPEcho))
+	}
+	if err := r.SetSysctl("net.ipv6.copp.bogus.rate", "5"); !errors.Is(err, ErrNoKnob) {
+		t.Errorf("a class that is not: %v", err)
+	}
+}
