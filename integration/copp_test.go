@@ -193,17 +193,11 @@ const transitDst = "2001:db8:a000:aa::1"
 func (l *frrLab) transit(t *testing.T) float64 {
 	t.Helper()
 	o, e, st := runCmd("ip", "netns", "exec", l.h, "iperf3", "-c", transitDst, "-p", "5301", "-t", "3", "-J")
-	var res struct {
-		End struct {
-			SumReceived struct {
-				BitsPerSecond float64 `json:"bits_per_second"`
-			} `json:"sum_received"`
-		} `json:"end"`
+	bps, ok := iperfReceived(o)
+	if st != 0 || !ok || bps == 0 {
+		t.Fatalf("iperf3 across the router: %s%s", o, e)
 	}
-	if err := json.Unmarshal([]byte(o), &res); st != 0 || err != nil || res.End.SumReceived.BitsPerSecond == 0 {
-		t.Fatalf("iperf3 across the router: %v %s%s", err, o, e)
-	}
-	return res.End.SumReceived.BitsPerSecond
+	return bps
 }
 
 // flood is a running flood of echo requests and of TCP SYNs.

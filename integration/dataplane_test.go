@@ -118,11 +118,10 @@ func TestThroughput(t *testing.T) {
 		if st != 0 {
 			t.Fatalf("iperf3 to %s: %s %s", c.addr, out, errs)
 		}
-		m := regexp.MustCompile(`"sum_received":\s*\{[^}]*"bits_per_second":\s*([0-9.e+]+)`).FindStringSubmatch(out)
-		if m == nil {
+		bps, ok := iperfReceived(out)
+		if !ok {
 			t.Fatalf("iperf3 output: %s", out)
 		}
-		bps, _ := strconv.ParseFloat(m[1], 64)
 		t.Logf("TCP to %s: %.2f Gbit/s", c.addr, bps/1e9)
 		if bps < 1e8 {
 			t.Errorf("TCP to %s: %.0f bit/s", c.addr, bps)

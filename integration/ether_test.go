@@ -131,11 +131,10 @@ func TestEthernetNeighbours(t *testing.T) {
 		l.in(dst.ns, "iperf3", "-s", "-1", "-D", "-p", "5299")
 		time.Sleep(300 * time.Millisecond)
 		out, errs, st := l.in(l.e1, "iperf3", "-6", "-c", dst.addr, "-p", "5299", "-t", "2", "-J")
-		m := regexp.MustCompile(`"sum_received":\s*\{[^}]*"bits_per_second":\s*([0-9.e+]+)`).FindStringSubmatch(out)
-		if st != 0 || m == nil {
+		bps, ok := iperfReceived(out)
+		if st != 0 || !ok {
 			t.Fatalf("iperf3 to %s: %s %s", dst.addr, out, errs)
 		}
-		bps, _ := strconv.ParseFloat(m[1], 64)
 		t.Logf("TCP e1 -> %s over Ethernet: %.2f Gbit/s", dst.addr, bps/1e9)
 		if bps < 1e8 {
 			t.Errorf("TCP to %s: %.0f bit/s", dst.addr, bps)
