@@ -161,12 +161,13 @@ func (t *Table) wake() {
 	}
 }
 
-// shardOf is addr's shard, by a hash keyed with the table's random seed:
-// a sender cannot aim a flood at one shard.
+// shardOf is addr's shard, by a hash of its interface identifier keyed
+// with the table's random seed (a multiply, on the fast path): a sender
+// cannot aim a flood at one shard. On a link the prefixes are few; the
+// identifiers are what differ.
 func (t *Table) shardOf(addr netip.Addr) int {
 	b := addr.As16()
-	x := binary.LittleEndian.Uint64(b[8:]) ^ binary.LittleEndian.Uint64(b[:8])*0x9e3779b97f4a7c15
-	return int((x * t.seed) >> (64 - 6))
+	return int((binary.BigEndian.Uint64(b[8:]) * t.seed) >> (64 - 6))
 }
 
 // Lookup returns the entry of addr, or nil, without a lock.
