@@ -254,3 +254,80 @@ func TestWantedNeighbourGetsIn(t *testing.T) {
 		})
 	}
 }
+
+// TestUnresStress: senders flooding from many sources, the ND goroutine's
+// Run, answers and solicitations, all at once (under -race): the table
+// stays within its bounds, and its accounts agree with its entries after
+// (entries awaiting resolution, per source, bytes held).
+func TestUnresStress(t *testing.T) {
+	p := DefaultParams()
+	p.Thresh1, p.Thresh2, p.Thresh3, p.UnresMax, p.UnresSrcMax = 32, 64, 128, 48, 4
+	p.Retrans = 5 * time.Millisecond
+	base := Held()
+	tbl, _, clk := testTable(p)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			src := netip.AddrFrom16([16]byte{0x20, 1, 0xd, 0xb8, 15: byte(g)})
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if i%3 == 0 {
+					src = randomIn(netip.MustParsePrefix("2001:db8:1::/64"))
+				}
+				tbl.Output(randomIn(lan), packetFrom(src, 200))
+				if s := tbl.Stats(); s.Entries > p.Thresh3 {
+					t.Errorf("%d entries, thresh3 %d", s.Entries, p.Thresh3)
+					return
+				}
+			}
+		})
+	}
+	wg.Go(func() { // the ND goroutine
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			clk.Add(int64(time.Millisecond))
+			tbl.Run(clk.Load())
+			tbl.Solicited(randomIn(lan), macA)
+			tbl.Advertised(randomIn(lan), Advert{MAC: macB, HasMAC: true, Solicited: true})
+		}
+	})
+	time.Sleep(300 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	incomplete, bySource, held := 0, map[uint16]int32{}, int64(0)
+	for e := range tbl.all() {
+		e.mu.Lock()
+		if e.state == Incomplete != e.unres {
+			t.Errorf("%v: %v, counted awaiting resolution %v", e.addr, e.state, e.unres)
+		}
+		if e.unres {
+			incomplete++
+			if e.source != 0 {
+				bySource[e.source]++
+			}
+		}
+		held += int64(e.queued)
+		e.mu.Unlock()
+	}
+	if n := int(tbl.unres.Load()); n != incomplete || n > p.UnresMax+4 {
+		t.Errorf("%d counted awaiting resolution, %d entries INCOMPLETE (unres_max %d)", n, incomplete, p.UnresMax)
+	}
+	for s := range tbl.bySource {
+		if got := tbl.bySource[s].Load(); got != bySource[uint16(s+1)] {
+			t.Errorf("source slot %d counts %d, its entries %d", s, got, bySource[uint16(s+1)])
+		}
+	}
+	if h := Held() - base; h != held {
+		t.Errorf("%d bytes counted held, the entries hold %d", h, held)
+	}
+	tbl.Close()
+}
