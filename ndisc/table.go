@@ -119,7 +119,13 @@ type Table struct {
 	stats
 }
 
-const nShards = 64
+// nShards: enough that a shard holds an entry or two at thresh3's
+// default, so that a new entry costs a copy of a map that small (a scan
+// creates thousands a second); an empty shard is a nil pointer.
+const (
+	nShards     = 1024
+	nShardsBits = 10
+)
 
 // ErrFull is Linux's "neighbour table overflow": the cache is at thresh3
 // and nothing can be collected.
@@ -130,9 +136,6 @@ func newTable(link cacheLink, p Params) *Table {
 	startClock()
 	t := &Table{link: link, Clock: &coarse, kick: make(chan struct{}, 1), seed: rand.Uint64() | 1}
 	t.SetParams(p)
-	for i := range t.shards {
-		t.shards[i].Store(&map[netip.Addr]*Entry{})
-	}
 	t.soonest.Store(math.MaxInt64)
 	return t
 }
@@ -167,11 +170,16 @@ func (t *Table) wake() {
 // identifiers are what differ.
 func (t *Table) shardOf(addr netip.Addr) int {
 	b := addr.As16()
-	return int((binary.BigEndian.Uint64(b[8:]) * t.seed) >> (64 - 6))
+	return int((binary.BigEndian.Uint64(b[8:]) * t.seed) >> (64 - nShardsBits))
 }
 
 // Lookup returns the entry of addr, or nil, without a lock.
-func (t *Table) Lookup(addr netip.Addr) *Entry { return (*t.shards[t.shardOf(addr)].Load())[addr] }
+func (t *Table) Lookup(addr netip.Addr) *Entry {
+	if m := t.shards[t.shardOf(addr)].Load(); m != nil {
+		return (*m)[addr]
+	}
+	return nil
+}
 
 // Len is the number of entries.
 func (t *Table) Len() int { return int(t.n.Load()) }
@@ -180,9 +188,11 @@ func (t *Table) Len() int { return int(t.n.Load()) }
 func (t *Table) all() iter.Seq[*Entry] {
 	return func(yield func(*Entry) bool) {
 		for i := range t.shards {
-			for _, e := range *t.shards[i].Load() {
-				if !yield(e) {
-					return
+			if m := t.shards[i].Load(); m != nil {
+				for _, e := range *m {
+					if !yield(e) {
+						return
+					}
 				}
 			}
 		}
@@ -341,7 +351,7 @@ func (e *Entry) set(s State, now, deadline int64) State {
 func (t *Table) create(addr netip.Addr, strong bool) (*Entry, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if e := (*t.shards[t.shardOf(addr)].Load())[addr]; e != nil {
+	if e := t.Lookup(addr); e != nil {
 		return e, nil
 	}
 	p := t.params.Load()
@@ -363,8 +373,18 @@ func (t *Table) create(addr netip.Addr, strong bool) (*Entry, error) {
 // edit publishes a copy of shard i that f changed: readers keep the one
 // they loaded. t.mu is held.
 func (t *Table) edit(i int, f func(m map[netip.Addr]*Entry)) {
-	next := maps.Clone(*t.shards[i].Load())
+	var next map[netip.Addr]*Entry
+	if cur := t.shards[i].Load(); cur != nil {
+		next = make(map[netip.Addr]*Entry, len(*cur)+1) // room for one more: no growing on an add
+		maps.Copy(next, *cur)
+	} else {
+		next = make(map[netip.Addr]*Entry, 1)
+	}
 	f(next)
+	if len(next) == 0 {
+		t.shards[i].Store(nil)
+		return
+	}
 	t.shards[i].Store(&next)
 }
 
@@ -374,7 +394,13 @@ func (t *Table) unlink(gone []*Entry) {
 	if len(gone) == 0 {
 		return
 	}
-	var by [nShards][]*Entry
+	if len(gone) == 1 { // an entry giving way, as often as a scan's packets come
+		e := gone[0]
+		t.edit(t.shardOf(e.addr), func(m map[netip.Addr]*Entry) { delete(m, e.addr) })
+		t.n.Add(-1)
+		return
+	}
+	by := map[int][]*Entry{}
 	for _, e := range gone {
 		i := t.shardOf(e.addr)
 		by[i] = append(by[i], e)

@@ -203,7 +203,11 @@ func (t *Table) giveWay(victims State, strong bool) bool {
 	now := t.Clock.Load()
 	retrans := int64(t.params.Load().Retrans)
 	for k := range nShards {
-		for _, e := range *t.shards[(start+k)%nShards].Load() {
+		m := t.shards[(start+k)%nShards].Load()
+		if m == nil {
+			continue
+		}
+		for _, e := range *m {
 			if s, _ := unpack(e.word.Load()); s&victims == 0 || s&static != 0 {
 				continue
 			}
