@@ -17,7 +17,7 @@
 //
 // The cache's fast path (Table.Lookup, Entry.Fast, Table.Output for a
 // valid neighbour) takes no lock and allocates nothing: an entry's state
-// and MAC are one atomic word, and the cache's index is 64 immutable maps
+// and MAC are one atomic word, and the cache's index is 1,024 immutable maps
 // behind atomic pointers, one replaced when an entry of it comes or goes.
 // Only a packet to a neighbour that is not valid takes the entry's lock.
 // Solicitations are never sent from the caller: the ND goroutine runs
