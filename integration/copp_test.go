@@ -299,14 +299,5 @@ type coppCount struct {
 
 func coppStats(t *testing.T, d *daemon, link string) map[string]coppCount {
 	t.Helper()
-	o, e, st := d.run("-s", "-j", "link", "show", link)
-	var ls []struct {
-		Stats struct {
-			CoPP map[string]coppCount `json:"copp"`
-		} `json:"stats64"`
-	}
-	if err := json.Unmarshal([]byte(o), &ls); st != 0 || err != nil || len(ls) != 1 {
-		t.Fatalf("link show -s -j %s: %v %s%s", link, err, o, e)
-	}
-	return ls[0].Stats.CoPP
+	return linkStats64(t, d, link).CoPP
 }

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // TestForgedND: a host on lan1 sends what a router must not believe: a
@@ -110,48 +108,24 @@ func (l *etherLab) routerView(t *testing.T) string {
 // linkDrops are a link's drop counts by reason (`link show -s -j`).
 func linkDrops(t *testing.T, d *daemon, link string) map[string]uint64 {
 	t.Helper()
-	out, _, _ := d.run("-s", "-j", "link", "show", link)
-	var ls []struct {
-		Stats struct {
-			Drops map[string]uint64 `json:"drops"`
-		} `json:"stats64"`
-	}
-	if err := json.Unmarshal([]byte(out), &ls); err != nil || len(ls) != 1 {
-		t.Fatalf("link show -s -j %s: %v\n%s", link, err, out)
-	}
-	return ls[0].Stats.Drops
+	return linkStats64(t, d, link).Drops
 }
 
-// icmpSender opens a raw ICMPv6 socket on dev of namespace ns and returns
-// a function that sends an ICMPv6 message (the kernel fills in its
-// checksum) to an address with a hop limit.
-func icmpSender(t *testing.T, ns, dev string) func(msg []byte, to netip.Addr, hops int) {
-	var fd int
-	var ifi *net.Interface
-	inNetns(t, ns, func() {
-		var err error
-		if fd, err = unix.Socket(unix.AF_INET6, unix.SOCK_RAW, unix.IPPROTO_ICMPV6); err != nil {
-			t.Fatal(err)
-		}
-		if ifi, err = net.InterfaceByName(dev); err != nil {
-			t.Fatal(err)
-		}
-		// not to the host itself: its own stack would take a forged NA
-		// of the router's address, and send the router's frames to itself
-		if err = unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_LOOP, 0); err != nil {
-			t.Fatal(err)
-		}
-	})
-	t.Cleanup(func() { _ = unix.Close(fd) })
-	return func(msg []byte, to netip.Addr, hops int) {
-		t.Helper()
-		for _, o := range []int{unix.IPV6_UNICAST_HOPS, unix.IPV6_MULTICAST_HOPS} {
-			if err := unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, o, hops); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := unix.Sendto(fd, msg, 0, &unix.SockaddrInet6{Addr: to.As16(), ZoneId: uint32(ifi.Index)}); err != nil {
-			t.Fatalf("sending to %v: %v", to, err)
-		}
+// stats64 is what `link show -s -j` says beyond Linux's counters: the
+// router's drops by reason, and its CoPP classes' counts.
+type stats64 struct {
+	Drops map[string]uint64    `json:"drops"`
+	CoPP  map[string]coppCount `json:"copp"`
+}
+
+func linkStats64(t *testing.T, d *daemon, link string) stats64 {
+	t.Helper()
+	o, e, st := d.run("-s", "-j", "link", "show", link)
+	var ls []struct {
+		Stats stats64 `json:"stats64"`
 	}
+	if err := json.Unmarshal([]byte(o), &ls); st != 0 || err != nil || len(ls) != 1 {
+		t.Fatalf("link show -s -j %s: %v %s%s", link, err, o, e)
+	}
+	return ls[0].Stats
 }
