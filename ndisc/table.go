@@ -104,7 +104,8 @@ type Table struct {
 	// that comes or goes copies one shard, not the whole cache (a flood
 	// of new neighbours would otherwise copy thresh3 entries per packet)
 	shards [nShards]atomic.Pointer[map[netip.Addr]*Entry]
-	seed   uint64
+	seed   uint64       // odd: the shards' multiplier
+	seed2  uint64       // the keyed hashes' second key (unres.go)
 	n      atomic.Int32 // entries
 	kick   chan struct{}
 	nextGC int64 // t.mu
@@ -134,7 +135,7 @@ var ErrFull = syscall.ENOBUFS
 // newTable returns an empty cache for link with knobs p.
 func newTable(link cacheLink, p Params) *Table {
 	startClock()
-	t := &Table{link: link, Clock: &coarse, kick: make(chan struct{}, 1), seed: rand.Uint64() | 1}
+	t := &Table{link: link, Clock: &coarse, kick: make(chan struct{}, 1), seed: rand.Uint64() | 1, seed2: rand.Uint64()}
 	t.SetParams(p)
 	t.soonest.Store(math.MaxInt64)
 	return t

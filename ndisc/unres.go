@@ -2,6 +2,7 @@ package ndisc
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"math/rand/v2"
 	"net/netip"
 	"sync/atomic"
@@ -246,9 +247,16 @@ func (t *Table) repeated(addr netip.Addr) bool {
 }
 
 // askKey is target's key in asked: a keyed hash, never 0.
+//
+// Its every bit depends on every bit of the address (the halves of a
+// 128-bit product of both, each keyed): with a plain multiply the low
+// bits, the tag, would be the same for addresses that differ in their
+// high bits only, and one that gave way would make all of them look
+// asked for again.
 func (t *Table) askKey(target netip.Addr) uint64 {
 	b := target.As16()
-	return (binary.LittleEndian.Uint64(b[:8])*0x9e3779b97f4a7c15^binary.LittleEndian.Uint64(b[8:]))*t.seed | 1
+	hi, lo := bits.Mul64(binary.LittleEndian.Uint64(b[:8])^t.seed, binary.LittleEndian.Uint64(b[8:])^t.seed2)
+	return (hi ^ lo) | 1
 }
 
 func (t *Table) ask(target netip.Addr) {

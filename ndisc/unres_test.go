@@ -331,3 +331,30 @@ func TestUnresStress(t *testing.T) {
 	}
 	tbl.Close()
 }
+
+// TestRememberedKeys: what gave way is remembered by a hash of the whole
+// address: a scan of addresses that differ in a few bits only (here the
+// last two bytes) does not make new ones look asked for again.
+func TestRememberedKeys(t *testing.T) {
+	tbl, _, _ := testTable(DefaultParams())
+	addr := func(i int) netip.Addr {
+		return netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 14: byte(i >> 8), 15: byte(i)})
+	}
+	for i := 0; i < 4000; i++ {
+		tbl.remember(addr(i))
+	}
+	hits, again := 0, 0
+	for i := 4000; i < 8000; i++ {
+		if tbl.repeated(addr(i)) {
+			hits++
+		}
+	}
+	for i := 3000; i < 4000; i++ {
+		if tbl.repeated(addr(i)) {
+			again++
+		}
+	}
+	if hits > 10 || again < 800 {
+		t.Fatalf("%d of 4,000 new addresses look asked for again, %d of the last 1,000 remembered do", hits, again)
+	}
+}
