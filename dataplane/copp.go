@@ -1,8 +1,6 @@
 package dataplane
 
 import (
-	"encoding/binary"
-	"math/bits"
 	"sync/atomic"
 	"time"
 
@@ -255,14 +253,9 @@ const (
 
 func (t *peerTable) init() { t.seed = randomSeed() }
 
-func (t *peerTable) hash(a *[16]byte) uint64 {
-	hi, lo := bits.Mul64(binary.LittleEndian.Uint64(a[:8])^t.seed[0], binary.LittleEndian.Uint64(a[8:])^t.seed[1])
-	return hi ^ lo
-}
-
 // group returns a's tag (never 0: an empty slot has none) and its slots.
 func (t *peerTable) group(a *[16]byte) (uint64, []atomic.Uint64) {
-	h := t.hash(a)
+	h := keyedHash(a, &t.seed)
 	i := int(h) & (peerSlots - peerWays)
 	return h>>peerTimeBits | 1, t.slots[i : i+peerWays]
 }

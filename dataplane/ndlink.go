@@ -71,8 +71,8 @@ func (n *ndLink) Count(c ndisc.Count, bytes int) {
 	}
 }
 
-// ndDrops are the drop reasons of what ND refused.
-var ndDrops = map[ndisc.Count]DropReason{
+// ndDrops are the drop reasons of what ND refused, by its count.
+var ndDrops = [...]DropReason{
 	ndisc.CountInvalid: DropNDInvalid, ndisc.CountHopLimit: DropNDHopLimit, ndisc.CountChecksum: DropNDChecksum,
 	ndisc.CountRAIgnored: DropRAIgnored, ndisc.CountRedirect: DropRedirectIgnored, ndisc.CountDADConflict: DropDADConflict,
 }

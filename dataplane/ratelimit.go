@@ -121,8 +121,10 @@ func (d *destBuckets) set(interval time.Duration, burst int) {
 	d.slack.Store(int64(max(burst, 1)-1) * iv)
 }
 
-func (d *destBuckets) hash(a *[16]byte) uint64 {
-	hi, lo := bits.Mul64(binary.LittleEndian.Uint64(a[:8])^d.seed[0], binary.LittleEndian.Uint64(a[8:])^d.seed[1])
+// keyedHash is an address's hash under seed, every bit of it depending
+// on every bit of the address: the halves of a 128-bit product.
+func keyedHash(a *[16]byte, seed *[2]uint64) uint64 {
+	hi, lo := bits.Mul64(binary.LittleEndian.Uint64(a[:8])^seed[0], binary.LittleEndian.Uint64(a[8:])^seed[1])
 	return hi ^ lo
 }
 
@@ -133,7 +135,7 @@ func (d *destBuckets) allow(dst *[16]byte, nowNs int64) bool {
 		return true
 	}
 	now := nowNs / 1000
-	h := d.hash(dst)
+	h := keyedHash(dst, &d.seed)
 	tag := h>>48 | 1 // never 0: an empty slot has no tag
 	i := h & (destSlots - 2)
 	for {

@@ -56,8 +56,8 @@ func maxProbes(p *Params, s State) int {
 // buys a few hundred scans, not one each.
 func (t *Table) Run(now int64) (next int64) {
 	p := t.params.Load()
-	gc := max(t.gcDue(), now+int64(time.Millisecond))
-	if due := t.soonest.Load(); now < due && now < t.gcDue() {
+	gc := t.gcDue()
+	if due := t.soonest.Load(); now < due && now < gc {
 		return min(due, gc)
 	}
 	if now < t.lastScan+int64(minScan) {
@@ -79,10 +79,10 @@ func (t *Table) Run(now int64) (next int64) {
 		e.mu.Unlock()
 	}
 	t.do(as)
-	if now >= t.gcDue() {
-		t.periodicGC(p, now)
+	if now >= gc {
+		gc = t.periodicGC(p, now)
 	}
-	return min(t.soonest.Load(), now+int64(p.GCInterval), max(t.gcDue(), now+int64(time.Millisecond)))
+	return min(t.soonest.Load(), now+int64(p.GCInterval), max(gc, now+int64(time.Millisecond)))
 }
 
 // minScan is the least time between two of Run's looks at every entry.
@@ -147,17 +147,19 @@ func (t *Table) expire(e *Entry, p *Params, now int64) (action, bool) {
 
 // periodicGC is Linux's neigh_periodic_work: above thresh1, entries that
 // are FAILED or NONE, or unused for gc_stale and not in a timed state, go.
-func (t *Table) periodicGC(p *Params, now int64) {
+// It returns when it runs next.
+func (t *Table) periodicGC(p *Params, now int64) int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.nextGC = now + int64(p.BaseReachable/2)
 	if t.Len() <= p.Thresh1 {
-		return
+		return t.nextGC
 	}
 	t.PeriodicGCs.Add(1)
 	t.collect(0, func(e *Entry) bool {
 		return (e.state&(Failed|None) != 0 || now-e.used.Load() > int64(p.GCStale)) && e.state&timed == 0
 	})
+	return t.nextGC
 }
 
 // Advert is what a Neighbour Advertisement says of its target.
@@ -184,14 +186,15 @@ func (t *Table) Advertised(target netip.Addr, na Advert) {
 		to = Reachable
 	}
 	if e == nil {
-		if !na.HasMAC || !na.Untracked && !(na.Solicited && t.wasAsked(target)) {
+		asked := na.Solicited && t.wasAsked(target)
+		if !na.HasMAC || !na.Untracked && !asked {
 			return
 		}
 		var err error
 		if e, err = t.create(target, true); err != nil {
 			return
 		}
-		if na.Untracked && !t.wasAsked(target) {
+		if !asked {
 			to = Stale
 		}
 	}

@@ -124,8 +124,8 @@ type Table struct {
 // default, so that a new entry costs a copy of a map that small (a scan
 // creates thousands a second); an empty shard is a nil pointer.
 const (
-	nShards     = 1024
 	nShardsBits = 10
+	nShards     = 1 << nShardsBits
 )
 
 // ErrFull is Linux's "neighbour table overflow": the cache is at thresh3
