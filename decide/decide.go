@@ -83,22 +83,13 @@ func (r *Result) Nexthop() *nexthop.Nexthop { return &r.Path }
 // ECMP siblings has, else the route's.
 func (r *Result) Leg() nexthop.Leg {
 	if r.Group != nil && r.Route.Object == nil {
-		m := r.Group.Member(r.Member)
-		return r.Route.LegOf(&m)
+		return r.Route.LegOf(r.Group.Leg(r.Member))
 	}
-	return nexthop.Leg{MTU: r.Route.MTU, Proto: uint8(r.Route.Proto), PrefSrc: r.Route.PrefSrc}
+	return r.Route.Leg()
 }
 
-// PathMTU is the MTU of the path the flow takes (0: its link's), as Leg
-// has it, without the copy.
-func (r *Result) PathMTU() uint32 {
-	if r.Group != nil && r.Route.Object == nil {
-		if l := r.Group.LegMTU(r.Member); l != 0 {
-			return l
-		}
-	}
-	return r.Route.MTU
-}
+// PathMTU is the MTU of the path the flow takes (0: its link's): Leg's.
+func (r *Result) PathMTU() uint32 { return r.Leg().MTU }
 
 // Decider decides with the router's rules, tables and addresses, and
 // spreads flows over multipath routes by a hash of their flow, seeded

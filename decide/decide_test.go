@@ -205,3 +205,31 @@ func TestMultipathLegs(t *testing.T) {
 		t.Errorf("flows took %d paths", len(seen))
 	}
 }
+
+// TestMultipathLegWithoutMTU: a path appended without an MTU keeps none
+// of its own (its link's holds), though the first path has one: the
+// packet path's PathMTU says what Leg says.
+func TestMultipathLegWithoutMTU(t *testing.T) {
+	r, ls := newRouter(t, 2)
+	addAddr(t, r, ls[0], "2001:db8:91::1/64")
+	addAddr(t, r, ls[1], "2001:db8:92::1/64")
+	addRoute(t, r, "2001:db8:100::/48", fib6.Attrs{Metric: 1024, MTU: 1400, Proto: fib6.ProtoBoot,
+		Nexthop: nexthop.Nexthop{Link: ls[0].Index, Gateway: netip.MustParseAddr("2001:db8:91::2")}})
+	addRoute(t, r, "2001:db8:100::/48", fib6.Attrs{Metric: 1024, Proto: fib6.ProtoBoot, // as ip route append has it
+		Nexthop: nexthop.Nexthop{Link: ls[1].Index, Gateway: netip.MustParseAddr("2001:db8:92::2")}})
+	want := map[int32]uint32{ls[0].Index: 1400, ls[1].Index: 0}
+	seen := map[int32]bool{}
+	for i := 0; i < 200; i++ {
+		k := decideKey("2001:db8:100::1", "2001:db8:1::2")
+		k.Src[15] = byte(i)
+		res := r.Decider.Decide(&k)
+		l := res.Path.Link
+		seen[l] = true
+		if res.Leg().MTU != want[l] || res.PathMTU() != want[l] {
+			t.Fatalf("a flow out of link %d: Leg MTU %d, PathMTU %d; want %d", l, res.Leg().MTU, res.PathMTU(), want[l])
+		}
+	}
+	if len(seen) != 2 {
+		t.Errorf("flows took %d paths", len(seen))
+	}
+}

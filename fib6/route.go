@@ -237,9 +237,9 @@ func (a *Attrs) Paths() []nexthop.Member {
 	return []nexthop.Member{{Nexthop: a.Nexthop, Weight: 1}}
 }
 
-// leg is what a path of the route keeps of it once the route is one of
+// Leg is what a path of the route keeps of it once the route is one of
 // several paths (nexthop.Leg).
-func (a *Attrs) leg() nexthop.Leg {
+func (a *Attrs) Leg() nexthop.Leg {
 	return nexthop.Leg{MTU: a.MTU, Proto: uint8(a.Proto), PrefSrc: a.PrefSrc}
 }
 
@@ -257,19 +257,18 @@ func (a *Attrs) showLeg(l nexthop.Leg) {
 func (a *Attrs) legs() []nexthop.Member {
 	ms := slices.Clone(a.Paths())
 	for i := range ms {
-		if ms[i].Leg == (nexthop.Leg{}) {
-			ms[i].Leg = a.leg()
-		}
+		ms[i].Leg = a.LegOf(ms[i].Leg)
 	}
 	return ms
 }
 
-// LegOf is what path m of the route keeps of its own.
-func (a *Attrs) LegOf(m *nexthop.Member) nexthop.Leg {
-	if m.Leg == (nexthop.Leg{}) {
-		return a.leg()
+// LegOf is what a path of the route whose member keeps l has: l, or
+// the route's if it keeps nothing of its own.
+func (a *Attrs) LegOf(l nexthop.Leg) nexthop.Leg {
+	if l == (nexthop.Leg{}) {
+		return a.Leg()
 	}
-	return m.Leg
+	return l
 }
 
 // multipath reports whether appends of gateway routes coalesce into this

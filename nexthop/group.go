@@ -77,9 +77,9 @@ func (g *Group) Len() int { return len(g.members) }
 // Member returns member i.
 func (g *Group) Member(i int) Member { return g.members[i] }
 
-// LegMTU is member i's own MTU, 0 if it keeps none (nor anything else of
-// its own: then its route's is its).
-func (g *Group) LegMTU(i int) uint32 { return g.members[i].Leg.MTU }
+// Leg is what member i keeps of its own on a multipath route (zero: its
+// route's is its), without copying the member.
+func (g *Group) Leg(i int) Leg { return g.members[i].Leg }
 
 // Members returns the members; the caller must not change them.
 func (g *Group) Members() []Member { return g.members }
