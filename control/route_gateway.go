@@ -66,7 +66,7 @@ func (s *session) checkGateway(rt *fib6.Route, tid uint32, t *fib6.Table) *cmdEr
 		if nh.Link != 0 {
 			score = decide.Prefer(nh.Link, true, rs.Loopback())
 		}
-		if _, a := s.lookupSeen(t, gw, rt.PrefSrc, score); a != nil && !rejects(a) {
+		if _, a := s.lookupSeen(t, gw, rt.PrefSrc, score); a != nil && !a.Type.ViaLoopback() {
 			if p := pathOf(a, nh.Link); !p.Gateway.IsValid() && (nh.Link == 0 || p.Link == nh.Link) {
 				nh.Link, ok = p.Link, true
 			}
@@ -96,14 +96,11 @@ func (s *session) checkOnlink(rt *fib6.Route) *cmdErr {
 	link := rt.Nexthop.Link
 	score := decide.Prefer(link, false, s.r.Rules.Load().Loopback())
 	pfx, a := s.lookupSeen(s.r.Tables.Main(), rt.Nexthop.Gateway, rt.PrefSrc, score)
-	if a != nil && !rejects(a) && !pfx.Addr().IsUnspecified() && (a.Type != fib6.Unicast || pathOf(a, link).Link != link) {
+	if a != nil && !a.Type.ViaLoopback() && !pfx.Addr().IsUnspecified() && (a.Type != fib6.Unicast || pathOf(a, link).Link != link) {
 		return extack("Nexthop has invalid gateway or device mismatch.")
 	}
 	return nil
 }
-
-// rejects reports whether a is a route Linux marks RTF_REJECT.
-func rejects(a *fib6.Attrs) bool { return a.Type.IsReject() || a.Type == fib6.Throw }
 
 // pathOf is the path of route a a lookup that prefers link finds, as
 // Linux's rt6_select takes a sibling: the first usable one out of link,

@@ -167,7 +167,7 @@ func (p *routePrinter) paths(r *fib6.Route, ms []nexthop.Member) {
 }
 
 func (p *routePrinter) linkName(r *fib6.Route, link int32) string {
-	if r.Type.IsReject() || r.Type == fib6.Throw || link == 0 {
+	if r.Type.ViaLoopback() || link == 0 {
 		return "lo"
 	}
 	if l := p.s.r.Links.ByIndex(link); l != nil {

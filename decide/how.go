@@ -46,7 +46,7 @@ func howOf(k *Key, lo int32) how {
 // is met, as in __find_rr_leaf.
 func (h *how) score(a *fib6.Attrs) int {
 	switch {
-	case a.Type.IsReject() || a.Type == fib6.Throw:
+	case a.Type.ViaLoopback():
 		return h.on(h.lo)
 	case a.Object != nil:
 		v := a.Object.Load()

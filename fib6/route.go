@@ -60,6 +60,10 @@ func (t Type) IsReject() bool {
 	return t == Blackhole || t == Unreachable || t == Prohibit
 }
 
+// ViaLoopback reports whether a route of this type goes by lo: a reject
+// or a throw, the routes Linux marks RTF_REJECT.
+func (t Type) ViaLoopback() bool { return t.IsReject() || t == Throw }
+
 // Proto says who installed a route (RTPROT_* numbers: 2 kernel, 3 boot,
 // 4 static, 9 ra, ...). Names live with the command language.
 type Proto uint8

@@ -40,9 +40,8 @@ func duplicate(a, b *Attrs) bool {
 	case a.Group != nil || b.Group != nil:
 		return false
 	}
-	lo := func(t Type) bool { return t.IsReject() || t == Throw }
-	if lo(a.Type) || lo(b.Type) {
-		return lo(a.Type) && lo(b.Type)
+	if a.Type.ViaLoopback() || b.Type.ViaLoopback() {
+		return a.Type.ViaLoopback() && b.Type.ViaLoopback()
 	}
 	return a.Nexthop.Link == b.Nexthop.Link && a.Nexthop.Gateway == b.Nexthop.Gateway
 }
