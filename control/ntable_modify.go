@@ -159,13 +159,12 @@ func (s *session) ntableChange(args [][]byte) *cmdErr {
 		}
 		for _, x := range sets {
 			if ntableKnobs[x.i].name == "queue" {
-				p.QueueBytes = int(x.v) * 2090 // the kernel's NDTPA_QUEUE_LEN: N frames' truesize
+				p.QueueBytes = int(x.v) * ndisc.UnresFrame // the kernel's NDTPA_QUEUE_LEN
 			}
 		}
-		if err := p.Check(); err != nil {
+		if err := s.r.SetNeighParams(l, p); err != nil {
 			return extack(err.Error())
 		}
-		t.SetParams(p)
 	}
 	return nil
 }

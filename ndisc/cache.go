@@ -103,6 +103,11 @@ type Params struct {
 	SolicitRate, SolicitBurst int
 }
 
+// UnresFrame is what Linux counts a queued packet as, SKB_TRUESIZE of an
+// Ethernet frame: a queue of N packets (unres_qlen, ntable's queue) is
+// N of these in bytes (unres_qlen_bytes).
+const UnresFrame = 2090
+
 // DefaultParams are Linux's ndisc_cache defaults.
 func DefaultParams() Params {
 	return Params{

@@ -50,7 +50,9 @@ type sysctls struct {
 type coppKnobs struct{ rate, burst int64 }
 
 type linkSysctls struct {
-	conf  ipv6Conf
+	conf ipv6Conf
+	// neigh are the neigh knobs of a link with no cache (a TUN, a dummy);
+	// a cache keeps its own
 	neigh neighParams
 	// neighSet are the neigh knobs written for the link itself: writing
 	// a default no longer changes them (Linux's data_state)
@@ -275,9 +277,6 @@ func (r *Router) sysctlNewLink(l *dataplane.Link) {
 		if k.apply != nil {
 			k.apply(r, l, s.conf)
 		}
-	}
-	if t := l.Neigh(); t != nil {
-		s.neigh = t.Params()
 	}
 }
 

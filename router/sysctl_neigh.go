@@ -27,9 +27,9 @@ type neighKnob struct {
 	tableWide bool
 }
 
-// unresFrame is what Linux counts a queued packet as, SKB_TRUESIZE of an
-// Ethernet frame: unres_qlen is unres_qlen_bytes in these.
-const unresFrame = 2090
+// unresFrame is what Linux counts a queued packet as (ndisc.UnresFrame):
+// unres_qlen is unres_qlen_bytes in these.
+const unresFrame = ndisc.UnresFrame
 
 func msKnob(name string, f func(p *neighParams) *time.Duration) *neighKnob {
 	return &neighKnob{name: name, lo: 1, hi: math.MaxInt32,
@@ -126,9 +126,8 @@ func (n neighOf) set(r *Router, l *dataplane.Link, v string) error {
 		if p.Check() != nil {
 			return ErrBadValue
 		}
-		s := r.linkSys(l)
-		s.neigh, s.neighSet = p, s.neighSet|neighBit(n.k)
-		r.applyNeigh(l, s)
+		r.linkSys(l).neighSet |= neighBit(n.k)
+		r.setNeigh(l, p)
 		return nil
 	}
 	d := r.sys.neighDflt
@@ -143,17 +142,39 @@ func (n neighOf) set(r *Router, l *dataplane.Link, v string) error {
 			p := r.neighParams(l)
 			n.k.set(&p, x)
 			if p.Check() == nil {
-				s.neigh = p
-				r.applyNeigh(l, s)
+				r.setNeigh(l, p)
 			}
 		}
 	}
 	return nil
 }
 
-// applyNeigh gives link l's cache, if it has one, the knobs it keeps.
-func (r *Router) applyNeigh(l *dataplane.Link, s *linkSysctls) {
+// setNeigh gives link l the knobs p: its cache's, or, for a link with
+// no cache, those it keeps (a cache's knobs are kept by the cache only).
+func (r *Router) setNeigh(l *dataplane.Link, p neighParams) {
 	if t := l.Neigh(); t != nil {
-		t.SetParams(s.neigh)
+		t.SetParams(p)
+		return
 	}
+	r.linkSys(l).neigh = p
+}
+
+// SetNeighParams gives link l's cache the knobs p (`ntable change`): the
+// ones that change become the link's own, as a write of its
+// net.ipv6.neigh.LINK knob makes them (Linux's data_state), so that a
+// later write of default's leaves them.
+func (r *Router) SetNeighParams(l *dataplane.Link, p neighParams) error {
+	if err := p.Check(); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old, s := r.neighParams(l), r.linkSys(l)
+	for _, k := range neighKnobs {
+		if !k.tableWide && k.get(&old) != k.get(&p) {
+			s.neighSet |= neighBit(k)
+		}
+	}
+	r.setNeigh(l, p)
+	return nil
 }

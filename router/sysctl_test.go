@@ -166,3 +166,26 @@ func TestSysctlCoPP(t *testing.T) {
 		t.Errorf("a class that is not: %v", err)
 	}
 }
+
+// TestNtableKnobsAreTheLinks: what `ntable change` sets on a link is its
+// own, as a write of its net.ipv6.neigh.LINK knob: a later write of
+// default's leaves it, and changes the rest.
+func TestNtableKnobsAreTheLinks(t *testing.T) {
+	needTAP(t)
+	r := New()
+	l, err := r.AddTAP("t1", port.TAPOptions{}, dataplane.EtherOptions{Neigh: ndisc.DefaultParams()})
+	must(t, err)
+	defer func() { must(t, r.DeleteLink(l)) }()
+	p := l.Neigh().Params()
+	p.UcastProbes = 7
+	must(t, r.SetNeighParams(l, p))
+	must(t, r.SetSysctl("net.ipv6.neigh.default.ucast_solicit", "5"))
+	must(t, r.SetSysctl("net.ipv6.neigh.default.mcast_solicit", "4"))
+	if got := l.Neigh().Params(); got.UcastProbes != 7 || got.McastProbes != 4 {
+		t.Errorf("after ntable's ucast_probes 7 and default's 5 and 4: ucast %d (want 7), mcast %d (want 4)", got.UcastProbes, got.McastProbes)
+	}
+	p.UcastProbes = -1
+	if err := r.SetNeighParams(l, p); err == nil || l.Neigh().Params().UcastProbes != 7 {
+		t.Errorf("a bad knob: %v, ucast %d", err, l.Neigh().Params().UcastProbes)
+	}
+}
