@@ -122,7 +122,7 @@ func (r *Router) AddAddr(l *dataplane.Link, a netip.Prefix) error {
 func (r *Router) SetAddr(l *dataplane.Link, a netip.Prefix, metric uint32, replace bool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !r.ipv6On(l) {
+	if !l.IPv6Enabled() {
 		return ErrIPv6Disabled
 	}
 	key := addrKey{l.Index, a.Addr()}

@@ -207,7 +207,7 @@ func (r *Router) setUp(l *dataplane.Link, up bool) error {
 	}
 	r.tell(LinkChanged, l, netip.Prefix{})
 	if up {
-		if !r.ipv6On(l) {
+		if !l.IPv6Enabled() {
 			return nil
 		}
 		r.linkChanged(l, fib6.LinkUp)

@@ -163,8 +163,5 @@ func (r *Router) keepAddrs(l *dataplane.Link) bool {
 	if keep == 0 {
 		keep = c.keepAddrOnDown
 	}
-	return keep > 0 && c.disableIPv6 == 0
+	return keep > 0 && l.IPv6Enabled()
 }
-
-// ipv6On reports whether IPv6 is enabled on link l (disable_ipv6 0).
-func (r *Router) ipv6On(l *dataplane.Link) bool { return r.linkSys(l).conf.disableIPv6 == 0 }
