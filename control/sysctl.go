@@ -35,10 +35,7 @@ func (s *session) sysctlCmd(args [][]byte) *cmdErr {
 		keys = append(keys, str(a))
 	}
 	if o.all {
-		for _, n := range s.r.SysctlNames() {
-			v, _ := s.r.Sysctl(n) // listed just now; a link gone since reads empty
-			o.print(s, n, v)
-		}
+		o.printAll(s, s.r.SysctlNames())
 		return nil
 	}
 	if len(keys) == 0 {
@@ -54,6 +51,14 @@ func (s *session) sysctlCmd(args [][]byte) *cmdErr {
 		return &cmdErr{msg: strings.Join(errs, "\n"), code: 1}
 	}
 	return nil
+}
+
+// printAll prints the knobs names, each with its value.
+func (o *sysctlOpts) printAll(s *session, names []string) {
+	for _, n := range names {
+		v, _ := s.r.Sysctl(n) // listed just now; a link gone since reads empty
+		o.print(s, n, v)
+	}
 }
 
 // longOpts are procps's long options, by the letter each stands for.
@@ -107,10 +112,7 @@ func (s *session) sysctlOne(o *sysctlOpts, arg string) string {
 			return ""
 		}
 		if names := knobsUnder(s.r, name); len(names) > 0 {
-			for _, n := range names {
-				v, _ := s.r.Sysctl(n) // listed just now; a link gone since reads empty
-				o.print(s, n, v)
-			}
+			o.printAll(s, names)
 			return ""
 		}
 		return o.failed(name, err)
