@@ -116,9 +116,9 @@ func (g *gcra) allow(now int64) bool {
 
 // police charges a packet of class c to link l's bucket and counts the
 // verdict in the worker's counters; a packet over the limit is dropped.
-func (w *worker) police(l *Link, c CoPPClass) bool {
+func (w *worker) police(l *Link, c CoPPClass, now int64) bool {
 	ctr := w.ctr(l)
-	if l.copp[c].allow(int64(time.Since(epoch))) {
+	if l.copp[c].allow(now) {
 		ctr.CoPP[c][coppPassed].add(1)
 		return true
 	}
@@ -135,7 +135,7 @@ func (e *ether) police(c CoPPClass, n int, countRx bool) bool {
 	if l == nil || ctrs == nil {
 		return true
 	}
-	ok := l.copp[c].allow(int64(time.Since(epoch)))
+	ok := l.copp[c].allow(epochNow())
 	if countRx || !ok {
 		ctrs.RxPackets.addShared(1)
 		ctrs.RxBytes.addShared(uint64(n))
@@ -172,7 +172,7 @@ func routingPort(p uint16) bool {
 // routing whatever they are, but for a bare SYN: anyone can send those
 // (a peer reconnecting sends one), and a SYN flood makes the kernel send
 // challenge ACKs that would teach its source as a peer.
-func (t *peerTable) coppClass(p header.IPv6, l4 *l4info, toKernel bool) CoPPClass {
+func (t *peerTable) coppClass(p header.IPv6, l4 *l4info, toKernel bool, now int64) CoPPClass {
 	switch l4.proto {
 	case protoICMPv6:
 		switch typ := header.ICMPv6Type(l4.icmpTy); {
@@ -187,7 +187,7 @@ func (t *peerTable) coppClass(p header.IPv6, l4 *l4info, toKernel bool) CoPPClas
 			return CoPPOther
 		}
 	}
-	if toKernel && t.has((*[16]byte)(p.SourceAddressSlice()), coarseNow()) {
+	if toKernel && t.has((*[16]byte)(p.SourceAddressSlice()), uint64(now/int64(time.Second))) {
 		return CoPPRouting
 	}
 	return protoClass(p, l4)
@@ -312,4 +312,7 @@ func (w *worker) learnPeer(k *pkt, now uint64) {
 }
 
 // coarseNow is the peers' clock: seconds since epoch.
-func coarseNow() uint64 { return uint64(time.Since(epoch) / time.Second) }
+func coarseNow() uint64 { return uint64(epochNow() / int64(time.Second)) }
+
+// epochNow is the limiters' clock: nanoseconds since epoch.
+func epochNow() int64 { return int64(time.Since(epoch)) }

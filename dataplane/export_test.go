@@ -110,7 +110,7 @@ func (t *TestWorker) Class(b []byte, toKernel bool) CoPPClass {
 	if !t.w.parse(k) {
 		return CoPPOther
 	}
-	return t.w.dp.peers.coppClass(k.p, &k.l4, toKernel)
+	return t.w.dp.peers.coppClass(k.p, &k.l4, toKernel, epochNow())
 }
 
 // IsPeer reports whether a counts as a session peer after from now.

@@ -19,7 +19,7 @@ import (
 func (w *worker) local(k *pkt) {
 	in := w.in
 	m := w.toKernel(k)
-	if w.own == nil && !w.police(in, w.dp.peers.coppClass(k.p, &k.l4, m != nil)) {
+	if now := epochNow(); w.own == nil && !w.police(in, w.dp.peers.coppClass(k.p, &k.l4, m != nil, now), now) {
 		return
 	}
 	if m != nil {
