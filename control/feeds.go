@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"urouter/feed"
+	"urouter/fib6"
 )
 
 // Feeds are the daemon's route feeds, which `fpm show` and `mirror show`
@@ -11,6 +12,41 @@ import (
 type Feeds struct {
 	FPM    *feed.FPM
 	Tables []*feed.TableMirror
+}
+
+// appliers are the feeds' appliers.
+func (f *Feeds) appliers() []*feed.Applier {
+	if f == nil {
+		return nil
+	}
+	var as []*feed.Applier
+	if f.FPM != nil {
+		as = append(as, f.FPM.Applier)
+	}
+	for _, m := range f.Tables {
+		as = append(as, m.Applier)
+	}
+	return as
+}
+
+// ownsRoute reports whether a feed installed route r of table.
+func (f *Feeds) ownsRoute(table uint32, r *fib6.Route) bool {
+	for _, a := range f.appliers() {
+		if a.Owns(table, r.Dst, r.Src, r.Metric) {
+			return true
+		}
+	}
+	return false
+}
+
+// ownsNexthop reports whether a feed installed nexthop object id.
+func (f *Feeds) ownsNexthop(id uint32) bool {
+	for _, a := range f.appliers() {
+		if a.OwnsNexthop(id) {
+			return true
+		}
+	}
+	return false
 }
 
 // showOnly checks the arguments of an object that only shows: none, or

@@ -15,7 +15,7 @@ import (
 // from its port.Hardware; nothing here depends on its kind.
 
 func linkUsage() *cmdErr {
-	return parseErr("Usage: ip link add NAME type dummy\n" +
+	return parseErr("Usage: ip link add NAME [ index IDX ] type dummy\n" +
 		"       ip link add NAME type tun [ mtu MTU ] [ queues N ] [ netns NS ] [ gso { on | off } ]\n" +
 		"       ip link add NAME type tap [ address LLADDR ] [ mtu MTU ] [ queues N ] [ netns NS ]\n" +
 		"       ip link add NAME type host dev IFACE [ address LLADDR ]\n" +
@@ -64,10 +64,20 @@ func (s *session) linkAdd(args [][]byte) *cmdErr {
 	}
 	var tun *port.TUNOptions
 	var eth *etherArgs
+	var dummyMAC []byte
 	switch str(a.typ) {
 	case "dummy":
 		if len(a.typArgs) > 0 {
 			return garbageArgs(a.typArgs[0])
+		}
+		if a.address != nil {
+			var err *cmdErr
+			if dummyMAC, err = parseLLAddr(a.address); err != nil {
+				return err
+			}
+			if len(dummyMAC) != 6 {
+				return &cmdErr{msg: fmt.Sprintf("Invalid address length %d - must be 6 bytes", len(dummyMAC)), code: 1}
+			}
 		}
 	case "tun":
 		var err *cmdErr
@@ -97,11 +107,11 @@ func (s *session) linkAdd(args [][]byte) *cmdErr {
 	switch {
 	case tun != nil:
 		tun.MTU = mtu
-		l, lerr = s.r.AddTUN(string(a.name), *tun)
+		l, lerr = s.r.AddTUNAt(string(a.name), a.index, *tun)
 	case eth != nil:
 		l, lerr = s.addEther(a, eth, mtu)
 	default:
-		l, lerr = s.r.AddDummy(string(a.name), mtu)
+		l, lerr = s.r.AddDummyAt(string(a.name), a.index, mtu, dummyMAC)
 	}
 	if lerr != nil {
 		return linkErr(lerr)
@@ -116,7 +126,7 @@ func (s *session) linkAdd(args [][]byte) *cmdErr {
 
 func linkErr(err error) *cmdErr {
 	switch {
-	case errors.Is(err, dataplane.ErrLinkExists):
+	case errors.Is(err, dataplane.ErrLinkExists), errors.Is(err, dataplane.ErrIndexTaken):
 		return answers(syscall.EEXIST)
 	}
 	return extack(err.Error())
@@ -144,7 +154,7 @@ func (s *session) linkSet(args [][]byte) *cmdErr {
 	if err != nil {
 		return err
 	}
-	if a.typ != nil {
+	if a.typ != nil || a.index != 0 {
 		return extack("Operation not supported.")
 	}
 	if a.address != nil {
@@ -199,7 +209,7 @@ func (s *session) linkDel(args [][]byte) *cmdErr {
 }
 
 func (s *session) addEther(a *linkArgs, e *etherArgs, mtu int) (*dataplane.Link, error) {
-	eo := dataplane.EtherOptions{MAC: e.tap.MAC}
+	eo := dataplane.EtherOptions{MAC: e.tap.MAC, Index: a.index}
 	if !e.host {
 		e.tap.MTU = mtu
 		return s.r.AddTAP(string(a.name), e.tap, eo)

@@ -22,6 +22,7 @@ type linkArgs struct {
 	mtu       int
 	address   []byte // the link-layer address, `address LLADDR`
 	mirror    []byte // `mirror KNAME` or `mirror none`
+	index     int32  // `index IDX`; 0 for none
 }
 
 const (
@@ -32,6 +33,7 @@ const (
 	lkMirror
 	lkAddress
 	lkType
+	lkIndex
 	lkLacks // an attribute the router's links lack
 )
 
@@ -44,7 +46,7 @@ var linkWords = sync.OnceValue(func() keywords {
 		abbrev bool
 		id     int
 	}{
-		{"index", false, lkLacks}, {"link", true, lkLacks}, {"address", true, lkAddress},
+		{"index", false, lkIndex}, {"link", true, lkLacks}, {"address", true, lkAddress},
 		{"broadcast", true, lkLacks}, {"brd", false, lkLacks}, {"txqueuelen", true, lkLacks},
 		{"qlen", false, lkLacks}, {"txqlen", true, lkLacks}, {"mtu", false, lkMtu},
 		{"xdpgeneric", false, lkLacks}, {"xdpdrv", false, lkLacks}, {"xdpoffload", false, lkLacks},
@@ -109,6 +111,12 @@ func parseLinkArgs(args [][]byte) (*linkArgs, *cmdErr) {
 			a.mirror = v
 		case lkAddress:
 			a.address = v
+		case lkIndex:
+			n, err := strconv.ParseInt(str(v), 0, 32)
+			if err != nil || n <= 0 {
+				return nil, invarg("Invalid \"index\" value", v)
+			}
+			a.index = int32(n)
 		case lkType:
 			a.typ = v
 			a.typArgs = args[ws.i+1:]

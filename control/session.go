@@ -143,7 +143,7 @@ const (
 var objects = []string{"address", "addrlabel", "maddress", "route", "rule", "neighbor", "neighbour",
 	"ntable", "ntbl", "link", "l2tp", "fou", "ila", "macsec", "tunnel", "tunl", "tuntap", "tap",
 	"token", "tcpmetrics", "tcp_metrics", "monitor", "xfrm", "mroute", "mrule", "netns", "netconf",
-	"vrf", "sr", "nexthop", "mptcp", "ioam", "help", "stats", "ra", "fpm", "mirror", "sysctl"}
+	"vrf", "sr", "nexthop", "mptcp", "ioam", "help", "stats", "ra", "fpm", "mirror", "sysctl", "save", "status"}
 
 var objectWords = sync.OnceValue(func() keywords {
 	return func() keywords {
@@ -165,6 +165,14 @@ func (s *session) exec(line []byte) *cmdErr {
 		return nil
 	}
 	w, rest := args[0], args[1:]
+	if is(w, "-6") && len(rest) > 0 {
+		// `-6 OBJECT ...`: ip -6 for this line alone (a saved nexthop on a
+		// link alone is IPv6 only so)
+		inet6 := s.opt.inet6
+		s.opt.inet6 = true
+		defer func() { s.opt.inet6 = inet6 }()
+		w, rest = rest[0], rest[1:]
+	}
 	obj := ""
 	if i := s.object.of(objectWords(), w); i > 0 {
 		obj = objects[i-1]
@@ -201,6 +209,8 @@ func (s *session) exec(line []byte) *cmdErr {
 		return s.mirrorCmd(rest)
 	case "sysctl":
 		return s.sysctlCmd(rest)
+	case "save":
+		return s.saveCmd(rest)
 	case "monitor":
 		return s.monitorCmd(rest)
 	case "help":

@@ -72,12 +72,13 @@ func (dp *Dataplane) WatchNeighbours(fn func(l *Link, addr netip.Addr, from, to 
 	dp.neighWatch.Store(&fn)
 }
 
-// AddLink registers link name, down, with the given MTU, made of dev, and
-// starts a worker for each of its port's queues.
-func (dp *Dataplane) AddLink(name string, dev port.Device, mtu int) (*Link, error) {
+// AddLink registers link name, down, with the given MTU, made of dev, at
+// index (0: the next free one), and starts a worker for each of its port's
+// queues.
+func (dp *Dataplane) AddLink(name string, index int32, dev port.Device, mtu int) (*Link, error) {
 	dp.mu.Lock()
 	defer dp.mu.Unlock()
-	l, err := dp.Links.add(name, dev, mtu)
+	l, err := dp.Links.add(name, index, dev, mtu)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +111,7 @@ func (dp *Dataplane) addWorkers(l *Link, p port.Port, queues int, own *Mirror) [
 // AddLoopback creates the loopback link "lo", up, as every Linux host has
 // one.
 func (dp *Dataplane) AddLoopback() *Link {
-	l, err := dp.AddLink("lo", port.Loopback{}, 65536)
+	l, err := dp.AddLink("lo", 0, port.Loopback{}, 65536)
 	if err != nil {
 		panic("dataplane: a second loopback: " + err.Error())
 	}

@@ -89,6 +89,7 @@ type etherScratch struct {
 type EtherOptions struct {
 	MAC   []byte // the router's MAC; nil: the kind's default
 	Neigh ndisc.Params
+	Index int32 // the link's index; 0: the next free one
 }
 
 // randomMAC is a locally administered unicast MAC, as Linux gives a TAP.
@@ -381,7 +382,15 @@ func (e *ether) Close() error {
 	return e.io.Close()
 }
 
-func (e *ether) Kind() string                   { return e.kind }
+func (e *ether) Kind() string { return e.kind }
+
+// Spec is its port's words.
+func (e *ether) Spec() []string {
+	if sp, ok := e.io.(port.Specifier); ok {
+		return sp.Spec()
+	}
+	return nil
+}
 func (*ether) Flags() port.Flags                { return port.FlagBroadcast | port.FlagMulticast }
 func (*ether) LinkType() string                 { return "ether" }
 func (e *ether) HardwareAddr() net.HardwareAddr { return net.HardwareAddr(e.mac[:]) }

@@ -110,7 +110,7 @@ func etherLink(t testing.TB) (*Link, *ether, *fakeFrames) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := dp.AddLink("e0", e, 1500)
+	l, err := dp.AddLink("e0", 0, e, 1500)
 	if err != nil {
 		t.Fatal(err)
 	}

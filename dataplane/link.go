@@ -120,6 +120,7 @@ func (l *Link) PortSetMTU(mtu int) error {
 // Errors of link changes, worded as Linux words them.
 var (
 	ErrLinkExists = errors.New("File exists")
+	ErrIndexTaken = errors.New("File exists") // the index asked for is another link's
 	ErrAddrExists = errors.New("ipv6: address already assigned.")
 	ErrNoAddr     = errors.New("ipv6: address not found.")
 	ErrMTU        = errors.New("mtu less than device minimum.")
@@ -180,16 +181,25 @@ func (ls *Links) All() []*Link {
 func (ls *Links) AllAddrs() []decide.LinkAddrs { return *ls.addrs.Load() }
 
 // add registers a link, down, with the given MTU, made of dev (its port
-// and what it is).
-func (ls *Links) add(name string, dev port.Device, mtu int) (*Link, error) {
+// and what it is), at index (0: the next one; `link add ... index N`, which
+// a saved configuration uses to give each link back its index).
+func (ls *Links) add(name string, index int32, dev port.Device, mtu int) (*Link, error) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	old := ls.snap.Load()
 	if old.byName[name] != nil {
 		return nil, ErrLinkExists
 	}
-	l := &Link{Index: ls.next, Name: name, hw: dev, offloads: dev.Offloads()}
-	ls.next++
+	if index == 0 {
+		index = ls.next
+		for old.at(index) != nil { // past the indexes asked for
+			index++
+		}
+	} else if old.at(index) != nil {
+		return nil, ErrIndexTaken
+	}
+	l := &Link{Index: index, Name: name, hw: dev, offloads: dev.Offloads()}
+	ls.next = max(ls.next, index+1)
 	l.mtu.Store(uint32(mtu))
 	l.port.Store(&portRef{dev})
 	s := &linkSnap{byIndex: slices.Clone(old.byIndex), byName: make(map[string]*Link, len(old.byName)+1)}

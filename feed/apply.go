@@ -104,6 +104,26 @@ func NewApplier(r *router.Router, linkOf func(int32) int32) *Applier {
 		txns: map[uint32]*fib6.Txn{}, pending: map[uint32]pendingGroup{}, waiting: map[uint32]map[uint32]struct{}{}}
 }
 
+// Owns reports whether the feed installed the route of table with dst,
+// src and metric (a saved configuration leaves it to the feed).
+func (a *Applier) Owns(table uint32, dst, src netip.Prefix, metric uint32) bool {
+	k := routeKey{table: table, metric: metric}
+	k.dst, k.dstLen = prefixKey(dst)
+	k.src, k.srcLen = prefixKey(src)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, ok := a.routes[k]
+	return ok
+}
+
+// OwnsNexthop reports whether the feed installed nexthop object id.
+func (a *Applier) OwnsNexthop(id uint32) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, ok := a.nexthops[id]
+	return ok
+}
+
 // LastError is the last message the router refused, and why.
 func (a *Applier) LastError() string {
 	if p := a.lastErr.Load(); p != nil {

@@ -23,14 +23,14 @@ func (r *Router) AddTAP(name string, o port.TAPOptions, eo dataplane.EtherOption
 		o.MTU = 1500
 	}
 	eo.Neigh = r.defaultNeigh(eo.Neigh)
-	return r.addLink(name, o.MTU, func() (port.Device, error) { return dataplane.OpenTAP(name, o, eo) })
+	return r.addLink(name, eo.Index, o.MTU, func() (port.Device, error) { return dataplane.OpenTAP(name, o, eo) })
 }
 
 // AddHost attaches link name to the existing interface dev, down; the
 // link's MTU is the interface's.
 func (r *Router) AddHost(name, dev string, eo dataplane.EtherOptions) (*dataplane.Link, error) {
 	eo.Neigh = r.defaultNeigh(eo.Neigh)
-	return r.addLinkMTU(name, func() (port.Device, int, error) { return dataplane.OpenHost(dev, eo) })
+	return r.addLinkMTU(name, eo.Index, func() (port.Device, int, error) { return dataplane.OpenHost(dev, eo) })
 }
 
 // defaultNeigh is p, or if none is given net.ipv6.neigh.default's knobs.

@@ -18,6 +18,7 @@ package router
 import (
 	"errors"
 	"math/rand/v2"
+	"net"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -141,44 +142,58 @@ func (r *Router) tell(kind EventKind, l *dataplane.Link, a netip.Prefix) {
 
 // AddTUN creates link name as a TUN device of the router's, down.
 func (r *Router) AddTUN(name string, o port.TUNOptions) (*dataplane.Link, error) {
+	return r.AddTUNAt(name, 0, o)
+}
+
+// AddTUNAt is AddTUN at index (0: the next free one).
+func (r *Router) AddTUNAt(name string, index int32, o port.TUNOptions) (*dataplane.Link, error) {
 	if o.MTU == 0 {
 		o.MTU = 1500
 	}
-	return r.addLink(name, o.MTU, func() (port.Device, error) { return port.OpenTUN(name, o) })
+	return r.addLink(name, index, o.MTU, func() (port.Device, error) { return port.OpenTUN(name, o) })
 }
 
 // AddDummy creates link name as a dummy link, down.
 func (r *Router) AddDummy(name string, mtu int) (*dataplane.Link, error) {
-	return r.AddLink(name, port.NewDummy(), mtu)
+	return r.AddDummyAt(name, 0, mtu, nil)
+}
+
+// AddDummyAt is AddDummy at index (0: the next free one), with mac (nil:
+// a random one).
+func (r *Router) AddDummyAt(name string, index int32, mtu int, mac net.HardwareAddr) (*dataplane.Link, error) {
+	return r.addLink(name, index, mtu, func() (port.Device, error) { return port.NewDummyMAC(mac), nil })
 }
 
 // AddLink registers link name made of dev, down.
 func (r *Router) AddLink(name string, dev port.Device, mtu int) (*dataplane.Link, error) {
-	return r.addLink(name, mtu, func() (port.Device, error) { return dev, nil })
+	return r.addLink(name, 0, mtu, func() (port.Device, error) { return dev, nil })
 }
 
 // addLink makes a link's device with open, once the name is known to be
 // free (opening a TUN by the name of one that exists would join it), and
-// registers the link.
-func (r *Router) addLink(name string, mtu int, open func() (port.Device, error)) (*dataplane.Link, error) {
-	return r.addLinkMTU(name, func() (port.Device, int, error) {
+// registers the link at index (0: the next free one).
+func (r *Router) addLink(name string, index int32, mtu int, open func() (port.Device, error)) (*dataplane.Link, error) {
+	return r.addLinkMTU(name, index, func() (port.Device, int, error) {
 		d, err := open()
 		return d, mtu, err
 	})
 }
 
 // addLinkMTU is addLink for a device that knows its MTU once open.
-func (r *Router) addLinkMTU(name string, open func() (port.Device, int, error)) (*dataplane.Link, error) {
+func (r *Router) addLinkMTU(name string, index int32, open func() (port.Device, int, error)) (*dataplane.Link, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.Links.ByName(name) != nil {
 		return nil, dataplane.ErrLinkExists
 	}
+	if index < 0 || index > 0 && r.Links.ByIndex(index) != nil {
+		return nil, dataplane.ErrIndexTaken
+	}
 	dev, mtu, err := open()
 	if err != nil {
 		return nil, err
 	}
-	l, err := r.DP.AddLink(name, dev, mtu)
+	l, err := r.DP.AddLink(name, index, dev, mtu)
 	if err != nil {
 		return nil, errors.Join(err, dev.Close())
 	}

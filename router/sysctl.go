@@ -190,6 +190,31 @@ func (r *Router) SetSysctl(name, value string) error {
 	return ErrNoKnob
 }
 
+// SysctlDefault is the value knob name would have without a write to it:
+// a global, all or default knob's in a router just made, a link's own the
+// one it took from default when it was added (its IPv6 mtu: its MTU). A
+// saved configuration writes the knobs that differ from it.
+func (r *Router) SysctlDefault(name string) (string, error) {
+	name = strings.ReplaceAll(name, "/", ".")
+	fresh := &Router{sys: newSysctls()}
+	if g, ok := globalKnobs[name]; ok {
+		return g.get(&fresh.sys), nil
+	}
+	r.mu.Lock()
+	k, l, ok := r.linkKnob(name)
+	r.mu.Unlock()
+	switch {
+	case !ok:
+		return "", ErrNoKnob
+	case l == nil:
+		return k.get(fresh, nil), nil
+	case strings.HasPrefix(name, "net.ipv6.conf.") && strings.HasSuffix(name, ".mtu"):
+		return itoa64(int64(l.MTU())), nil
+	}
+	kind, _, _ := strings.Cut(strings.TrimPrefix(name, "net.ipv6."), ".")
+	return r.Sysctl("net.ipv6." + kind + ".default" + name[strings.LastIndexByte(name, '.'):])
+}
+
 // SysctlNames are the names of every knob, sorted, as sysctl -a lists
 // them.
 func (r *Router) SysctlNames() []string {

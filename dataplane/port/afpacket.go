@@ -54,6 +54,9 @@ type AFPacket struct {
 // buffers its receive iovecs point at, reachable after the link goes).
 var iovPool = sync.Pool{New: func() any { return new(iovBatch) }}
 
+// Spec names the interface the socket is bound to.
+func (a *AFPacket) Spec() []string { return []string{"dev", a.dev} }
+
 // OpenAFPacket attaches to interface dev: the socket, and the kernel's own
 // IPv6 switched off there so that only the router answers on it.
 func OpenAFPacket(dev string) (*AFPacket, *net.Interface, error) {

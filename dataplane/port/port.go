@@ -99,6 +99,13 @@ type Hardware interface {
 	TxQueueLen() int
 }
 
+// Specifier is a device that can say how it was made: the words after
+// `link add NAME type KIND` that make it again (a saved configuration
+// writes them). A device without options need not be one.
+type Specifier interface {
+	Spec() []string
+}
+
 // Device is a kind of link's implementation: what it does and what it is.
 type Device interface {
 	Port
@@ -165,10 +172,15 @@ type dummy struct{ mac net.HardwareAddr }
 
 // NewDummy makes a dummy link's device, with a random locally
 // administered MAC.
-func NewDummy() Device {
-	mac := make(net.HardwareAddr, 6)
-	rand.Read(mac)
-	mac[0] = mac[0]&^1 | 2 // unicast, locally administered
+func NewDummy() Device { return NewDummyMAC(nil) }
+
+// NewDummyMAC is a dummy with this MAC (nil: a random one, as Linux's).
+func NewDummyMAC(mac net.HardwareAddr) Device {
+	if len(mac) != 6 {
+		mac = make(net.HardwareAddr, 6)
+		rand.Read(mac)
+		mac[0] = mac[0]&^1 | 2 // unicast, locally administered
+	}
 	return &dummy{mac: mac}
 }
 

@@ -27,6 +27,7 @@ type TAP struct {
 	files  []*os.File
 	queues []*tapQueue
 	uso    bool
+	opts   TAPOptions
 	closeFlag
 }
 
@@ -43,6 +44,9 @@ type tapQueue struct {
 	fn    func(uintptr) bool
 }
 
+// Spec says the TAP's queues and namespace (its MAC and MTU are the link's).
+func (t *TAP) Spec() []string { return specOf(t.opts.Queues, t.opts.Netns, false) }
+
 // OpenTAP creates TAP device name with its queues.
 func OpenTAP(name string, o TAPOptions) (*TAP, error) {
 	flags := netlink.TUNTAP_NO_PI | netlink.TUNTAP_VNET_HDR
@@ -54,7 +58,7 @@ func OpenTAP(name string, o TAPOptions) (*TAP, error) {
 	if err := netlink.LinkAdd(tt); err != nil {
 		return nil, fmt.Errorf("TAP %s: %w", name, err)
 	}
-	t := &TAP{name: name, files: tt.Fds}
+	t := &TAP{name: name, files: tt.Fds, opts: o}
 	for _, f := range t.files {
 		rc, err := f.SyscallConn()
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strconv"
 	"syscall"
 
 	"github.com/vishvananda/netlink"
@@ -44,6 +45,7 @@ type TUN struct {
 	queues []*tunQueue
 	vnet   bool // every read and write carries a virtio_net_hdr
 	uso    bool // the kernel took the UDP segmentation offload
+	opts   TUNOptions
 	closeFlag
 }
 
@@ -77,7 +79,7 @@ const (
 // not persistent (it goes when the router closes it), non-blocking for
 // Go's netpoller; then its MTU, and its move to o.Netns.
 func OpenTUN(name string, o TUNOptions) (Device, error) {
-	t := &TUN{name: name, vnet: !o.NoGSO}
+	t := &TUN{name: name, vnet: !o.NoGSO, opts: o}
 	flags := netlink.TUNTAP_NO_PI
 	if t.vnet {
 		flags |= netlink.TUNTAP_VNET_HDR
@@ -256,7 +258,25 @@ func (t *TUN) Close() error {
 	return err
 }
 
-func (*TUN) Kind() string                   { return "tun" }
+func (*TUN) Kind() string { return "tun" }
+
+// Spec says the TUN's options but its MTU, which is the link's.
+func (t *TUN) Spec() []string { return specOf(t.opts.Queues, t.opts.Netns, t.opts.NoGSO) }
+
+// specOf is the words of a TUN's or TAP's options that are not their defaults.
+func specOf(queues int, netns string, noGSO bool) []string {
+	var w []string
+	if queues > 1 {
+		w = append(w, "queues", strconv.Itoa(queues))
+	}
+	if netns != "" {
+		w = append(w, "netns", netns)
+	}
+	if noGSO {
+		w = append(w, "gso", "off")
+	}
+	return w
+}
 func (*TUN) Flags() Flags                   { return FlagPointToPoint | FlagMulticast | FlagNoARP }
 func (*TUN) LinkType() string               { return "none" }
 func (*TUN) HardwareAddr() net.HardwareAddr { return nil }

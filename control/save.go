@@ -1,0 +1,357 @@
+package control
+
+import (
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"urouter/dataplane"
+	"urouter/dataplane/port"
+	"urouter/fib6"
+	"urouter/ndisc"
+	"urouter/nexthop"
+	"urouter/rules"
+)
+
+// `save [ --all ]`: the running configuration as the commands that make it
+// again, in the order that loads: knobs, links (and each link's own
+// knobs), addresses, RA, nexthop objects (members before groups), routes,
+// rules, permanent neighbours. A daemon started with it as --config shows
+// the same, and saves the same bytes. What the router derives (an
+// address's connected and local routes, a link-local address from a MAC,
+// the default rules) is left to it; what a feed owns comes back from its
+// daemon, unless --all, where it is written with its proto.
+
+func (s *session) saveCmd(args [][]byte) *cmdErr {
+	all := false
+	for _, a := range args {
+		switch {
+		case is(a, "--all") || is(a, "all"):
+			all = true
+		case matches(a, "help"):
+			return parseErr("Usage: urouter save [ --all ]")
+		default:
+			return garbageArgs(a)
+		}
+	}
+	if !s.opt.json {
+		s.save(all, func(_ string, line []byte) { s.out.Write(line) })
+		return nil
+	}
+	w := s.newPrinter()
+	w.begin()
+	s.save(all, func(obj string, line []byte) {
+		w.openObject("")
+		w.str("object", "", obj)
+		w.str("command", "", strings.TrimSuffix(string(line), "\n"))
+		w.closeObject()
+	})
+	w.end()
+	return nil
+}
+
+// save calls emit with each line of the configuration (ending in '\n')
+// and its object.
+func (s *session) save(all bool, emit func(obj string, line []byte)) {
+	sv := saver{s: s, emit: emit, all: all}
+	links := s.r.Links.All()
+	sv.sysctls(func(name string) bool { return !isLinkKnob(name, links) })
+	for _, l := range links {
+		sv.link(l)
+	}
+	for _, l := range links {
+		sv.addrs(l)
+	}
+	for _, l := range links {
+		sv.ra(l)
+	}
+	sv.nexthops()
+	sv.routes()
+	sv.rules()
+	for _, l := range links {
+		sv.neighbours(l)
+	}
+}
+
+type saver struct {
+	s    *session
+	emit func(obj string, line []byte)
+	all  bool
+	b    []byte
+}
+
+func (sv *saver) line(obj string, words ...string) {
+	sv.b = append(sv.b[:0], strings.Join(words, " ")...)
+	sv.b = append(sv.b, '\n')
+	sv.emit(obj, sv.b)
+}
+
+// sysctls writes the knobs of names that pass that differ from their
+// defaults.
+func (sv *saver) sysctls(pass func(string) bool) {
+	for _, n := range sv.s.r.SysctlNames() {
+		if !pass(n) {
+			continue
+		}
+		v, err := sv.s.r.Sysctl(n)
+		if err != nil {
+			continue // a link gone since the list
+		}
+		if d, err := sv.s.r.SysctlDefault(n); err == nil && d != v {
+			sv.line("sysctl", "sysctl", "-q", "-w", n+"="+v)
+		}
+	}
+}
+
+// isLinkKnob reports whether knob name is one of these links' own.
+func isLinkKnob(name string, links []*dataplane.Link) bool {
+	for _, l := range links {
+		if strings.HasPrefix(name, "net.ipv6.conf."+l.Name+".") || strings.HasPrefix(name, "net.ipv6.neigh."+l.Name+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// link writes how a link is made, its state, its mirror and its own knobs.
+// The loopback is the router's: only what was changed on it is written.
+func (sv *saver) link(l *dataplane.Link) {
+	hw := l.Hardware()
+	name := l.Name
+	if l.Index != 1 {
+		words := []string{"link", "add", name, "index", strconv.Itoa(int(l.Index)), "mtu", strconv.Itoa(l.MTU())}
+		if mac := hw.HardwareAddr(); mac != nil { // random unless given
+			words = append(words, "address", mac.String())
+		}
+		words = append(words, "type", hw.Kind())
+		if sp, ok := hw.(port.Specifier); ok {
+			words = append(words, sp.Spec()...)
+		}
+		sv.line("link", words...)
+	} else if l.MTU() != 65536 {
+		sv.line("link", "link", "set", name, "mtu", strconv.Itoa(l.MTU()))
+	}
+	prefix := []string{"net.ipv6.conf." + name + ".", "net.ipv6.neigh." + name + "."}
+	sv.sysctls(func(n string) bool { return strings.HasPrefix(n, prefix[0]) || strings.HasPrefix(n, prefix[1]) })
+	if l.Index != 1 && l.Up() {
+		sv.line("link", "link", "set", name, "up")
+	}
+	if m := l.Mirror(); m != nil {
+		sv.line("link", "link", "set", name, "mirror", m.Name)
+	}
+}
+
+// addrs writes a link's addresses but its link-local one from its MAC,
+// which coming up gives it (and a link that lost that one loses it again).
+func (sv *saver) addrs(l *dataplane.Link) {
+	ll, hasLL := l.LinkLocal()
+	found := false
+	for _, a := range l.Addrs() {
+		switch {
+		case hasLL && a == ll:
+			found = true
+			continue
+		case l.Index == 1 && a.Addr() == netip.IPv6Loopback():
+			continue
+		}
+		words := []string{"address", "add", a.String(), "dev", l.Name}
+		if m := sv.s.r.AddrMetric(l, a.Addr()); m != 0 {
+			words = append(words, "metric", strconv.FormatUint(uint64(m), 10))
+		}
+		sv.line("address", words...)
+	}
+	if hasLL && !found && l.Up() && l.IPv6Enabled() {
+		sv.line("address", "address", "del", ll.String(), "dev", l.Name)
+	}
+}
+
+// ra writes a link's RA settings that differ from RFC 4861's, and its
+// prefixes.
+func (sv *saver) ra(l *dataplane.Link) {
+	c, ok := l.RA()
+	if !ok {
+		return
+	}
+	d := ndisc.DefaultRA()
+	secs := func(t time.Duration) string { return strconv.FormatInt(int64(t/time.Second), 10) }
+	onOff := func(b bool) string {
+		if b {
+			return "on"
+		}
+		return "off"
+	}
+	w := []string{"ra", "set", "dev", l.Name}
+	if c.MaxInterval != d.MaxInterval || c.Lifetime != d.Lifetime {
+		// a max-interval alone sets the lifetime: say both
+		w = append(w, "max-interval", secs(c.MaxInterval), "lifetime", secs(c.Lifetime))
+	}
+	if c.MinInterval != d.MinInterval {
+		w = append(w, "min-interval", secs(c.MinInterval))
+	}
+	if c.Preference != d.Preference {
+		w = append(w, "preference", map[int8]string{-1: "low", 0: "medium", 1: "high"}[c.Preference])
+	}
+	if c.MTU != d.MTU {
+		w = append(w, "mtu", strconv.FormatUint(uint64(c.MTU), 10))
+	}
+	if c.HopLimit != d.HopLimit {
+		w = append(w, "hoplimit", strconv.Itoa(int(c.HopLimit)))
+	}
+	if c.Managed != d.Managed {
+		w = append(w, "managed", onOff(c.Managed))
+	}
+	if c.Other != d.Other {
+		w = append(w, "other", onOff(c.Other))
+	}
+	if len(c.RDNSS) > 0 {
+		as := make([]string, len(c.RDNSS))
+		for i, a := range c.RDNSS {
+			as[i] = a.String()
+		}
+		w = append(w, "rdnss", strings.Join(as, ","))
+	}
+	if c.RDNSSLifetime != d.RDNSSLifetime {
+		w = append(w, "rdnss-lifetime", secs(c.RDNSSLifetime))
+	}
+	if c.Enabled {
+		w = append(w, "on")
+	}
+	if len(w) > 4 {
+		sv.line("ra", w...)
+	}
+	for _, p := range c.Prefixes {
+		w := []string{"ra", "prefix", "add", p.Prefix.String(), "dev", l.Name, "valid", secs(p.Valid), "preferred", secs(p.Preferred)}
+		if !p.OnLink {
+			w = append(w, "no-onlink")
+		}
+		if !p.Autonomous {
+			w = append(w, "no-autonomous")
+		}
+		sv.line("ra", w...)
+	}
+}
+
+// nexthops writes the nexthop objects, every group after the members it
+// names.
+func (sv *saver) nexthops() {
+	vs := sv.s.r.Nexthops.List()
+	slices.SortFunc(vs, func(a, b *nexthop.Version) int {
+		if a.IsGroup() != b.IsGroup() {
+			if a.IsGroup() {
+				return 1
+			}
+			return -1
+		}
+		return int(a.ID) - int(b.ID)
+	})
+	for _, v := range vs {
+		if !sv.all && sv.s.feeds.ownsNexthop(v.ID) {
+			continue
+		}
+		b := strconv.AppendUint(append(sv.b[:0], "nexthop add id "...), uint64(v.ID), 10)
+		switch {
+		case v.IsGroup():
+			b = append(b, " group "...)
+			for i, e := range v.Group {
+				if i > 0 {
+					b = append(b, '/')
+				}
+				b = strconv.AppendUint(b, uint64(e.ID), 10)
+				if e.Weight != 1 {
+					b = strconv.AppendUint(append(b, ','), uint64(e.Weight), 10)
+				}
+			}
+			if v.Type == nexthop.ResilientType {
+				b = strconv.AppendUint(append(b, " type resilient buckets "...), uint64(v.Buckets), 10)
+				b = strconv.AppendUint(append(b, " idle_timer "...), uint64(v.IdleTimer), 10)
+				b = strconv.AppendUint(append(b, " unbalanced_timer "...), uint64(v.UnbalancedTimer), 10)
+			}
+		case v.Flags&nexthop.Blackhole != 0:
+			b = append(b, " blackhole"...)
+		default:
+			b = sv.s.appendPath(b, v.Nexthop, true)
+		}
+		if v.Proto != 0 {
+			b = append(append(b, " proto "...), protoString(fib6.Proto(v.Proto))...)
+		}
+		b = append(b, '\n')
+		if !v.IsGroup() && v.Family == nexthop.FamilyInet6 && !v.Gateway.IsValid() && v.Flags&nexthop.Blackhole == 0 {
+			b = append([]byte("-6 "), b...) // a path on a link alone is IPv4 unless told
+		}
+		sv.b = b
+		sv.emit("nexthop", b)
+	}
+}
+
+// routes writes every table's routes but those the router derives from
+// addresses (proto kernel) and, unless all, those a feed owns.
+func (sv *saver) routes() {
+	tables := sv.s.r.Tables.All()
+	slices.SortFunc(tables, func(a, b *fib6.Table) int { return int(a.ID()) - int(b.ID()) })
+	for _, t := range tables {
+		var last fib6.Route
+		first := true
+		t.Dump(fib6.Filter{}, func(r fib6.Route) bool {
+			if r.Proto == fib6.ProtoKernel || !sv.all && sv.s.feeds.ownsRoute(t.ID(), &r) {
+				return true
+			}
+			verb := "route add "
+			if !first && r.Dst == last.Dst && r.Src == last.Src && r.Metric == last.Metric {
+				verb = "route append "
+			}
+			first, last = false, r
+			sv.b = append(sv.s.appendRouteSpec(append(sv.b[:0], verb...), t.ID(), r), '\n')
+			sv.emit("route", sv.b)
+			return true
+		})
+	}
+}
+
+// rules writes the rules but Linux's defaults, and deletes a default that
+// is gone.
+func (sv *saver) rules() {
+	set := sv.s.r.Rules.Load()
+	dflt := rules.Default()
+	kept := make([]bool, len(dflt))
+	for i := 0; i < set.Len(); i++ {
+		r := set.Rule(i)
+		if j := slices.IndexFunc(dflt, func(d rules.Rule) bool { return sameRule(&d, r) }); j >= 0 && !kept[j] {
+			kept[j] = true
+			continue
+		}
+		sv.b = append(appendRuleSpec(append(sv.b[:0], "rule add "...), r), '\n')
+		sv.emit("rule", sv.b)
+	}
+	for j, d := range dflt {
+		if !kept[j] {
+			sv.b = append(appendRuleSpec(append(sv.b[:0], "rule del "...), &d), '\n')
+			sv.emit("rule", sv.b)
+		}
+	}
+}
+
+// sameRule reports whether two rules say the same, in the words rule save
+// writes.
+func sameRule(a, b *rules.Rule) bool {
+	return string(appendRuleSpec(nil, a)) == string(appendRuleSpec(nil, b))
+}
+
+// neighbours writes a link's permanent neighbours.
+func (sv *saver) neighbours(l *dataplane.Link) {
+	t := l.Neigh()
+	if t == nil {
+		return
+	}
+	for _, i := range t.Dump() {
+		if i.State&ndisc.Permanent == 0 {
+			continue
+		}
+		w := []string{"neigh", "add", i.Addr.String(), "lladdr", i.MAC.String(), "dev", l.Name}
+		if i.Flags&ndisc.Router != 0 {
+			w = append(w, "router")
+		}
+		sv.line("neighbour", append(w, "nud", "permanent")...)
+	}
+}
