@@ -1,0 +1,502 @@
+package control
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// The state file of urouter daemon --state: every change the daemon
+// acknowledges is on disk before the acknowledgement, whenever it is
+// killed. The file is text in the config language, so that `urouter
+// -batch` (or an editor) reads it as it is, made of records: some command
+// lines, then one comment line that seals them,
+//
+//	#@urouter SEQ KIND UNIXNANO LEN CRC
+//
+// SEQ counts records from 1; KIND is snapshot (the whole state, always
+// record 1 of a compacted file) or change; UNIXNANO is when it was
+// written; LEN and CRC (CRC-32C, 8 lowercase hex digits) are those of the
+// record's bytes since the seal before it (or the file's start). A record
+// is written, seal included, with one write and made durable with fsync
+// before append returns, so after a crash the file is its sealed records
+// and at most one torn record after them, which loadState drops.
+//
+// Every file the journal writes begins with journalHeader, inside its
+// first record. loadState gives record texts without it (it is the
+// file's framing, as the seals are) but line numbers as they are in the
+// file: a snapshot's first line is line 2.
+
+// journalHeader opens every state file the journal writes: what tells a
+// state file whose first record was torn from a config written by hand.
+const journalHeader = "# urouter state: a snapshot and the changes since, each sealed by a #@urouter line\n"
+
+// sealWord begins a seal line. A line beginning with it is meant as a
+// seal, whether or not it is a good one.
+const sealWord = "#@urouter"
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// journalRecord is one sealed record of a state file.
+type journalRecord struct {
+	text     []byte // its command lines (record 1's without journalHeader)
+	line     int    // 1-based file line of text's first line
+	time     int64  // UnixNano from its seal
+	snapshot bool
+	end      int64 // byte offset just past its seal
+}
+
+// loadedState is what a state file held.
+type loadedState struct {
+	records []journalRecord
+	good    int64  // byte offset just past the last good seal: where appends go
+	torn    string // "" or, for the log, what was dropped at the end and why
+	// plain: the file has content but no seal line at all, a config
+	// written by hand or by `urouter save`. records holds it as one
+	// snapshot record (line 1, time 0) and good is the file's size.
+	plain bool
+}
+
+// seal is a parsed seal line.
+type seal struct {
+	seq      uint64
+	snapshot bool
+	time     int64
+	length   int64
+	crc      uint32
+}
+
+// isSealLine reports whether line (with or without its '\n') is meant as
+// a seal.
+func isSealLine(line []byte) bool {
+	line = bytes.TrimSuffix(line, []byte("\n"))
+	return bytes.HasPrefix(line, []byte(sealWord)) &&
+		(len(line) == len(sealWord) || line[len(sealWord)] == ' ')
+}
+
+// sealLine gives the 1-based number of the first line of text that would
+// read as a seal, 0 if none does. Such a line cannot go into a record: on
+// reading the file back it would end the record there.
+func sealLine(text []byte) int {
+	for n, off := 1, 0; off < len(text); n++ {
+		end := len(text)
+		if i := bytes.IndexByte(text[off:], '\n'); i >= 0 {
+			end = off + i + 1
+		}
+		if isSealLine(text[off:end]) {
+			return n
+		}
+		off = end
+	}
+	return 0
+}
+
+// parseSeal parses a seal line, its '\n' included: a seal cut before its
+// '\n' is a torn write, however well it reads.
+func parseSeal(line []byte) (seal, bool) {
+	line, ok := bytes.CutSuffix(line, []byte("\n"))
+	if !ok {
+		return seal{}, false
+	}
+	f := bytes.Split(line, []byte(" "))
+	if len(f) != 6 || string(f[0]) != sealWord {
+		return seal{}, false
+	}
+	var s seal
+	var err error
+	if s.seq, err = strconv.ParseUint(string(f[1]), 10, 64); err != nil || s.seq == 0 {
+		return seal{}, false
+	}
+	switch string(f[2]) {
+	case "snapshot":
+		s.snapshot = true
+	case "change":
+	default:
+		return seal{}, false
+	}
+	if s.time, err = strconv.ParseInt(string(f[3]), 10, 64); err != nil {
+		return seal{}, false
+	}
+	n, err := strconv.ParseUint(string(f[4]), 10, 63)
+	if err != nil {
+		return seal{}, false
+	}
+	s.length = int64(n)
+	if len(f[5]) != 8 || bytes.ContainsFunc(f[5], func(r rune) bool {
+		return (r < '0' || r > '9') && (r < 'a' || r > 'f')
+	}) {
+		return seal{}, false
+	}
+	c, _ := strconv.ParseUint(string(f[5]), 16, 32) // 8 hex digits: cannot fail
+	s.crc = uint32(c)
+	return s, true
+}
+
+// appendSeal appends to rec, a record's text, the line that seals it.
+func appendSeal(rec []byte, seq uint64, snapshot bool, t int64) []byte {
+	kind := "change"
+	if snapshot {
+		kind = "snapshot"
+	}
+	return fmt.Appendf(rec, "%s %d %s %d %d %08x\n", sealWord, seq, kind, t, len(rec), crc32.Checksum(rec, castagnoli))
+}
+
+// checkSeal checks the seal line data[start:end] against the bytes since
+// the last good seal, data[from:start]. It gives why not, "" if it is
+// good.
+func checkSeal(data []byte, from, start, end int, rec uint64) (seal, string) {
+	s, ok := parseSeal(data[start:end])
+	switch {
+	case !ok && data[end-1] != '\n':
+		return s, fmt.Sprintf("record %d's seal is cut short", rec)
+	case !ok:
+		return s, fmt.Sprintf("record %d's seal does not parse", rec)
+	case s.length != int64(start-from):
+		return s, fmt.Sprintf("record %d does not match its seal (length)", rec)
+	case crc32.Checksum(data[from:start], castagnoli) != s.crc:
+		return s, fmt.Sprintf("record %d does not match its seal (crc)", rec)
+	}
+	return s, ""
+}
+
+// intactAfter reports whether a seal line at or after offset start, in
+// data whose last good seal ends at from, seals bytes of its own whole
+// (some: an empty record proves nothing):
+// some record past the bad seal survived, so what lies between is damage,
+// not a write torn by a crash (that only ever leaves one record, the
+// last, without its seal).
+func intactAfter(data []byte, from, start int) bool {
+	for off := start; off < len(data); {
+		end := len(data)
+		if i := bytes.IndexByte(data[off:], '\n'); i >= 0 {
+			end = off + i + 1
+		}
+		if isSealLine(data[off:end]) {
+			if s, ok := parseSeal(data[off:end]); ok && s.length > 0 && s.length <= int64(off-from) {
+				b := off - int(s.length)
+				if (b == 0 || data[b-1] == '\n') && crc32.Checksum(data[b:off], castagnoli) == s.crc {
+					return true
+				}
+			}
+		}
+		off = end
+	}
+	return false
+}
+
+// oursTorn reports whether data, with no good seal, is the journal's own
+// first record torn: it begins with journalHeader, or with a piece of
+// it, or with a NUL byte (blocks a crash left unwritten read as zeros).
+func oursTorn(data []byte) bool {
+	first := data
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		first = data[:i+1]
+	}
+	return data[0] == 0 || bytes.HasPrefix([]byte(journalHeader), first)
+}
+
+// loadState reads the state file at path. A missing or empty file is an
+// empty state. A torn record at the end is dropped (st.torn says so); a
+// bad record with a good one after it is damage no crash leaves, and an
+// error naming the bad record's first line in the file (record 1's is
+// the header's).
+func loadState(path string) (*loadedState, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &loadedState{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	st := &loadedState{}
+	from, fromLine := 0, 1 // just past the last good seal, and its line
+	sawSeal := false
+	tornWhy := "no seal"
+	line := 1
+walk:
+	for off := 0; off < len(data); line++ {
+		start := off
+		off = len(data)
+		if i := bytes.IndexByte(data[start:], '\n'); i >= 0 {
+			off = start + i + 1
+		}
+		if !isSealLine(data[start:off]) {
+			continue
+		}
+		sawSeal = true
+		rec := uint64(len(st.records) + 1)
+		s, why := checkSeal(data, from, start, off, rec)
+		switch {
+		case why != "" && intactAfter(data, from, start):
+			return nil, fmt.Errorf("%s:%d: %s", path, fromLine, why)
+		case why != "":
+			tornWhy = why
+			break walk
+		case s.seq != rec:
+			// well sealed, in the wrong place: records were
+			// spliced, not torn
+			return nil, fmt.Errorf("%s:%d: record %d is sealed as record %d", path, fromLine, rec, s.seq)
+		case s.snapshot && rec != 1:
+			return nil, fmt.Errorf("%s:%d: record %d is a snapshot: only a file's first record is", path, fromLine, rec)
+		}
+		r := journalRecord{text: data[from:start], line: fromLine, time: s.time, snapshot: s.snapshot, end: int64(off)}
+		if rec == 1 {
+			if t, ok := bytes.CutPrefix(r.text, []byte(journalHeader)); ok {
+				r.text, r.line = t, r.line+1
+			}
+		}
+		st.records = append(st.records, r)
+		from, fromLine = off, line+1
+	}
+	st.good = int64(from)
+	if from == len(data) {
+		return st, nil
+	}
+	if len(st.records) == 0 && !oursTorn(data) {
+		if sawSeal {
+			// not a file the journal wrote: dropping it as torn
+			// would wipe someone's config
+			return nil, fmt.Errorf("%s:1: not a state file (no header) but it has a %s line", path, sealWord)
+		}
+		st.plain = true
+		st.good = int64(len(data))
+		st.records = []journalRecord{{text: data, line: 1, snapshot: true, end: st.good}}
+		return st, nil
+	}
+	st.torn = fmt.Sprintf("dropped a torn record at line %d (%d bytes): %s", fromLine, len(data)-from, tornWhy)
+	return st, nil
+}
+
+// journal appends sealed records to a state file.
+type journal struct {
+	mu     sync.Mutex
+	path   string
+	f      *os.File // O_APPEND: every write goes at the end
+	closed bool
+	err    error  // set once the journal cannot vouch for its file
+	seq    uint64 // the last record's SEQ
+	last   int64  // the last record's time
+	size   int64  // bytes in the file, all sealed
+	snap   int64  // bytes of its snapshot record, seal included; 0 if none
+}
+
+// openJournal opens the state file at path, which st was loaded from, to
+// append to it (creating it, 0600, if missing). A torn tail is cut off
+// first, so the next seal does not count it as part of its record. A
+// plain config is first rewritten as a state file of one snapshot.
+func openJournal(path string, st *loadedState) (*journal, error) {
+	j := &journal{path: path}
+	if st.plain {
+		if err := j.compact(st.records[0].text); err != nil {
+			return nil, err
+		}
+		return j, nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Truncate(st.good); err != nil {
+		_ = f.Close() // the error to tell is Truncate's
+		return nil, err
+	}
+	// The cut must be on disk before a record goes after it; and the
+	// file may be new, its name not yet durable.
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	if err := syncDir(path); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	j.f, j.size = f, st.good
+	if n := len(st.records); n > 0 {
+		j.seq, j.last = uint64(n), st.records[n-1].time
+		if st.records[0].snapshot {
+			j.snap = st.records[0].end
+		}
+	}
+	return j, nil
+}
+
+// now is the time for the next record: the wall clock, but never before
+// the last record's, so records read in time order even across a clock
+// stepped back.
+func (j *journal) now() int64 {
+	return max(time.Now().UnixNano(), j.last+1)
+}
+
+// usable says why the journal cannot write, nil if it can.
+func (j *journal) usable() error {
+	if j.err != nil {
+		return j.err
+	}
+	if j.closed {
+		return fmt.Errorf("%s: %w", j.path, os.ErrClosed)
+	}
+	return nil
+}
+
+// append writes text as a change record and returns once it is on disk.
+// Empty text is no change and no record.
+func (j *journal) append(text []byte) error {
+	if len(text) == 0 {
+		return nil
+	}
+	if n := sealLine(text); n != 0 {
+		return fmt.Errorf("%s: change line %d reads as a seal", j.path, n)
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err := j.usable(); err != nil {
+		return err
+	}
+	rec := make([]byte, 0, len(journalHeader)+len(text)+1+64)
+	if j.size == 0 {
+		rec = append(rec, journalHeader...)
+	}
+	rec = append(rec, text...)
+	if rec[len(rec)-1] != '\n' {
+		rec = append(rec, '\n')
+	}
+	t := j.now()
+	rec = appendSeal(rec, j.seq+1, false, t)
+	// One write: a crash leaves a prefix of the record at worst.
+	if _, err := j.f.Write(rec); err != nil {
+		return j.undo(err)
+	}
+	if err := j.f.Sync(); err != nil {
+		return j.undo(err)
+	}
+	j.seq++
+	j.last = t
+	j.size += int64(len(rec))
+	return nil
+}
+
+// undo cuts the file back to its sealed records after a failed write or
+// fsync, which may have left part of a record: a later record sealed
+// after it would not load. It returns err. If the cut fails too, the
+// journal refuses every write after.
+func (j *journal) undo(err error) error {
+	cut := j.f.Truncate(j.size)
+	if cut == nil {
+		cut = j.f.Sync()
+	}
+	if cut != nil {
+		j.err = fmt.Errorf("%s: journal stopped: %w (and cutting back the record: %v)", j.path, err, cut)
+	}
+	return err
+}
+
+// compact replaces the state file with one snapshot record, the whole
+// state; changes appended after follow it. The caller sees that snapshot
+// holds every change appended before. The new file is written as
+// path.tmp and renamed over path, so a crash leaves the old file or the
+// new, whole. It restarts a journal stopped by a failed write.
+func (j *journal) compact(snapshot []byte) error {
+	if n := sealLine(snapshot); n != 0 {
+		return fmt.Errorf("%s: snapshot line %d reads as a seal", j.path, n)
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	// A stopped journal may compact: a whole new file is the way back
+	// to one it can vouch for.
+	if j.closed {
+		return j.usable()
+	}
+	rec := make([]byte, 0, len(journalHeader)+len(snapshot)+1+64)
+	rec = append(rec, journalHeader...)
+	rec = append(rec, snapshot...)
+	if len(snapshot) > 0 && rec[len(rec)-1] != '\n' {
+		rec = append(rec, '\n')
+	}
+	t := j.now()
+	rec = appendSeal(rec, 1, true, t)
+	tmp := j.path + ".tmp"
+	// O_APPEND: this descriptor, renamed with its file, takes the
+	// changes after; no reopening that could fail once renamed.
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err = f.Write(rec); err == nil {
+		if err = f.Sync(); err == nil {
+			err = os.Rename(tmp, j.path)
+		}
+	}
+	if err != nil {
+		_ = f.Close() // a file given up
+		_ = os.Remove(tmp)
+		return err
+	}
+	// path is the new file now: the old descriptor writes to a file
+	// no name reaches.
+	if j.f != nil {
+		_ = j.f.Close() // all it wrote was synced
+	}
+	j.f, j.seq, j.last, j.size, j.snap = f, 1, t, int64(len(rec)), int64(len(rec))
+	if err := syncDir(j.path); err != nil {
+		// Until the rename is durable a crash may bring the old
+		// file back, without the changes appended after: none may
+		// be acknowledged.
+		j.err = fmt.Errorf("%s: journal stopped: %w", j.path, err)
+		return err
+	}
+	j.err = nil
+	return nil
+}
+
+// syncDir makes the entries of the directory holding path durable: a
+// new file's name, a rename.
+func syncDir(path string) error {
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// sinceSnapshot is the bytes appended after the snapshot record (the
+// whole file if it has none): with snapshotSize, what says when to
+// compact.
+func (j *journal) sinceSnapshot() int64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.size - j.snap
+}
+
+// snapshotSize is the bytes of the snapshot record, seal included.
+func (j *journal) snapshotSize() int64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.snap
+}
+
+// close closes the file; append and compact fail after.
+func (j *journal) close() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.closed {
+		return nil
+	}
+	j.closed = true
+	if j.f == nil {
+		return nil
+	}
+	err := j.f.Close()
+	j.f = nil
+	return err
+}

@@ -1,0 +1,546 @@
+package control
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The state the journal tests start from: a snapshot of two lines and
+// three changes, one of them without its final newline. In the file:
+//
+//	1     header
+//	2-3   snapshot, 4 its seal
+//	5     change 1, 6 its seal
+//	7-8   change 2, 9 its seal
+//	10    change 3, 11 its seal
+var (
+	journalSnap    = "link set dev eth0 up\nroute add 2001:db8::/64 dev eth0\n"
+	journalChanges = []string{
+		"route add 2001:db8:1::/64 dev eth0\n",
+		"route del 2001:db8::/64\nroute add 2001:db8:2::/64 dev eth1", // no final newline
+		"address add 2001:db8::1/64 dev eth0\n",
+	}
+	journalWant = []journalRecord{
+		{text: []byte(journalSnap), line: 2, snapshot: true},
+		{text: []byte(journalChanges[0]), line: 5},
+		{text: []byte(journalChanges[1] + "\n"), line: 7},
+		{text: []byte(journalChanges[2]), line: 10},
+	}
+)
+
+// writeJournal makes the state file of journalSnap and journalChanges
+// in a new directory and returns its path and contents.
+func writeJournal(t *testing.T) (string, []byte) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "state")
+	st, err := loadState(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := openJournal(path, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.compact([]byte(journalSnap)); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range journalChanges {
+		if err := j.append([]byte(c)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := j.close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, data
+}
+
+// mustLoad loads path, failing the test on an error.
+func mustLoad(t *testing.T, path string) *loadedState {
+	t.Helper()
+	st, err := loadState(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// sameRecords checks records' texts, lines and kinds against want.
+func sameRecords(t *testing.T, got, want []journalRecord) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%d records, want %d", len(got), len(want))
+	}
+	for i, r := range got {
+		w := want[i]
+		if !bytes.Equal(r.text, w.text) || r.line != w.line || r.snapshot != w.snapshot {
+			t.Errorf("record %d: %q line %d snapshot %v, want %q line %d snapshot %v",
+				i+1, r.text, r.line, r.snapshot, w.text, w.line, w.snapshot)
+		}
+	}
+}
+
+// closeAtEnd closes j when the test ends.
+func closeAtEnd(t *testing.T, j *journal) {
+	t.Cleanup(func() {
+		if err := j.close(); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+// appendOne opens the journal of st at path, appends text and closes it.
+func appendOne(t *testing.T, path string, st *loadedState, text string) {
+	t.Helper()
+	j, err := openJournal(path, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.append([]byte(text)); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestJournalRoundTrip(t *testing.T) {
+	before := time.Now().UnixNano()
+	path, data := writeJournal(t)
+	after := time.Now().UnixNano()
+	if !bytes.HasPrefix(data, []byte(journalHeader)) {
+		t.Fatalf("file begins %q, want the header", data[:min(len(data), 40)])
+	}
+	st := mustLoad(t, path)
+	if st.plain || st.torn != "" || st.good != int64(len(data)) {
+		t.Fatalf("plain %v torn %q good %d, want false, \"\", %d", st.plain, st.torn, st.good, len(data))
+	}
+	sameRecords(t, st.records, journalWant)
+	var last int64
+	for i, r := range st.records {
+		if r.time <= last || r.time < before || r.time > after+int64(len(st.records)) {
+			t.Errorf("record %d: time %d, want after %d, in [%d, %d]", i+1, r.time, last, before, after)
+		}
+		last = r.time
+	}
+	if st.records[3].end != int64(len(data)) {
+		t.Errorf("last record ends at %d, want %d", st.records[3].end, len(data))
+	}
+
+	// The sizes that decide compaction, as reopened.
+	j, err := openJournal(path, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeAtEnd(t, j)
+	snap := int64(0) // the snapshot's seal is line 4
+	for range 4 {
+		snap += int64(bytes.IndexByte(data[snap:], '\n') + 1)
+	}
+	if got := j.snapshotSize(); got != snap {
+		t.Errorf("snapshotSize %d, want %d", got, snap)
+	}
+	if got := j.sinceSnapshot(); got != int64(len(data))-snap {
+		t.Errorf("sinceSnapshot %d, want %d", got, int64(len(data))-snap)
+	}
+}
+
+func TestJournalEmpty(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{filepath.Join(dir, "missing"), empty} {
+		st := mustLoad(t, path)
+		if len(st.records) != 0 || st.good != 0 || st.torn != "" || st.plain {
+			t.Errorf("%s: %+v, want an empty state", path, st)
+		}
+	}
+	// Empty text is no record; the first change writes the header.
+	path := filepath.Join(dir, "missing")
+	j, err := openJournal(path, mustLoad(t, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.append(nil); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Size() != 0 || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("after an empty append: %v, %v; want an empty file, 0600", fi, err)
+	}
+	if err := j.append([]byte("route add 2001:db8::/64 dev eth0")); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.append([]byte("route add 2001:db8:1::/64 dev eth0\n")); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("append after close: %v, want %v", err, os.ErrClosed)
+	}
+	st := mustLoad(t, path)
+	sameRecords(t, st.records, []journalRecord{{text: []byte("route add 2001:db8::/64 dev eth0\n"), line: 2}})
+	if j.snapshotSize() != 0 || j.sinceSnapshot() != st.good {
+		t.Errorf("no snapshot: snapshotSize %d sinceSnapshot %d, want 0, %d", j.snapshotSize(), j.sinceSnapshot(), st.good)
+	}
+}
+
+// TestJournalTornTail cuts the file at every byte of the last record: each
+// cut loads as the three records before, and takes an append after.
+func TestJournalTornTail(t *testing.T) {
+	full, data := writeJournal(t)
+	end3 := mustLoad(t, full).records[2].end
+	path := filepath.Join(t.TempDir(), "state")
+	for off := end3; off < int64(len(data)); off++ {
+		if err := os.WriteFile(path, data[:off], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		st, err := loadState(path)
+		if err != nil {
+			t.Fatalf("cut at %d: %v", off, err)
+		}
+		sameRecords(t, st.records, journalWant[:3])
+		want := ""
+		if off > end3 {
+			want = fmt.Sprintf("dropped a torn record at line 10 (%d bytes): ", off-end3)
+		}
+		if st.good != end3 || !strings.HasPrefix(st.torn, want) || (want == "") != (st.torn == "") {
+			t.Fatalf("cut at %d: good %d torn %q, want %d %q...", off, st.good, st.torn, end3, want)
+		}
+		appendOne(t, path, st, "route add 2001:db8:9::/64 dev eth2\n")
+		st = mustLoad(t, path)
+		if st.torn != "" {
+			t.Fatalf("cut at %d, appended: torn %q", off, st.torn)
+		}
+		sameRecords(t, st.records, append(journalWant[:3:3], journalRecord{text: []byte("route add 2001:db8:9::/64 dev eth2\n"), line: 10}))
+	}
+}
+
+// TestJournalDamage puts garbage in and flips bytes: damage with a good
+// record after it is an error naming the bad record's first line; in
+// the last record, or after it, it is a torn tail.
+func TestJournalDamage(t *testing.T) {
+	path, data := writeJournal(t)
+	st := mustLoad(t, path)
+	rec := func(n int) int { // offset where record n (1-based) begins
+		if n == 1 {
+			return 0
+		}
+		return int(st.records[n-2].end)
+	}
+	sealOf := func(n int) int { // offset of record n's seal line
+		return bytes.LastIndex(data[:st.records[n-1].end-1], []byte("\n")) + 1
+	}
+	insert := func(at int) func([]byte) []byte {
+		return func(b []byte) []byte {
+			return append(b[:at:at], append([]byte("bogus garbage\n"), b[at:]...)...)
+		}
+	}
+	flip := func(at int) func([]byte) []byte {
+		return func(b []byte) []byte { b[at] ^= 1; return b }
+	}
+	digit := func(at int) func([]byte) []byte { // another hex digit, so the seal still parses
+		return func(b []byte) []byte {
+			if b[at] == '0' {
+				b[at] = '1'
+			} else {
+				b[at] = '0'
+			}
+			return b
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		damage func([]byte) []byte
+		line   int    // of the error; 0: torn
+		why    string // in the error or the torn sentence
+		keep   int    // records left when torn
+	}{
+		{"garbage after the header", insert(len(journalHeader)), 1, "record 1 does not match its seal (length)", 0},
+		{"garbage before record 2", insert(rec(2)), 5, "record 2 does not match its seal (length)", 0},
+		{"garbage before record 2's seal", insert(sealOf(2)), 5, "record 2 does not match its seal (length)", 0},
+		{"garbage inside record 3", insert(rec(3) + len("route del 2001:db8::/64\n")), 7, "(length)", 0},
+		{"garbage before record 4", insert(rec(4)), 10, "record 4 does not match its seal (length)", 0},
+		{"garbage inside record 4", insert(sealOf(4)), 0, "record 4 does not match its seal (length)", 3},
+		{"garbage after the last seal", insert(len(data)), 0, "no seal", 4},
+		{"flip in record 1", flip(len(journalHeader) + 3), 1, "record 1 does not match its seal (crc)", 0},
+		{"flip in record 2", flip(rec(2) + 2), 5, "record 2 does not match its seal (crc)", 0},
+		{"flip in record 3's crc", digit(int(st.records[2].end) - 3), 7, "record 3 does not match its seal (crc)", 0},
+		{"flip in record 3's seal word", flip(sealOf(3) + 1), 7, "(length)", 0},
+		{"flip in record 4", flip(rec(4) + 2), 0, "record 4 does not match its seal (crc)", 3},
+		{"flip in record 4's crc", digit(len(data) - 2), 0, "record 4 does not match its seal (crc)", 3},
+		{"flip in record 4's length", flip(bytes.LastIndexByte(data, ' ') - 1), 0, "record 4 does not match its seal (length)", 3},
+		{"record 4's seal cut short", func(b []byte) []byte { return b[:len(b)-1] }, 0, "record 4's seal is cut short", 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "state")
+			if err := os.WriteFile(p, tc.damage(bytes.Clone(data)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			got, err := loadState(p)
+			if tc.line != 0 {
+				prefix := fmt.Sprintf("%s:%d: ", p, tc.line)
+				if err == nil || !strings.HasPrefix(err.Error(), prefix) || !strings.Contains(err.Error(), tc.why) {
+					t.Fatalf("error %v, want %s...%s", err, prefix, tc.why)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameRecords(t, got.records, journalWant[:tc.keep])
+			if !strings.HasSuffix(got.torn, ": "+tc.why) {
+				t.Errorf("torn %q, want ...: %s", got.torn, tc.why)
+			}
+		})
+	}
+}
+
+// TestJournalBadSeals: records sealed well but out of place, and seals in
+// a file the journal did not write, are errors, never torn.
+func TestJournalBadSeals(t *testing.T) {
+	sealed := func(seq uint64, snapshot bool, text string) string {
+		return string(appendSeal([]byte(text), seq, snapshot, 1))
+	}
+	a, b := "route add 2001:db8::/64 dev eth0\n", "route add 2001:db8:1::/64 dev eth0\n"
+	for _, tc := range []struct {
+		name, file, want string
+	}{
+		{"a gap", sealed(1, true, journalHeader+a) + sealed(3, false, b), ":4: record 2 is sealed as record 3"},
+		{"a repeat", sealed(1, true, journalHeader+a) + sealed(1, false, b), ":4: record 2 is sealed as record 1"},
+		{"a second snapshot", sealed(1, true, journalHeader+a) + sealed(2, true, b), ":4: record 2 is a snapshot"},
+		{"a seal without the header", a + "#@urouter 1 change 1 0 00000000\n", ":1: not a state file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "state")
+			if err := os.WriteFile(p, []byte(tc.file), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := loadState(p); err == nil || !strings.HasPrefix(err.Error(), p+tc.want) {
+				t.Errorf("error %v, want %s%s...", err, p, tc.want)
+			}
+		})
+	}
+	// A line of a change that would read as a seal would end the
+	// record there on loading: refused.
+	j, err := openJournal(filepath.Join(t.TempDir(), "state"), &loadedState{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeAtEnd(t, j)
+	if err := j.append([]byte(a + "#@urouter 2 change 1 2 3\n")); err == nil || !strings.Contains(err.Error(), "line 2 reads as a seal") {
+		t.Errorf("a seal line in a change: %v, want refused", err)
+	}
+	if err := j.compact([]byte("#@urouter\n")); err == nil {
+		t.Errorf("a seal line in a snapshot: no error")
+	}
+}
+
+// TestJournalLongLine: a megabyte line after the last seal, whole or cut,
+// is a torn tail, read in one pass.
+func TestJournalLongLine(t *testing.T) {
+	_, data := writeJournal(t)
+	long := bytes.Repeat([]byte("a"), 1<<20)
+	for _, tc := range []struct {
+		name string
+		tail []byte
+	}{
+		{"cut", long},
+		{"whole", append(bytes.Clone(long), '\n')},
+		{"a seal", append([]byte("#@urouter 5 change 1 2 "), long...)},
+		{"a long record", append(append(bytes.Clone(long), '\n'), "#@urouter 5 change 1 2"...)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "state")
+			if err := os.WriteFile(p, append(bytes.Clone(data), tc.tail...), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			st, err := loadState(p)
+			if d := time.Since(start); d > 10*time.Second {
+				t.Errorf("loading took %v", d)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameRecords(t, st.records, journalWant)
+			want := fmt.Sprintf("dropped a torn record at line 12 (%d bytes): ", len(tc.tail))
+			if st.good != int64(len(data)) || !strings.HasPrefix(st.torn, want) {
+				t.Errorf("good %d torn %q, want %d %q...", st.good, st.torn, len(data), want)
+			}
+		})
+	}
+}
+
+// TestJournalPlain: a config with no seal is one snapshot, and becomes a
+// state file when the journal opens it.
+func TestJournalPlain(t *testing.T) {
+	for _, text := range []string{
+		"# by hand\nlink set dev eth0 up\nroute add 2001:db8::/64 dev eth0\n",
+		"route add 2001:db8::/64 dev eth0", // no final newline
+	} {
+		p := filepath.Join(t.TempDir(), "state")
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		st := mustLoad(t, p)
+		if !st.plain || st.torn != "" || st.good != int64(len(text)) {
+			t.Fatalf("%q: plain %v torn %q good %d, want true, \"\", %d", text, st.plain, st.torn, st.good, len(text))
+		}
+		sameRecords(t, st.records, []journalRecord{{text: []byte(text), line: 1, snapshot: true}})
+		if st.records[0].time != 0 {
+			t.Errorf("%q: time %d, want 0", text, st.records[0].time)
+		}
+
+		appendOne(t, p, st, "route add 2001:db8:1::/64 dev eth0\n")
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasPrefix(data, []byte(journalHeader)) {
+			t.Errorf("%q: converted file begins %q, want the header", text, data[:min(len(data), 40)])
+		}
+		if _, err := os.Stat(p + ".tmp"); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s.tmp left: %v", p, err)
+		}
+		st = mustLoad(t, p)
+		if st.plain || st.torn != "" {
+			t.Errorf("%q converted: plain %v torn %q", text, st.plain, st.torn)
+		}
+		snap := strings.TrimSuffix(text, "\n") + "\n"
+		sameRecords(t, st.records, []journalRecord{
+			{text: []byte(snap), line: 2, snapshot: true},
+			{text: []byte("route add 2001:db8:1::/64 dev eth0\n"), line: 3 + strings.Count(snap, "\n")},
+		})
+	}
+}
+
+// TestJournalFirstTorn: the first record torn anywhere, the header in it,
+// leaves no record and no error, and the file takes a first record again.
+func TestJournalFirstTorn(t *testing.T) {
+	dir := t.TempDir()
+	full := filepath.Join(dir, "full")
+	appendOne(t, full, &loadedState{}, "route add 2001:db8::/64 dev eth0\n")
+	data, err := os.ReadFile(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cuts := [][]byte{make([]byte, 4096)} // blocks a crash left unwritten
+	for off := 1; off < len(data); off++ {
+		cuts = append(cuts, data[:off])
+	}
+	path := filepath.Join(dir, "state")
+	for _, cut := range cuts {
+		if err := os.WriteFile(path, cut, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		st, err := loadState(path)
+		if err != nil {
+			t.Fatalf("%q: %v", cut, err)
+		}
+		want := fmt.Sprintf("dropped a torn record at line 1 (%d bytes): ", len(cut))
+		if len(st.records) != 0 || st.plain || st.good != 0 || !strings.HasPrefix(st.torn, want) {
+			t.Fatalf("%q: %d records plain %v good %d torn %q, want none, false, 0, %q...", cut, len(st.records), st.plain, st.good, st.torn, want)
+		}
+		appendOne(t, path, st, "route add 2001:db8:1::/64 dev eth0\n")
+		st = mustLoad(t, path)
+		sameRecords(t, st.records, []journalRecord{{text: []byte("route add 2001:db8:1::/64 dev eth0\n"), line: 2}})
+	}
+}
+
+// TestJournalCompact: a compaction leaves one snapshot, and the changes
+// after it continue from record 2.
+func TestJournalCompact(t *testing.T) {
+	path, _ := writeJournal(t)
+	j, err := openJournal(path, mustLoad(t, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeAtEnd(t, j)
+	if j.sinceSnapshot() == 0 {
+		t.Fatal("sinceSnapshot 0 with three changes")
+	}
+	if err := j.compact([]byte("route add 2001:db8::/48 dev eth0\n")); err != nil {
+		t.Fatal(err)
+	}
+	if j.sinceSnapshot() != 0 {
+		t.Errorf("sinceSnapshot %d after compact, want 0", j.sinceSnapshot())
+	}
+	if err := j.append([]byte("route add 2001:db8:1::/64 dev eth0\n")); err != nil {
+		t.Fatal(err)
+	}
+	st := mustLoad(t, path)
+	sameRecords(t, st.records, []journalRecord{
+		{text: []byte("route add 2001:db8::/48 dev eth0\n"), line: 2, snapshot: true},
+		{text: []byte("route add 2001:db8:1::/64 dev eth0\n"), line: 4},
+	})
+	if j.snapshotSize() != st.records[0].end || j.sinceSnapshot() != st.good-st.records[0].end {
+		t.Errorf("snapshotSize %d sinceSnapshot %d, want %d, %d", j.snapshotSize(), j.sinceSnapshot(), st.records[0].end, st.good-st.records[0].end)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("compacted file: %v, %v; want 0600", fi, err)
+	}
+}
+
+// TestJournalConcurrent: appends from many goroutines each land whole,
+// one record each.
+func TestJournalConcurrent(t *testing.T) {
+	const writers, each = 8, 200
+	path := filepath.Join(t.TempDir(), "state")
+	j, err := openJournal(path, mustLoad(t, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				if err := j.append([]byte(journalChange(w, i))); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if err := j.close(); err != nil {
+		t.Fatal(err)
+	}
+	st := mustLoad(t, path)
+	if len(st.records) != writers*each || st.torn != "" {
+		t.Fatalf("%d records torn %q, want %d", len(st.records), st.torn, writers*each)
+	}
+	want := make(map[string]bool, writers*each)
+	for w := range writers {
+		for i := range each {
+			want[journalChange(w, i)] = true
+		}
+	}
+	for _, r := range st.records {
+		if !want[string(r.text)] {
+			t.Fatalf("record at line %d: %q, not one whole change, or seen twice", r.line, r.text)
+		}
+		delete(want, string(r.text))
+	}
+}
+
+// journalChange is writer w's change i in TestJournalConcurrent.
+func journalChange(w, i int) string {
+	return fmt.Sprintf("route add 2001:db8:%x:%x::/64 dev eth%d\nroute del 2001:db8:%x:%x::/64\n", w, i, w, w, i)
+}
