@@ -33,7 +33,7 @@ func BenchmarkBatchApply(b *testing.B) {
 		b.StopTimer()
 		r := router.New()
 		if conf != "" {
-			if err := ApplyConfig(r, conf); err != nil {
+			if _, err := ApplyConfig(r, conf); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -35,6 +35,11 @@ type Server struct {
 	R *router.Router
 	// Feeds: set before Serve, for `fpm show` and `mirror show`.
 	Feeds *Feeds
+	// State: set before Serve, the state file every change is sealed in
+	// before its client is told (nil: none).
+	State *State
+	// Status: set before Serve, how the start went, for `status`.
+	Status Startup
 	hub   *hub
 	ln    *net.UnixListener
 	stop  chan struct{}
@@ -102,11 +107,12 @@ func (s *Server) Close() {
 }
 
 // ApplyConfig runs a config file (commands in the batch language) as a
-// batch: it stops at the first error and returns it.
-func ApplyConfig(r *router.Router, path string) error {
+// batch: it stops at the first error and returns it, and how many lines it
+// read.
+func ApplyConfig(r *router.Router, path string) (int, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer func() { _ = f.Close() }() // read only: nothing to lose
 	var msgs []string
@@ -120,15 +126,15 @@ func ApplyConfig(r *router.Router, path string) error {
 	le := &lineEnder{r: f}
 	status := s.run(bufio.NewReaderSize(le, readBuf))
 	if err := le.failed(); err != nil {
-		return fmt.Errorf("reading %s: %w", path, err)
+		return s.line, fmt.Errorf("reading %s: %w", path, err)
 	}
 	// what a config's show commands print is for a console, if any: a
 	// daemon started without one still starts
 	_ = out.Flush()
 	if status != 0 {
-		return errors.New(strings.Join(msgs, "\n"))
+		return s.line, errors.New(strings.Join(msgs, "\n"))
 	}
-	return nil
+	return s.line, nil
 }
 
 // lineEnder passes a reader through and adds a final '\n' if the input

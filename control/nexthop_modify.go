@@ -94,8 +94,15 @@ func (s *session) nexthopModify(args [][]byte, replace bool) *cmdErr {
 			return err
 		}
 	}
-	if _, err := s.r.Nexthops.Add(*sp, replace); err != nil {
+	o, err := s.r.Nexthops.Add(*sp, replace)
+	if err != nil {
 		return rejected(err)
+	}
+	if sp.ID == 0 {
+		s.madeID = o.ID() // the journal says it: a replay must make the same
+	}
+	if s.adopt != nil {
+		s.adopt.AdoptNexthop(o.ID())
 	}
 	return nil
 }

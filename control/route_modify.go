@@ -107,7 +107,7 @@ func (s *session) routeModify(op routeOp, args [][]byte) *cmdErr {
 		return s.routeDelete(q, l, t)
 	}
 	var rt fib6.Route
-	q.fill(&rt)
+	q.fill(&rt, s.clock)
 	if err := s.routePaths(q, l, &rt, tid, t); err != nil {
 		return err
 	}
@@ -129,6 +129,9 @@ func (s *session) routeModify(op routeOp, args [][]byte) *cmdErr {
 		return err
 	}
 	s.routes.changed(q.dst)
+	if s.adopt != nil {
+		s.adopt.Adopt(x.Table().ID(), rt.Dst, rt.Src, rt.Metric)
+	}
 	return nil
 }
 
@@ -184,7 +187,7 @@ func (s *session) routeDelete(q *routeReq, l *dataplane.Link, t *fib6.Table) *cm
 
 // fill makes rt the route q adds, without its paths (in place: a route is
 // big, and a batch adds one a line).
-func (q *routeReq) fill(rt *fib6.Route) {
+func (q *routeReq) fill(rt *fib6.Route, clock time.Time) {
 	*rt = fib6.Route{Dst: q.dst}
 	rt.Src = q.src
 	rt.Type = q.typ
@@ -202,7 +205,10 @@ func (q *routeReq) fill(rt *fib6.Route) {
 	rt.MTU = q.mtu
 	rt.PrefSrc = q.prefsrc
 	if q.expires >= 0 {
-		rt.Expires = time.Now().Add(time.Duration(q.expires) * time.Second).UnixNano()
+		if clock.IsZero() { // a replayed record's expires counts from its time
+			clock = time.Now()
+		}
+		rt.Expires = clock.Add(time.Duration(q.expires) * time.Second).UnixNano()
 	}
 	if q.onlink {
 		rt.Nexthop.Flags |= nexthop.OnLink

@@ -9,6 +9,7 @@ import (
 
 	"urouter/dataplane"
 	"urouter/dataplane/port"
+	"urouter/feed"
 	"urouter/fib6"
 	"urouter/ndisc"
 	"urouter/nexthop"
@@ -79,7 +80,24 @@ type saver struct {
 	s    *session
 	emit func(obj string, line []byte)
 	all  bool
+	// only: the routes and nexthops of this feed alone (a state file's)
+	only *feed.Applier
 	b    []byte
+}
+
+// skipsRoute and skipsNexthop say what a feed's part of the save leaves.
+func (sv *saver) skipsRoute(table uint32, r *fib6.Route) bool {
+	if sv.only != nil {
+		return !sv.only.Owns(table, r.Dst, r.Src, r.Metric)
+	}
+	return !sv.all && sv.s.feeds.ownsRoute(table, r)
+}
+
+func (sv *saver) skipsNexthop(id uint32) bool {
+	if sv.only != nil {
+		return !sv.only.OwnsNexthop(id)
+	}
+	return !sv.all && sv.s.feeds.ownsNexthop(id)
 }
 
 func (sv *saver) line(obj string, words ...string) {
@@ -247,7 +265,7 @@ func (sv *saver) nexthops() {
 		return int(a.ID) - int(b.ID)
 	})
 	for _, v := range vs {
-		if !sv.all && sv.s.feeds.ownsNexthop(v.ID) {
+		if sv.skipsNexthop(v.ID) {
 			continue
 		}
 		b := strconv.AppendUint(append(sv.b[:0], "nexthop add id "...), uint64(v.ID), 10)
@@ -294,7 +312,7 @@ func (sv *saver) routes() {
 		var last fib6.Route
 		first := true
 		t.Dump(fib6.Filter{}, func(r fib6.Route) bool {
-			if r.Proto == fib6.ProtoKernel || !sv.all && sv.s.feeds.ownsRoute(t.ID(), &r) {
+			if r.Proto == fib6.ProtoKernel || sv.skipsRoute(t.ID(), &r) {
 				return true
 			}
 			verb := "route add "

@@ -7,6 +7,7 @@ import (
 	"net"
 	"sync"
 	"syscall"
+	"time"
 
 	"urouter/fib6"
 	"urouter/router"
@@ -32,6 +33,15 @@ type session struct {
 	object memo       // the OBJECT word of the last line (see exec)
 	// monitor is set by a monitor command: the caller then streams events.
 	monitor *monitorReq
+	// the state file's (nil: none): the lines that changed something, to
+	// seal at the end; entered once the session holds the state's gate
+	state   *State
+	pending []byte
+	entered bool
+	madeID  uint32    // the nexthop id the router chose for the last command
+	clock   time.Time // a replayed record's time (zero: now)
+	adopt   adopter   // a replay of a feed's routes: the feed to give them
+	startup *Startup  // the daemon's start, for status
 }
 
 // txnFor returns the open transaction of table t, committing any other.
@@ -186,6 +196,20 @@ func (s *session) exec(line []byte) *cmdErr {
 	if obj != "rule" {
 		s.commitRules()
 	}
+	if s.state == nil || !changes(obj, rest) {
+		return s.dispatch(obj, w, rest)
+	}
+	s.state.enter(s)
+	s.madeID = 0
+	e := s.dispatch(obj, w, rest)
+	if e == nil {
+		s.record(line, args)
+	}
+	return e
+}
+
+// dispatch runs the command of object obj (w as given).
+func (s *session) dispatch(obj string, w []byte, rest [][]byte) *cmdErr {
 	switch obj {
 	case "route":
 		return s.route(rest)
@@ -211,6 +235,8 @@ func (s *session) exec(line []byte) *cmdErr {
 		return s.sysctlCmd(rest)
 	case "save":
 		return s.saveCmd(rest)
+	case "status":
+		return s.statusCmd(rest)
 	case "monitor":
 		return s.monitorCmd(rest)
 	case "help":
@@ -253,7 +279,15 @@ func (srv *Server) serveConn(c net.Conn) {
 		errOut: func(m string) { _, _ = ew.Write([]byte(m + "\n")) }, // as flush
 	}
 	pc.holding, pc.pause = func() bool { return s.txn != nil || s.rtxn != nil }, s.commit
+	s.state, s.startup = srv.State, &srv.Status
 	status := s.run(in)
+	if s.state != nil {
+		if err := s.state.leave(s); err != nil {
+			s.flush()
+			s.errOut("Error: " + err.Error())
+			status = 1
+		}
+	}
 	s.flush()
 	if s.monitor != nil {
 		s.hub.stream(s, in)

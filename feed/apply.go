@@ -116,6 +116,26 @@ func (a *Applier) Owns(table uint32, dst, src netip.Prefix, metric uint32) bool 
 	return ok
 }
 
+// Adopt makes the route of table with dst, src and metric the feed's, as
+// if the session before had installed it: the next session's sweep takes
+// it away unless that session says it again. A restarted router so keeps
+// what zebra had given it until zebra has said it all again.
+func (a *Applier) Adopt(table uint32, dst, src netip.Prefix, metric uint32) {
+	k := routeKey{table: table, metric: metric}
+	k.dst, k.dstLen = prefixKey(dst)
+	k.src, k.srcLen = prefixKey(src)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.routes[k] = a.gen
+}
+
+// AdoptNexthop is Adopt for nexthop object id.
+func (a *Applier) AdoptNexthop(id uint32) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.nexthops[id] = a.gen
+}
+
 // OwnsNexthop reports whether the feed installed nexthop object id.
 func (a *Applier) OwnsNexthop(id uint32) bool {
 	a.mu.Lock()

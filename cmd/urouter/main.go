@@ -30,6 +30,7 @@ func main() {
 func daemon(args []string) int {
 	fs := flag.NewFlagSet("urouter daemon", flag.ContinueOnError)
 	config := fs.String("config", "", "apply this batch of commands at start")
+	stateFile := fs.String("state", "", "keep the configuration in this file: applied at start after --config (a snapshot in it stands for the config), and every change sealed in it before its client is told")
 	socket := fs.String("socket", "", "control socket (default $UROUTER_SOCKET or "+control.DefaultSocket+")")
 	// the flags that are a sysctl knob set it: `sysctl -w` says the same
 	knobs := []struct{ flag, knob, dflt, usage string }{
@@ -81,21 +82,51 @@ func daemon(args []string) int {
 		srv.Close()
 		return 1
 	}
-	if *config != "" {
-		if err := control.ApplyConfig(r, *config); err != nil {
-			fmt.Fprintf(os.Stderr, "urouter daemon: config %s:\n%v\n", *config, err)
-			srv.Close()
-			return 1
-		}
-	}
-	feeds, err := startFeeds(r, *fpmAddr, *mirrorTables, *fpmHold)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "urouter daemon:", err)
+	fail := func(format string, args ...any) int {
+		fmt.Fprintf(os.Stderr, "urouter daemon: "+format+"\n", args...)
 		srv.Close()
+		releaseLinks(r)
 		return 1
 	}
+	srv.Status.Started = time.Now()
+	var fpmApplier *feed.Applier
+	if *fpmAddr != "" {
+		fpmApplier = feed.NewApplier(r, r.LinkOfKernel)
+	}
+	fd := &control.Feeds{}
+	var st *control.State
+	var saved *control.LoadedState
+	if *stateFile != "" {
+		if st, saved, err = control.ReadState(r, *stateFile); err != nil {
+			return fail("state: %v", err)
+		}
+	}
+	srv.Status.Config = *config
+	switch {
+	case *config == "":
+	case st != nil && st.HasSnapshot():
+		srv.Status.ConfigSkipped = true
+		fmt.Fprintf(os.Stderr, "urouter daemon: the state %s holds the whole configuration: config %s not applied\n", *stateFile, *config)
+	default:
+		n, err := control.ApplyConfig(r, *config)
+		srv.Status.ConfigLines = n
+		if err != nil {
+			return fail("config %s:\n%v", *config, err)
+		}
+	}
+	if st != nil {
+		if err := st.Apply(saved, fd, fpmApplier); err != nil {
+			return fail("%v", err)
+		}
+		defer func() { _ = st.Close() }() // every record is sealed already
+	}
+	feeds, err := startFeeds(r, fpmApplier, *fpmAddr, *mirrorTables, *fpmHold)
+	if err != nil {
+		return fail("%v", err)
+	}
 	defer feeds.close()
-	srv.Feeds = &control.Feeds{FPM: feeds.fpm, Tables: feeds.tables}
+	fd.FPM, fd.Tables = feeds.fpm, feeds.tables
+	srv.Feeds, srv.State = fd, st
 	if *metricsAddr != "" {
 		ms, err := metrics.Serve(*metricsAddr, metrics.NewCollector(r, metrics.Feeds{FPM: feeds.fpm, Tables: feeds.tables}))
 		if err != nil {
@@ -117,15 +148,21 @@ func daemon(args []string) int {
 		fmt.Fprintln(os.Stderr, "urouter daemon:", err)
 		return 1
 	}
+	releaseLinks(r)
+	return 0
+}
+
+// releaseLinks gives the interfaces the router took their own IPv6 back
+// (and says what crossed them).
+func releaseLinks(r *router.Router) {
 	for _, l := range r.Links.All() {
 		if s := l.EtherStats(); s != nil {
 			fmt.Fprintf(os.Stderr, "urouter daemon: %s: %s\n", l.Name, s)
-			if err := r.DeleteLink(l); err != nil { // gives an interface back its own IPv6
+			if err := r.DeleteLink(l); err != nil {
 				fmt.Fprintf(os.Stderr, "urouter daemon: %s: %v\n", l.Name, err)
 			}
 		}
 	}
-	return 0
 }
 
 // feeds are the route feeds the daemon runs: zebra over FPM, kernel tables.
@@ -136,7 +173,7 @@ type feeds struct {
 
 // startFeeds starts them once the configuration has given the links their
 // mirrors, through which the feeds name the links.
-func startFeeds(r *router.Router, fpmAddr, tables string, hold time.Duration) (*feeds, error) {
+func startFeeds(r *router.Router, fpmApplier *feed.Applier, fpmAddr, tables string, hold time.Duration) (*feeds, error) {
 	f := &feeds{}
 	if tables != "" {
 		for _, t := range strings.Split(tables, ",") {
@@ -157,7 +194,7 @@ func startFeeds(r *router.Router, fpmAddr, tables string, hold time.Duration) (*
 		if strings.HasPrefix(fpmAddr, ":") {
 			fpmAddr = "127.0.0.1" + fpmAddr // as zebra's default
 		}
-		s, err := feed.ListenFPM(fpmAddr, feed.NewApplier(r, r.LinkOfKernel), feed.Timers{Hold: hold})
+		s, err := feed.ListenFPM(fpmAddr, fpmApplier, feed.Timers{Hold: hold})
 		if err != nil {
 			f.close()
 			return nil, fmt.Errorf("--fpm: %w", err)

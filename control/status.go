@@ -1,0 +1,122 @@
+package control
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// `status`: whether the router is ready, and why not: its config and
+// state applied, its links up as configured (a link set up has its
+// carrier), its feeds connected. It fails (exit 1) unless ready, for a
+// container's health check and for scripts that wait for the router.
+
+// Startup is how the daemon's start went.
+type Startup struct {
+	Started       time.Time
+	Config        string // the --config file, if any
+	ConfigLines   int
+	ConfigSkipped bool // the state file held the configuration
+}
+
+func (s *session) statusCmd(args [][]byte) *cmdErr {
+	if len(args) > 0 && !matches(args[0], "show") {
+		return parseErr("Usage: urouter status [ show ]")
+	}
+	var why []string
+	st := s.startup
+	if st == nil {
+		st = &Startup{}
+	}
+	if s.state != nil && s.state.Loaded.Errors > 0 {
+		why = append(why, fmt.Sprintf("state %s: %d of its lines failed (see the daemon's log)", s.state.path, s.state.Loaded.Errors))
+	}
+	up, configured := 0, 0
+	for _, l := range s.r.Links.All() {
+		if l.Index == 1 || !l.Up() {
+			continue
+		}
+		configured++
+		if os := operstate(l); os == "UP" || os == "UNKNOWN" {
+			up++
+		} else {
+			why = append(why, "link "+l.Name+" is set up but its state is "+os)
+		}
+	}
+	var fpmState string
+	if s.feeds != nil && s.feeds.FPM != nil {
+		f := s.feeds.FPM.Status()
+		switch {
+		case !f.Connected:
+			fpmState = "waiting for zebra on " + f.Listen
+			why = append(why, "fpm: zebra has not connected to "+f.Listen)
+		case !f.Settled:
+			fpmState = "connected from " + f.Peer + ", replaying"
+		default:
+			fpmState = "connected from " + f.Peer + ", settled"
+		}
+	}
+	if s.feeds != nil {
+		for _, m := range s.feeds.Tables {
+			if m.Synced().UnixNano() <= 0 {
+				why = append(why, "mirror table "+strconv.FormatUint(uint64(m.Table), 10)+" has not synced")
+			}
+		}
+	}
+	w := s.newPrinter()
+	ready := len(why) == 0
+	if !w.json() {
+		if ready {
+			w.text("status ready\n")
+		} else {
+			w.text("status not ready\n")
+		}
+	} else {
+		w.j.startObject()
+		w.number("ready", "", strconv.FormatBool(ready))
+	}
+	w.strings("reasons", "    %s\n", why)
+	if !st.Started.IsZero() {
+		w.uint("uptime", "uptime %ds\n", uint64(time.Since(st.Started)/time.Second))
+	}
+	if st.Config != "" {
+		w.openObject("config")
+		w.str("file", "config %s: ", st.Config)
+		if st.ConfigSkipped {
+			w.number("applied", "", "false")
+			w.text("not applied (the state file holds the configuration)\n")
+		} else {
+			w.number("applied", "", "true")
+			w.uint("lines", "%d lines applied\n", uint64(st.ConfigLines))
+		}
+		w.closeObject()
+	}
+	if s.state != nil {
+		l := s.state.Loaded
+		w.openObject("state")
+		w.str("file", "state %s: ", s.state.path)
+		w.uint("records", "%d records, ", uint64(l.Records))
+		w.uint("lines", "%d lines, ", uint64(l.Lines))
+		w.uint("errors", "%d errors", uint64(l.Errors))
+		if l.Torn != "" {
+			w.str("torn", "; at start %s", l.Torn)
+		}
+		w.text("\n")
+		w.closeObject()
+	}
+	w.openObject("links")
+	w.uint("up", "links %d up", uint64(up))
+	w.uint("set_up", " of %d set up\n", uint64(configured))
+	w.closeObject()
+	if fpmState != "" {
+		w.str("fpm", "fpm %s\n", fpmState)
+	}
+	if w.json() {
+		w.j.endObject()
+		w.w.WriteByte('\n')
+	}
+	if !ready {
+		return &cmdErr{msg: "urouter: not ready", code: 1}
+	}
+	return nil
+}
