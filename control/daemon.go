@@ -40,9 +40,9 @@ type Server struct {
 	State *State
 	// Status: set before Serve, how the start went, for `status`.
 	Status Startup
-	hub   *hub
-	ln    *net.UnixListener
-	stop  chan struct{}
+	hub    *hub
+	ln     *net.UnixListener
+	stop   chan struct{}
 }
 
 // Listen claims the control socket at path (mode 0600). It refuses if
