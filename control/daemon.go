@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"urouter/router"
@@ -39,10 +40,11 @@ type Server struct {
 	// before its client is told (nil: none).
 	State *State
 	// Status: set before Serve, how the start went, for `status`.
-	Status Startup
-	hub    *hub
-	ln     *net.UnixListener
-	stop   chan struct{}
+	Status  Startup
+	hub     *hub
+	ln      *net.UnixListener
+	stop    chan struct{}
+	closing sync.Once
 }
 
 // Listen claims the control socket at path (mode 0600). It refuses if
@@ -99,11 +101,14 @@ func (s *Server) Serve() error {
 	}
 }
 
-// Close stops accepting and removes the socket.
+// Close stops accepting and removes the socket; once is enough, more are
+// nothing.
 func (s *Server) Close() {
-	close(s.stop)
-	_ = s.ln.Close() // Serve's Accept ends either way
-	s.R.Watch(nil)
+	s.closing.Do(func() {
+		close(s.stop)
+		_ = s.ln.Close() // Serve's Accept ends either way
+		s.R.Watch(nil)
+	})
 }
 
 // ApplyConfig runs a config file (commands in the batch language) as a

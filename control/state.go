@@ -51,7 +51,7 @@ type StateReport struct {
 // compactAt is how large the changes since the snapshot grow before a
 // compaction, at least: a full table's snapshot is some 10 MB, so a
 // record or two of routes do not rewrite it each time.
-const compactAt = 8 << 20
+var compactAt int64 = 8 << 20
 
 // feedMark begins the part of a snapshot that a feed installed: what follows
 // is applied as the feed's, for its next session to sweep.

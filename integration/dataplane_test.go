@@ -207,7 +207,7 @@ func TestMalformed(t *testing.T) {
 
 // inNetns runs f with the calling thread in namespace ns; sockets made
 // there stay in it.
-func inNetns(t *testing.T, ns string, f func()) {
+func inNetns(t testing.TB, ns string, f func()) {
 	t.Helper()
 	runtime.LockOSThread()
 	orig, err := netns.Get()

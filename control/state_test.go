@@ -1,0 +1,214 @@
+package control
+
+import (
+	"bufio"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"urouter/router"
+)
+
+// stateServer is a daemon's socket for r with a state file at path.
+func stateServer(t *testing.T, r *router.Router, path string) (string, *Server, *State) {
+	t.Helper()
+	st, ld, err := ReadState(r, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Log = func(m string) { t.Log(m) }
+	if err := st.Apply(ld, &Feeds{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(t.TempDir(), "urouter.sock")
+	srv, err := Listen(sock, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.State = st
+	go func() { _ = srv.Serve() }() // it ends when the test closes it
+	t.Cleanup(srv.Close)
+	return sock, srv, st
+}
+
+// saved is r's configuration as save writes it.
+func saved(r *router.Router) string {
+	var b strings.Builder
+	w := bufio.NewWriter(&b)
+	s := &session{r: r, out: w}
+	s.save(false, func(_ string, line []byte) { _, _ = w.Write(line) })
+	_ = w.Flush()
+	return b.String()
+}
+
+// reloaded is the configuration a new router makes of the state file.
+func reloaded(t *testing.T, path string) string {
+	t.Helper()
+	r := router.New()
+	st, ld, err := ReadState(r, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Log = func(m string) { t.Log(m) }
+	if err := st.Apply(ld, &Feeds{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if st.Loaded.Errors != 0 {
+		t.Fatalf("%d lines of the state failed", st.Loaded.Errors)
+	}
+	_ = st.Close()
+	return saved(r)
+}
+
+// TestStateSessions: clients change the router at once, in batches, while
+// compactions run (at a small size here); the state file then rebuilds
+// the same configuration in a new router, and a new router of the file
+// while the daemon still runs has every acknowledged batch whole.
+func TestStateSessions(t *testing.T) {
+	old := compactAt
+	compactAt = 16 << 10
+	t.Cleanup(func() { compactAt = old })
+	r := newTestRouter(t)
+	path := filepath.Join(t.TempDir(), "urouter.state")
+	sock, srv, st := stateServer(t, r, path)
+	var wg sync.WaitGroup
+	for c := 0; c < 4; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(c), 1))
+			for b := 0; b < 40; b++ {
+				var in strings.Builder
+				for i := 0; i < 20; i++ {
+					fmt.Fprintf(&in, "route add 2001:db8:%x:%x::/64 via 2001:db8:91::2 dev d0 table %d\n", b, i, 100+c)
+				}
+				if rng.IntN(4) == 0 && b > 0 {
+					fmt.Fprintf(&in, "route del 2001:db8:%x:0::/64 table %d\n", b-1, 100+c)
+				}
+				if rng.IntN(8) == 0 {
+					fmt.Fprintf(&in, "nexthop add via 2001:db8:91::%x dev d0\n", 2+rng.IntN(200)) // the router picks its id
+				}
+				if _, e, code := client(sock, options{batch: true, batchName: "-"}, in.String()); code != 0 {
+					t.Errorf("client %d batch %d: %s", c, b, e)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	// a session still open with a change not sealed: the file has none of it
+	c := dial(t, sock, options{batch: true, batchName: "-"})
+	put(t, c, "route add 2001:db8:ffff::/64 dev d0\n")
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(mustShow(t, sock), "2001:db8:ffff::/64") {
+		if time.Now().After(deadline) {
+			t.Fatal("the open session's route was not installed")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := reloaded(t, path); strings.Contains(got, "2001:db8:ffff::/64") {
+		t.Error("a change of a session not ended is in the state file")
+	}
+	_ = c.Close()
+	srv.Close()
+	for st.busy.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	want := saved(r)
+	got := reloaded(t, path)
+	if got != want {
+		t.Errorf("the state file rebuilds another configuration:\n%s", lineDiff(want, got))
+	}
+	if n := strings.Count(want, "route add"); n < 4*40*20*3/4 {
+		t.Errorf("only %d routes saved", n)
+	}
+	if st.j.snapshotSize() < 1<<10 {
+		t.Errorf("no compaction happened: the snapshot has %d bytes", st.j.snapshotSize())
+	}
+}
+
+func mustShow(t *testing.T, sock string) string {
+	t.Helper()
+	out, e, code := client(sock, options{}, "route show\n")
+	if code != 0 {
+		t.Fatal(e)
+	}
+	return out
+}
+
+// lineDiff is the lines of a missing from b and of b not in a.
+func lineDiff(a, b string) string {
+	in := func(s string) map[string]bool {
+		m := map[string]bool{}
+		for _, l := range strings.Split(s, "\n") {
+			m[l] = true
+		}
+		return m
+	}
+	ma, mb := in(a), in(b)
+	var d []string
+	for l := range ma {
+		if !mb[l] {
+			d = append(d, "- "+l)
+		}
+	}
+	for l := range mb {
+		if !ma[l] {
+			d = append(d, "+ "+l)
+		}
+	}
+	if len(d) > 20 {
+		d = append(d[:20], "...")
+	}
+	return strings.Join(d, "\n")
+}
+
+// TestStateRecords: what a record says is what the session did: the id the
+// router chose for a nexthop, -6, and an expiry counted from the record's
+// time, not from the replay's.
+func TestStateRecords(t *testing.T) {
+	r := newTestRouter(t)
+	path := filepath.Join(t.TempDir(), "urouter.state")
+	sock, srv, _ := stateServer(t, r, path)
+	if _, e, code := client(sock, options{batch: true, batchName: "-"},
+		"nexthop add via 2001:db8:91::2 dev d0\nnexthop add via 2001:db8:91::3 dev d0 # a comment\n"); code != 0 {
+		t.Fatal(e)
+	}
+	if _, e, code := client(sock, options{inet6: true}, "nexthop add dev d0\n"); code != 0 {
+		t.Fatal(e)
+	}
+	if _, e, code := client(sock, options{}, "route add 2001:db8:7::/64 dev d0 expires 100\n"); code != 0 {
+		t.Fatal(e)
+	}
+	if _, e, code := client(sock, options{}, "route show\n"); code != 0 {
+		t.Fatal(e)
+	}
+	srv.Close()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"\nnexthop add id 1 via 2001:db8:91::2 dev d0\nnexthop add id 2 via 2001:db8:91::3 dev d0\n#@urouter",
+		"\n-6 nexthop add id 3 dev d0\n#@urouter", "\nroute add 2001:db8:7::/64 dev d0 expires 100\n#@urouter"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("the state file lacks %q:\n%s", want, b)
+		}
+	}
+	if strings.Contains(string(b), "route show") {
+		t.Errorf("a show is journaled:\n%s", b)
+	}
+	// replayed 3 s later, the route has ~97 s left, not 100
+	time.Sleep(3 * time.Second)
+	got := reloaded(t, path)
+	if !strings.Contains(got, "-6 nexthop add id 3 dev d0\n") || !strings.Contains(got, "nexthop add id 2 via 2001:db8:91::3 dev d0\n") {
+		t.Errorf("the reloaded nexthops:\n%s", got)
+	}
+	if !strings.Contains(got, "expires 96") && !strings.Contains(got, "expires 97") {
+		t.Errorf("the route's expiry restarted on replay:\n%s", got)
+	}
+}
