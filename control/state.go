@@ -34,6 +34,9 @@ type State struct {
 	j     *journal
 	gate  sync.RWMutex
 	busy  atomic.Bool // a compaction is under way
+	// snapped is when the last snapshot began (Unix ns)
+	snapped atomic.Int64
+	stop    chan struct{} // ends keepFeed
 	// Loaded is what the start applied from the file.
 	Loaded StateReport
 	// Log receives what the daemon should log (a torn record dropped, a
@@ -107,7 +110,15 @@ func (st *State) Apply(ld *loadedState, feeds *Feeds, fpm *feed.Applier) error {
 	}
 	st.j = j
 	if len(ld.records) == 0 {
-		return st.compact()
+		if err := st.compact(); err != nil {
+			return err
+		}
+	} else {
+		st.snapped.Store(ld.records[0].time)
+	}
+	if fpm != nil {
+		st.stop = make(chan struct{})
+		go st.keepFeed(st.stop)
 	}
 	return nil
 }
@@ -176,23 +187,57 @@ func (st *State) leave(s *session) error {
 		return fmt.Errorf("state %s: %w", st.path, err)
 	}
 	if n := st.j.sinceSnapshot(); n > compactAt && n > 2*st.j.snapshotSize() && st.busy.CompareAndSwap(false, true) {
-		go func() {
-			defer st.busy.Store(false)
-			if !st.gate.TryLock() {
-				return // a session has changes to seal: the next one's leave tries again
-			}
-			defer st.gate.Unlock()
-			if err := st.compact(); err != nil {
-				st.log(err.Error())
-			}
-		}()
+		go st.tryCompact()
 	}
 	return nil
+}
+
+// tryCompact compacts unless a session has changes to seal (the next
+// session's leave, or the feed's keeper, tries again); busy is held.
+func (st *State) tryCompact() {
+	defer st.busy.Store(false)
+	if !st.gate.TryLock() {
+		return
+	}
+	defer st.gate.Unlock()
+	if err := st.compact(); err != nil {
+		st.log(err.Error())
+	}
+}
+
+// feedQuiet and feedStale say when the FPM feed's routes are written again:
+// once it has been quiet this long since it changed, or, through a feed
+// that never rests, when the snapshot is this old.
+var feedQuiet, feedStale = time.Second, 30 * time.Second
+
+// keepFeed writes a snapshot when what the FPM feed installed has changed
+// since the last one: zebra's routes are not journaled (they come at a
+// feed's rate), but a restart finds them as of the last snapshot and keeps
+// them until zebra has said them again.
+func (st *State) keepFeed(stop <-chan struct{}) {
+	t := time.NewTicker(feedQuiet / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		changed := st.fpm.Updated()
+		snap := time.Unix(0, st.snapped.Load())
+		if !changed.After(snap) || time.Since(changed) < feedQuiet && time.Since(snap) < feedStale {
+			continue
+		}
+		if st.busy.CompareAndSwap(false, true) {
+			st.tryCompact()
+		}
+	}
 }
 
 // compact writes the configuration as the file's snapshot; the gate is
 // held (or nobody else has the state yet).
 func (st *State) compact() error {
+	now := time.Now() // what the feed changes from now on is for the next one
 	var buf bytes.Buffer
 	buf.Grow(int(st.j.snapshotSize()))
 	s := &session{r: st.r, feeds: st.feeds}
@@ -206,16 +251,24 @@ func (st *State) compact() error {
 	if err := st.j.compact(buf.Bytes()); err != nil {
 		return fmt.Errorf("state %s: compaction: %w", st.path, err)
 	}
+	st.snapped.Store(now.UnixNano())
 	return nil
 }
 
-// Close closes the file.
+// Close closes the file once a compaction under way is done. It does not
+// wait for sessions (one may never end): a change sealed after it fails,
+// and its client is told.
 func (st *State) Close() error {
 	if st.j == nil {
 		return nil
 	}
-	st.gate.Lock()
-	defer st.gate.Unlock()
+	if st.stop != nil {
+		close(st.stop)
+		st.stop = nil
+	}
+	for !st.busy.CompareAndSwap(false, true) {
+		time.Sleep(time.Millisecond)
+	}
 	return st.j.close()
 }
 

@@ -75,6 +75,12 @@ func newFRRLabWith(t testing.TB, n int, kernelOnly bool, bgpExtra string, announ
 // newFRRLabOf is newFRRLabWith running urouter's binary bin.
 func newFRRLabOf(t testing.TB, bin string, n int, kernelOnly bool, bgpExtra string, announce ...[]string) *frrLab {
 	t.Helper()
+	return newFRRLabFlags(t, bin, nil, n, kernelOnly, bgpExtra, announce...)
+}
+
+// newFRRLabFlags is newFRRLabOf with these flags more for the daemon.
+func newFRRLabFlags(t testing.TB, bin string, flags []string, n int, kernelOnly bool, bgpExtra string, announce ...[]string) *frrLab {
+	t.Helper()
 	needFRR(t)
 	l := &frrLab{t: t, r: newNetns(t, "uro-fr"), h: newNetns(t, "uro-fh"), n: n, dir: t.TempDir(),
 		withdrawn: map[int]bool{}, kernelOnly: kernelOnly, bgpExtra: bgpExtra}
@@ -112,7 +118,7 @@ func newFRRLabOf(t testing.TB, bin string, n int, kernelOnly bool, bgpExtra stri
 			conf = append(conf, fmt.Sprintf("link add lan%d type host dev r%d", i, i), fmt.Sprintf("link set lan%d up", i),
 				fmt.Sprintf("address add 2001:db8:d%d::1/64 dev lan%d", i, i), fmt.Sprintf("link set lan%d mirror km%d", i, i))
 		}
-		l.d = startBinary(t, bin, l.r, filepath.Join(t.TempDir(), "urouter.sock"), []string{"--fpm", "127.0.0.1:2620"}, conf...)
+		l.d = startBinary(t, bin, l.r, filepath.Join(t.TempDir(), "urouter.sock"), append([]string{"--fpm", "127.0.0.1:2620"}, flags...), conf...)
 	}
 	l.writeFRR()
 	l.startZebra()
