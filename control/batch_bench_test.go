@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,8 @@ import (
 // socket, no client): the daemon's share of a `-batch` load. The file is
 // $UROUTER_BATCH, with the config $UROUTER_CONF applied first. Several
 // files, comma-separated, run as parallel sessions (as parallel clients).
+// With UROUTER_STATE=1, the router has a state file (in a temp dir) and
+// each session's changes are sealed in it, as with --state.
 func BenchmarkBatchApply(b *testing.B) {
 	files, conf := os.Getenv("UROUTER_BATCH"), os.Getenv("UROUTER_CONF")
 	if files == "" {
@@ -37,18 +40,41 @@ func BenchmarkBatchApply(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+		var state *State
+		if os.Getenv("UROUTER_STATE") == "1" {
+			st, ld, err := ReadState(r, filepath.Join(b.TempDir(), "urouter.state"))
+			if err == nil {
+				err = st.Apply(ld, nil)
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			st.Run(&Feeds{})
+			state = st
+		}
 		b.StartTimer()
 		var wg sync.WaitGroup
 		for _, d := range data {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				s := &session{r: r, opt: options{batch: true, batchName: "bench"}, out: bufio.NewWriter(io.Discard), errOut: func(m string) { b.Error(m) }}
+				s := &session{r: r, opt: options{batch: true, batchName: "bench"}, out: bufio.NewWriter(io.Discard), errOut: func(m string) { b.Error(m) },
+					state: state}
 				if st := s.run(bufio.NewReaderSize(bytes.NewReader(d), 1<<18)); st != 0 {
 					b.Error("exit status", st)
+				}
+				if state != nil {
+					if err := state.leave(s); err != nil {
+						b.Error(err)
+					}
 				}
 			}()
 		}
 		wg.Wait()
+		if state != nil {
+			b.StopTimer()
+			_ = state.Close() // a temp file
+			b.StartTimer()
+		}
 	}
 }

@@ -141,11 +141,16 @@ func parseSeal(line []byte) (seal, bool) {
 
 // appendSeal appends to rec, a record's text, the line that seals it.
 func appendSeal(rec []byte, seq uint64, snapshot bool, t int64) []byte {
+	return sealFor(rec, seq, snapshot, t, int64(len(rec)), crc32.Checksum(rec, castagnoli))
+}
+
+// sealFor appends to b the seal of a record of length bytes and this crc.
+func sealFor(b []byte, seq uint64, snapshot bool, t, length int64, crc uint32) []byte {
 	kind := "change"
 	if snapshot {
 		kind = "snapshot"
 	}
-	return fmt.Appendf(rec, "%s %d %s %d %d %08x\n", sealWord, seq, kind, t, len(rec), crc32.Checksum(rec, castagnoli))
+	return fmt.Appendf(b, "%s %d %s %d %d %08x\n", sealWord, seq, kind, t, length, crc)
 }
 
 // checkSeal checks the seal line data[start:end] against the bytes since
@@ -347,30 +352,66 @@ func (j *journal) usable() error {
 
 // append writes text as a change record and returns once it is on disk.
 // Empty text is no change and no record.
-func (j *journal) append(text []byte) error {
-	if len(text) == 0 {
+func (j *journal) append(chunks ...[]byte) error {
+	total := 0
+	for _, c := range chunks {
+		total += len(c)
+	}
+	if total == 0 {
 		return nil
 	}
-	if n := sealLine(text); n != 0 {
-		return fmt.Errorf("%s: change line %d reads as a seal", j.path, n)
+	for i, c := range chunks {
+		if n := sealLine(c); n != 0 {
+			for _, p := range chunks[:i] {
+				n += bytes.Count(p, []byte("\n"))
+			}
+			return fmt.Errorf("%s: change line %d reads as a seal", j.path, n)
+		}
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if err := j.usable(); err != nil {
 		return err
 	}
-	rec := make([]byte, 0, len(journalHeader)+len(text)+1+64)
+	var head, tail []byte
 	if j.size == 0 {
-		rec = append(rec, journalHeader...)
+		head = []byte(journalHeader)
 	}
-	rec = append(rec, text...)
-	if rec[len(rec)-1] != '\n' {
-		rec = append(rec, '\n')
+	for i := len(chunks) - 1; i >= 0; i-- {
+		if c := chunks[i]; len(c) > 0 {
+			if c[len(c)-1] != '\n' {
+				tail = []byte("\n")
+			}
+			break
+		}
 	}
+	crc := crc32.Update(0, castagnoli, head)
+	for _, c := range chunks {
+		crc = crc32.Update(crc, castagnoli, c)
+	}
+	crc = crc32.Update(crc, castagnoli, tail)
 	t := j.now()
-	rec = appendSeal(rec, j.seq+1, false, t)
-	// One write: a crash leaves a prefix of the record at worst.
-	if _, err := j.f.Write(rec); err != nil {
+	length := int64(len(head) + total + len(tail))
+	seal := sealFor(nil, j.seq+1, false, t, length, crc)
+	// The seal is written last: a crash leaves a prefix of the record at
+	// worst, which a load drops. A small record goes in one write; a big
+	// one as its chunks are, not copied once more.
+	var err error
+	if total <= 1<<20 {
+		rec := make([]byte, 0, int(length)+len(seal))
+		rec = append(rec, head...)
+		for _, c := range chunks {
+			rec = append(rec, c...)
+		}
+		_, err = j.f.Write(append(append(rec, tail...), seal...))
+	} else {
+		for _, b := range append(append([][]byte{head}, chunks...), tail, seal) {
+			if _, err = j.f.Write(b); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
 		return j.undo(err)
 	}
 	if err := j.f.Sync(); err != nil {
@@ -378,7 +419,7 @@ func (j *journal) append(text []byte) error {
 	}
 	j.seq++
 	j.last = t
-	j.size += int64(len(rec))
+	j.size += length + int64(len(seal))
 	return nil
 }
 

@@ -36,7 +36,7 @@ type session struct {
 	// the state file's (nil: none): the lines that changed something, to
 	// seal at the end; entered once the session holds the state's gate
 	state   *State
-	pending []byte
+	pending [][]byte // chunks of whole lines
 	entered bool
 	madeID  uint32    // the nexthop id the router chose for the last command
 	clock   time.Time // a replayed record's time (zero: now)

@@ -94,8 +94,8 @@ func (st *State) log(m string) {
 // feed's applier, given back the routes it owned. A line that does not
 // parse stops it with the file and line; one the router refuses (a host
 // interface gone, say) is logged, counted, and passed over.
-func (st *State) Apply(ld *loadedState, feeds *Feeds, fpm *feed.Applier) error {
-	st.feeds, st.fpm = feeds, fpm
+func (st *State) Apply(ld *loadedState, fpm *feed.Applier) error {
+	st.fpm = fpm
 	if ld.torn != "" {
 		st.log(fmt.Sprintf("state %s: %s", st.path, ld.torn))
 	}
@@ -116,11 +116,18 @@ func (st *State) Apply(ld *loadedState, feeds *Feeds, fpm *feed.Applier) error {
 	} else {
 		st.snapped.Store(ld.records[0].time)
 	}
-	if fpm != nil {
+	return nil
+}
+
+// Run starts keeping the feeds' routes out of the snapshot (they come back
+// from their daemons) but for the FPM feed's, which it snapshots when they
+// change. Call it once the feeds run, before the socket is served.
+func (st *State) Run(feeds *Feeds) {
+	st.feeds = feeds
+	if st.fpm != nil {
 		st.stop = make(chan struct{})
 		go st.keepFeed(st.stop)
 	}
-	return nil
 }
 
 // replay applies one record as a forced batch, dated when it was written
@@ -180,7 +187,7 @@ func (st *State) leave(s *session) error {
 	if !s.entered {
 		return nil
 	}
-	err := st.j.append(s.pending)
+	err := st.j.append(s.pending...)
 	s.pending, s.entered = nil, false
 	st.gate.RUnlock()
 	if err != nil {
@@ -274,21 +281,30 @@ func (st *State) Close() error {
 
 // record keeps line, which changed something, for the session's record:
 // as the session ran it (-6 if it had it; a nexthop's id if the router
-// chose it), without its comment.
+// chose it), without its comment. The lines go into chunks of whole
+// lines, so that a batch of a full table is not copied as it grows.
 func (s *session) record(line []byte, args [][]byte) {
 	line = bytes.TrimSpace(cut(line, '#'))
+	need := len(line) + 32 // -6, an id, '\n'
+	if n := len(s.pending); n == 0 || cap(s.pending[n-1])-len(s.pending[n-1]) < need {
+		s.pending = append(s.pending, make([]byte, 0, max(pendingChunk, need)))
+	}
+	c := &s.pending[len(s.pending)-1]
 	if s.opt.inet6 && !bytes.HasPrefix(line, []byte("-6 ")) {
-		s.pending = append(s.pending, "-6 "...)
+		*c = append(*c, "-6 "...)
 	}
 	if s.madeID != 0 && len(args) >= 2 {
 		// `nexthop add ...` -> `nexthop add id N ...`
 		i := bytes.Index(line, args[1]) + len(args[1])
-		s.pending = append(s.pending, line[:i]...)
-		s.pending = strconv.AppendUint(append(s.pending, " id "...), uint64(s.madeID), 10)
+		*c = append(*c, line[:i]...)
+		*c = strconv.AppendUint(append(*c, " id "...), uint64(s.madeID), 10)
 		line = line[i:]
 	}
-	s.pending = append(append(s.pending, line...), '\n')
+	*c = append(append(*c, line...), '\n')
 }
+
+// pendingChunk is the size of a session's chunks of lines to seal.
+const pendingChunk = 256 << 10
 
 // changes reports whether command `obj args` may change the configuration
 // (what is only shown is not journaled; a word that may be either is).

@@ -22,9 +22,10 @@ func stateServer(t *testing.T, r *router.Router, path string) (string, *Server, 
 		t.Fatal(err)
 	}
 	st.Log = func(m string) { t.Log(m) }
-	if err := st.Apply(ld, &Feeds{}, nil); err != nil {
+	if err := st.Apply(ld, nil); err != nil {
 		t.Fatal(err)
 	}
+	st.Run(&Feeds{})
 	sock := filepath.Join(t.TempDir(), "urouter.sock")
 	srv, err := Listen(sock, r)
 	if err != nil {
@@ -55,7 +56,7 @@ func reloaded(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	st.Log = func(m string) { t.Log(m) }
-	if err := st.Apply(ld, &Feeds{}, nil); err != nil {
+	if err := st.Apply(ld, nil); err != nil {
 		t.Fatal(err)
 	}
 	if st.Loaded.Errors != 0 {

@@ -93,7 +93,6 @@ func daemon(args []string) int {
 	if *fpmAddr != "" {
 		fpmApplier = feed.NewApplier(r, r.LinkOfKernel)
 	}
-	fd := &control.Feeds{}
 	var st *control.State
 	var saved *control.LoadedState
 	if *stateFile != "" {
@@ -115,7 +114,7 @@ func daemon(args []string) int {
 		}
 	}
 	if st != nil {
-		if err := st.Apply(saved, fd, fpmApplier); err != nil {
+		if err := st.Apply(saved, fpmApplier); err != nil {
 			return fail("%v", err)
 		}
 		defer func() { _ = st.Close() }() // every record is sealed already
@@ -125,7 +124,10 @@ func daemon(args []string) int {
 		return fail("%v", err)
 	}
 	defer feeds.close()
-	fd.FPM, fd.Tables = feeds.fpm, feeds.tables
+	fd := &control.Feeds{FPM: feeds.fpm, Tables: feeds.tables}
+	if st != nil {
+		st.Run(fd)
+	}
 	srv.Feeds, srv.State = fd, st
 	if *metricsAddr != "" {
 		ms, err := metrics.Serve(*metricsAddr, metrics.NewCollector(r, metrics.Feeds{FPM: feeds.fpm, Tables: feeds.tables}))
