@@ -37,11 +37,11 @@ func (s *session) statusCmd(args [][]byte) *cmdErr {
 			continue
 		}
 		configured++
-		if os := operstate(l); os == "UP" || os == "UNKNOWN" {
-			up++
-		} else {
-			why = append(why, "link "+l.Name+" is set up but its state is "+os)
+		if c, ok := l.Hardware().(interface{ Carrier() bool }); ok && !c.Carrier() {
+			why = append(why, "link "+l.Name+" is set up but has no carrier")
+			continue
 		}
+		up++
 	}
 	var fpmState string
 	if s.feeds != nil && s.feeds.FPM != nil {

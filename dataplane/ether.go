@@ -384,6 +384,13 @@ func (e *ether) Close() error {
 
 func (e *ether) Kind() string { return e.kind }
 
+// Carrier reports whether its port has a carrier; a port that cannot tell
+// has one.
+func (e *ether) Carrier() bool {
+	c, ok := e.io.(interface{ Carrier() bool })
+	return !ok || c.Carrier()
+}
+
 // Spec is its port's words.
 func (e *ether) Spec() []string {
 	if sp, ok := e.io.(port.Specifier); ok {

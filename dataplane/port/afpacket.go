@@ -54,6 +54,13 @@ type AFPacket struct {
 // buffers its receive iovecs point at, reachable after the link goes).
 var iovPool = sync.Pool{New: func() any { return new(iovBatch) }}
 
+// Carrier reports whether the interface has its carrier (IFF_RUNNING):
+// a veth whose peer is down has none.
+func (a *AFPacket) Carrier() bool {
+	ifi, err := net.InterfaceByIndex(a.ifindex)
+	return err == nil && ifi.Flags&net.FlagRunning != 0
+}
+
 // Spec names the interface the socket is bound to.
 func (a *AFPacket) Spec() []string { return []string{"dev", a.dev} }
 
