@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/netip"
 	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -220,19 +219,23 @@ func (st *State) Close() error {
 }
 
 // record keeps line, which changed something, for the session's record:
-// as the session ran it (-6 if it had it; a nexthop's id if the router
-// chose it), without its comment.
+// as the session ran it (-6 if it had it; what the router chose, a
+// nexthop's id or a link's index and MAC, said after the command word, so
+// that a replay makes the same), without its comment.
 func (s *session) record(line []byte, args [][]byte) {
 	line = bytes.TrimSpace(cut(line, '#'))
-	if s.opt.inet6 && !bytes.HasPrefix(line, []byte("-6 ")) {
+	cmd := 1 // args[cmd] is the command word: OBJECT COMMAND, or -6 OBJECT COMMAND
+	if len(args) > 1 && is(args[0], "-6") {
+		cmd = 2
+	} else if s.opt.inet6 {
 		s.pending = append(s.pending, "-6 "...)
 	}
-	if s.madeID != 0 && len(args) >= 2 {
+	if len(s.made) > 0 {
 		// `nexthop add ...` -> `nexthop add id N ...`
-		i := bytes.Index(line, args[1]) + len(args[1])
-		s.pending = append(s.pending, line[:i]...)
-		s.pending = strconv.AppendUint(append(s.pending, " id "...), uint64(s.madeID), 10)
-		line = line[i:]
+		if i := wordEnd(line, cmd); i >= 0 {
+			s.pending = append(append(s.pending, line[:i]...), s.made...)
+			line = line[i:]
+		}
 	}
 	s.pending = append(append(s.pending, line...), '\n')
 }
