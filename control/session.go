@@ -38,7 +38,7 @@ type session struct {
 	state   *State
 	pending []byte
 	entered bool
-	made    []byte    // the words of what the router chose for the last command (" id N"), for its record
+	made    []byte    // the words of what the router chose for the last command (" id N", " index N address MAC"), for its record
 	clock   time.Time // a replayed record's time (zero: now)
 	adopt   adopter   // a replay of a feed's routes: the feed to give them
 	startup *Startup  // the daemon's start, for status
