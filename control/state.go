@@ -89,7 +89,8 @@ func (st *State) log(m string) {
 // (writing a snapshot first if it held none). fpm, if not nil, is the FPM
 // feed's applier, given back the routes it owned. A line that does not
 // parse stops it with the file and line; one the router refuses (a host
-// interface gone, say) is logged, counted, and passed over.
+// interface gone, say) is logged, counted, and passed over. Its errors
+// begin with the file's name, as ReadState's do.
 func (st *State) Apply(ld *loadedState, feeds *Feeds, fpm *feed.Applier) error {
 	st.feeds, st.fpm = feeds, fpm
 	if ld.torn != "" {
@@ -102,11 +103,13 @@ func (st *State) Apply(ld *loadedState, feeds *Feeds, fpm *feed.Applier) error {
 	}
 	j, err := openJournal(st.path, ld)
 	if err != nil {
-		return fmt.Errorf("state %s: %w", st.path, err)
+		return fmt.Errorf("%s: %w", st.path, err)
 	}
 	st.j = j
 	if len(ld.records) == 0 {
-		return st.compact()
+		if err := st.compact(); err != nil {
+			return fmt.Errorf("%s: %w", st.path, err)
+		}
 	}
 	return nil
 }
@@ -182,7 +185,7 @@ func (st *State) leave(s *session) error {
 			}
 			defer st.gate.Unlock()
 			if err := st.compact(); err != nil {
-				st.log(err.Error())
+				st.log(fmt.Sprintf("state %s: %v", st.path, err))
 			}
 		}()
 	}
@@ -203,7 +206,7 @@ func (st *State) compact() error {
 		sv.routes()
 	}
 	if err := st.j.compact(buf.Bytes()); err != nil {
-		return fmt.Errorf("state %s: compaction: %w", st.path, err)
+		return fmt.Errorf("compaction: %w", err)
 	}
 	return nil
 }

@@ -116,7 +116,7 @@ func daemon(args []string) int {
 	}
 	if st != nil {
 		if err := st.Apply(saved, fd, fpmApplier); err != nil {
-			return fail("%v", err)
+			return fail("state: %v", err)
 		}
 		defer func() { _ = st.Close() }() // every record is sealed already
 	}
