@@ -86,7 +86,7 @@ func (st *State) log(m string) {
 }
 
 // Apply replays what the file held, then opens it for the changes to come
-// (writing a snapshot first if it held none). fpm, if not nil, is the FPM
+// (writing a snapshot first if it held none, or only a plain config). fpm, if not nil, is the FPM
 // feed's applier, given back the routes it owned. A line that does not
 // parse stops it with the file and line; one the router refuses (a host
 // interface gone, say) is logged, counted, and passed over. Its errors
@@ -106,7 +106,10 @@ func (st *State) Apply(ld *loadedState, feeds *Feeds, fpm *feed.Applier) error {
 		return fmt.Errorf("%s: %w", st.path, err)
 	}
 	st.j = j
-	if len(ld.records) == 0 {
+	// A plain config's snapshot is what it made, as save writes it (as
+	// --config with a new state file gets): its own words would leave
+	// to the router at each start again what it chose, a MAC, an index.
+	if len(ld.records) == 0 || ld.plain {
 		if err := st.compact(); err != nil {
 			return fmt.Errorf("%s: %w", st.path, err)
 		}
