@@ -891,25 +891,36 @@ func TestStateHostile(t *testing.T) {
 		})
 	}
 
-	// a plain config (a save) is applied, and becomes a state file
+	// a plain config (a save, and links it adds without a MAC or deletes)
+	// is applied, and becomes a state file that keeps what the router
+	// chose: the MAC, the indexes after the deleted link's
 	t.Run("a plain config", func(t *testing.T) {
-		f := write(t, []byte(before))
+		f := write(t, []byte(before+"link add d7 type dummy\nlink add d8 type dummy\nlink del d8\n"))
 		d := startDaemonFlags(t, ns, []string{"--state", f})
-		if got := mustSave(t, d); got != before {
-			t.Errorf("the plain config's state:\n%s", lineDiff(before, got))
+		got := mustSave(t, d)
+		d7 := regexp.MustCompile(`(?m)^link add d7 index 4 mtu 1500 address \S+ type dummy\n`)
+		if line := d7.FindString(got); line == "" || strings.Replace(got, line, "", 1) != before {
+			t.Errorf("the plain config's state, before and d7 at index 4:\n%s", lineDiff(before, got))
 		}
-		got, _ := os.ReadFile(f)
-		if !bytes.HasPrefix(got, []byte("# urouter state")) || !bytes.Contains(got, []byte("\n#@urouter 1 snapshot ")) || len(seals(got)) != 1 {
-			t.Errorf("the plain config was not made a state file of one snapshot:\n%s", got)
+		file, _ := os.ReadFile(f)
+		if !bytes.HasPrefix(file, []byte("# urouter state")) || !bytes.Contains(file, []byte("\n#@urouter 1 snapshot ")) || len(seals(file)) != 1 {
+			t.Errorf("the plain config was not made a state file of one snapshot:\n%s", file)
 		}
-		if out, errs, st := d.run("route", "add", "2001:db8:77::/48", "dev", "d0"); st != 0 {
-			t.Fatalf("a change after: %d %s%s", st, out, errs)
+		for _, c := range [][]string{{"route", "add", "2001:db8:77::/48", "dev", "d0"}, {"link", "add", "d5", "type", "dummy"}} {
+			if out, errs, st := d.run(c...); st != 0 {
+				t.Fatalf("a change after: %d %s%s", st, out, errs)
+			}
 		}
 		want := mustSave(t, d)
-		killDaemon(t, d)
-		d = startDaemonFlags(t, ns, []string{"--state", f})
-		if got := mustSave(t, d); got != want {
-			t.Errorf("after kill -9:\n%s", lineDiff(want, got))
+		if !strings.Contains(want, "link add d5 index 6 ") { // after d8's 5
+			t.Errorf("d5 is not at index 6:\n%s", want)
+		}
+		for range 2 { // the state file as converted, then as it loads
+			killDaemon(t, d)
+			d = startDaemonFlags(t, ns, []string{"--state", f})
+			if got := mustSave(t, d); got != want {
+				t.Errorf("after kill -9:\n%s", lineDiff(want, got))
+			}
 		}
 	})
 }
