@@ -621,8 +621,50 @@ func TestStateCrash(t *testing.T) {
 	if out, errs, st := d.run("-batch", setup); st != 0 {
 		t.Fatalf("setup: %d %s%s", st, out, errs)
 	}
+	// A batch that fails keeps the lines that changed something before
+	// the failure; a forced one, all but the failed line.
+	for _, b := range []struct {
+		force bool
+		lines string
+	}{
+		{false, "route add 2001:db8:3::/64 dev d0\nroute add 2001:db8:3::/64 dev d0\nroute add 2001:db8:4::/64 dev d0\n"},
+		{true, "route add 2001:db8:5::/64 dev d0\nroute add 2001:db8:5::/64 dev d0\nroute add 2001:db8:6::/64 dev d0\n"},
+	} {
+		if err := os.WriteFile(setup, []byte(b.lines), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args := []string{"-batch", setup}
+		if b.force {
+			args = append([]string{"-force"}, args...)
+		}
+		if out, errs, st := d.run(args...); st != 1 {
+			t.Fatalf("a batch with a failing line: %d %s%s", st, out, errs)
+		}
+	}
 	waitDAD(t, d)
 	before := showsOf(t, d)
+	routes := before["-6 route show table all"]
+	for p, want := range map[string]bool{"2001:db8:3::/64": true, "2001:db8:4::/64": false, "2001:db8:5::/64": true, "2001:db8:6::/64": true} {
+		if strings.Contains(routes, "\n"+p+" dev d0") != want {
+			t.Errorf("route %s there: %v, want %v:\n%s", p, !want, want, routes)
+		}
+	}
+	// what only shows, or fails, writes nothing
+	size := func() int64 {
+		fi, err := os.Stat(state)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	was := size()
+	showsOf(t, d)
+	for _, c := range [][]string{{"status"}, {"sysctl", "net.ipv6.conf.d0.hop_limit"}, {"route", "add", "2001:db8:7::/64", "dev", "nosuch"}, {"link", "set", "nosuch", "up"}, {"route", "add", "2001:db8:1::/64", "dev", "d0", "bogus"}} {
+		d.run(c...)
+	}
+	if now := size(); now != was {
+		t.Errorf("shows and failed commands grew the state file from %d to %d bytes", was, now)
+	}
 	killDaemon(t, d)
 	d = startDaemonAt(t, ns, sock, flags)
 	waitDAD(t, d)
