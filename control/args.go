@@ -37,6 +37,35 @@ func splitLine(line []byte, args [][]byte) ([][]byte, error) {
 	return args, nil
 }
 
+// wordEnd is the offset in line just past its word k (from 0) as
+// splitLine reads it, closing quote included; -1 if it has fewer words.
+func wordEnd(line []byte, k int) int {
+	line = cut(line, '#')
+	i, n := 0, len(line)
+	for i < n {
+		c := line[i]
+		switch class[c] {
+		case blank:
+			i++
+			continue
+		case quote:
+			j := bytes.IndexByte(line[i+1:], c)
+			if j < 0 {
+				return -1
+			}
+			i += j + 2
+		default:
+			for i++; i < n && class[line[i]] != blank; i++ {
+			}
+		}
+		if k == 0 {
+			return i
+		}
+		k--
+	}
+	return -1
+}
+
 // cut is b up to the first c, all of b if it has none.
 func cut(b []byte, c byte) []byte {
 	if i := bytes.IndexByte(b, c); i >= 0 {

@@ -209,9 +209,9 @@ func oursTorn(data []byte) bool {
 
 // loadState reads the state file at path. A missing or empty file is an
 // empty state. A torn record at the end is dropped (st.torn says so); a
-// bad record with a good one after it is damage no crash leaves, and an
-// error naming the bad record's first line in the file (record 1's is
-// the header's).
+// bad record with a good one after it, or sealed as a snapshot, is damage
+// no crash leaves, and an error naming the bad record's first line in the
+// file (record 1's is the header's).
 func loadState(path string) (*loadedState, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -239,7 +239,11 @@ walk:
 		rec := uint64(len(st.records) + 1)
 		s, why := checkSeal(data, from, start, off, rec)
 		switch {
-		case why != "" && intactAfter(data, from, start):
+		case why != "" && (s.snapshot || intactAfter(data, from, start)):
+			// A snapshot is written whole, as a new file renamed
+			// over the old (compact): a seal that reads as one but
+			// does not match was damaged after, not torn, even with
+			// nothing after it (dropped, the configuration would go).
 			return nil, fmt.Errorf("%s:%d: %s", path, fromLine, why)
 		case why != "":
 			tornWhy = why

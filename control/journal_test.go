@@ -459,6 +459,49 @@ func TestJournalFirstTorn(t *testing.T) {
 	}
 }
 
+// TestJournalSnapshotDamage: a snapshot alone that does not match its
+// seal is an error naming line 1, not a torn tail to drop (compact writes
+// it whole: dropped, the whole configuration would go); one cut short is
+// a snapshot's rename undone, a torn tail still.
+func TestJournalSnapshotDamage(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state")
+	j, err := openJournal(path, &loadedState{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.compact([]byte(journalSnap)); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := len(journalHeader) + 3
+	for name, c := range map[string]struct {
+		b   []byte
+		why string
+	}{
+		"a line inserted": {append(data[:at:at], append([]byte("bogus garbage\n"), data[at:]...)...), "record 1 does not match its seal (length)"},
+		"a byte flipped":  {append(append(data[:at:at], data[at]^0x20), data[at+1:]...), "record 1 does not match its seal (crc)"},
+	} {
+		if err := os.WriteFile(path, c.b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := loadState(path); err == nil || err.Error() != path+":1: "+c.why {
+			t.Errorf("%s: %v, want %s:1: %s", name, err, path, c.why)
+		}
+	}
+	if err := os.WriteFile(path, data[:len(data)-1], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := loadState(path); err != nil || len(st.records) != 0 || st.torn == "" {
+		t.Errorf("its seal cut short: %v, %d records, torn %q", err, len(st.records), st.torn)
+	}
+}
+
 // TestJournalCompact: a compaction leaves one snapshot, and the changes
 // after it continue from record 2.
 func TestJournalCompact(t *testing.T) {

@@ -44,3 +44,31 @@ func TestSplitLine(t *testing.T) {
 		}
 	}
 }
+
+// TestWordEnd: where the record of a line puts what the router chose,
+// after the command word, wherever that word is.
+func TestWordEnd(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		k    int
+		want string // the line up to the end of word k
+	}{
+		{"nexthop add via fe80::1 dev d0", 1, "nexthop add"},
+		{"-6 nexthop add dev t0", 2, "-6 nexthop add"},
+		{"  nh\t a dev t0", 1, "  nh\t a"},
+		{`nexthop "add" dev t0`, 1, `nexthop "add"`},
+		{`a 'b c'd e`, 2, `a 'b c'd`},
+		{"link add", 2, ""},
+		{`link "add`, 1, ""},
+		{"link add # x y", 2, ""},
+	} {
+		i := wordEnd([]byte(c.line), c.k)
+		got := ""
+		if i >= 0 {
+			got = c.line[:i]
+		}
+		if got != c.want {
+			t.Errorf("wordEnd(%q, %d): %q, want %q", c.line, c.k, got, c.want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package control
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -115,6 +116,16 @@ func (s *session) linkAdd(args [][]byte) *cmdErr {
 	}
 	if lerr != nil {
 		return linkErr(lerr)
+	}
+	// The journal says what the router chose, its index and a random MAC
+	// (not a host link's, which is its interface's): a replay must make
+	// the same, as save says them.
+	s.made = s.made[:0]
+	if a.index == 0 {
+		s.made = strconv.AppendInt(append(s.made, " index "...), int64(l.Index), 10)
+	}
+	if mac := l.Hardware().HardwareAddr(); a.address == nil && mac != nil && (eth == nil || !eth.host) {
+		s.made = append(append(s.made, " address "...), mac.String()...)
 	}
 	if a.set && a.up {
 		if err := s.r.SetUp(l, true); err != nil {

@@ -1,6 +1,7 @@
 package control
 
 import (
+	"strconv"
 	"sync"
 	"urouter/fib6"
 	"urouter/nexthop"
@@ -99,7 +100,7 @@ func (s *session) nexthopModify(args [][]byte, replace bool) *cmdErr {
 		return rejected(err)
 	}
 	if sp.ID == 0 {
-		s.madeID = o.ID() // the journal says it: a replay must make the same
+		s.made = strconv.AppendUint(append(s.made[:0], " id "...), uint64(o.ID()), 10) // the journal says it: a replay must make the same
 	}
 	if s.adopt != nil {
 		s.adopt.AdoptNexthop(o.ID())

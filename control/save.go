@@ -163,10 +163,12 @@ func (sv *saver) link(l *dataplane.Link) {
 
 // addrs writes a link's addresses but its link-local one from its MAC,
 // which coming up gives it (and a link that lost that one loses it again).
+// They are written oldest first: a link lists an address before the older
+// ones of its scope, as Linux does, so the same order loads back.
 func (sv *saver) addrs(l *dataplane.Link) {
 	ll, hasLL := l.LinkLocal()
 	found := false
-	for _, a := range l.Addrs() {
+	for _, a := range slices.Backward(l.Addrs()) {
 		switch {
 		case hasLL && a == ll:
 			found = true

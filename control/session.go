@@ -38,7 +38,7 @@ type session struct {
 	state   *State
 	pending [][]byte // chunks of whole lines
 	entered bool
-	madeID  uint32    // the nexthop id the router chose for the last command
+	made    []byte    // the words of what the router chose for the last command (" id N", " index N address MAC"), for its record
 	clock   time.Time // a replayed record's time (zero: now)
 	adopt   adopter   // a replay of a feed's routes: the feed to give them
 	startup *Startup  // the daemon's start, for status
@@ -200,7 +200,7 @@ func (s *session) exec(line []byte) *cmdErr {
 		return s.dispatch(obj, w, rest)
 	}
 	s.state.enter(s)
-	s.madeID = 0
+	s.made = s.made[:0]
 	e := s.dispatch(obj, w, rest)
 	if e == nil {
 		s.record(line, args)

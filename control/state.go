@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/netip"
 	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,10 +89,11 @@ func (st *State) log(m string) {
 }
 
 // Apply replays what the file held, then opens it for the changes to come
-// (writing a snapshot first if it held none). fpm, if not nil, is the FPM
+// (writing a snapshot first if it held none, or only a plain config). fpm, if not nil, is the FPM
 // feed's applier, given back the routes it owned. A line that does not
 // parse stops it with the file and line; one the router refuses (a host
-// interface gone, say) is logged, counted, and passed over.
+// interface gone, say) is logged, counted, and passed over. Its errors
+// begin with the file's name, as ReadState's do.
 func (st *State) Apply(ld *loadedState, fpm *feed.Applier) error {
 	st.fpm = fpm
 	if ld.torn != "" {
@@ -106,12 +106,15 @@ func (st *State) Apply(ld *loadedState, fpm *feed.Applier) error {
 	}
 	j, err := openJournal(st.path, ld)
 	if err != nil {
-		return fmt.Errorf("state %s: %w", st.path, err)
+		return fmt.Errorf("%s: %w", st.path, err)
 	}
 	st.j = j
-	if len(ld.records) == 0 {
+	// A plain config's snapshot is what it made, as save writes it (as
+	// --config with a new state file gets): its own words would leave
+	// to the router at each start again what it chose, a MAC, an index.
+	if len(ld.records) == 0 || ld.plain {
 		if err := st.compact(); err != nil {
-			return err
+			return fmt.Errorf("%s: %w", st.path, err)
 		}
 	} else {
 		st.snapped.Store(ld.records[0].time)
@@ -208,7 +211,7 @@ func (st *State) tryCompact() {
 	}
 	defer st.gate.Unlock()
 	if err := st.compact(); err != nil {
-		st.log(err.Error())
+		st.log(fmt.Sprintf("state %s: %v", st.path, err))
 	}
 }
 
@@ -256,7 +259,7 @@ func (st *State) compact() error {
 		sv.routes()
 	}
 	if err := st.j.compact(buf.Bytes()); err != nil {
-		return fmt.Errorf("state %s: compaction: %w", st.path, err)
+		return fmt.Errorf("compaction: %w", err)
 	}
 	st.snapped.Store(now.UnixNano())
 	return nil
@@ -280,25 +283,30 @@ func (st *State) Close() error {
 }
 
 // record keeps line, which changed something, for the session's record:
-// as the session ran it (-6 if it had it; a nexthop's id if the router
-// chose it), without its comment. The lines go into chunks of whole
-// lines, so that a batch of a full table is not copied as it grows.
+// as the session ran it (-6 if it had it; what the router chose, a
+// nexthop's id or a link's index and MAC, said after the command word, so
+// that a replay makes the same), without its comment. The lines go into
+// chunks of whole lines, so that a batch of a full table is not copied as
+// it grows.
 func (s *session) record(line []byte, args [][]byte) {
 	line = bytes.TrimSpace(cut(line, '#'))
-	need := len(line) + 32 // -6, an id, '\n'
+	need := len(line) + len(s.made) + 4 // -6, '\n'
 	if n := len(s.pending); n == 0 || cap(s.pending[n-1])-len(s.pending[n-1]) < need {
 		s.pending = append(s.pending, make([]byte, 0, max(pendingChunk, need)))
 	}
 	c := &s.pending[len(s.pending)-1]
-	if s.opt.inet6 && !bytes.HasPrefix(line, []byte("-6 ")) {
+	cmd := 1 // args[cmd] is the command word: OBJECT COMMAND, or -6 OBJECT COMMAND
+	if len(args) > 1 && is(args[0], "-6") {
+		cmd = 2
+	} else if s.opt.inet6 {
 		*c = append(*c, "-6 "...)
 	}
-	if s.madeID != 0 && len(args) >= 2 {
+	if len(s.made) > 0 {
 		// `nexthop add ...` -> `nexthop add id N ...`
-		i := bytes.Index(line, args[1]) + len(args[1])
-		*c = append(*c, line[:i]...)
-		*c = strconv.AppendUint(append(*c, " id "...), uint64(s.madeID), 10)
-		line = line[i:]
+		if i := wordEnd(line, cmd); i >= 0 {
+			*c = append(append(*c, line[:i]...), s.made...)
+			line = line[i:]
+		}
 	}
 	*c = append(append(*c, line...), '\n')
 }

@@ -115,7 +115,7 @@ func daemon(args []string) int {
 	}
 	if st != nil {
 		if err := st.Apply(saved, fpmApplier); err != nil {
-			return fail("%v", err)
+			return fail("state: %v", err)
 		}
 		defer func() { _ = st.Close() }() // every record is sealed already
 	}
