@@ -37,33 +37,18 @@ func splitLine(line []byte, args [][]byte) ([][]byte, error) {
 	return args, nil
 }
 
-// wordEnd is the offset in line just past its word k (from 0) as
-// splitLine reads it, closing quote included; -1 if it has fewer words.
-func wordEnd(line []byte, k int) int {
-	line = cut(line, '#')
-	i, n := 0, len(line)
-	for i < n {
-		c := line[i]
-		switch class[c] {
-		case blank:
-			i++
-			continue
-		case quote:
-			j := bytes.IndexByte(line[i+1:], c)
-			if j < 0 {
-				return -1
-			}
-			i += j + 2
-		default:
-			for i++; i < n && class[line[i]] != blank; i++ {
-			}
-		}
-		if k == 0 {
-			return i
-		}
-		k--
+// wordEnd is the offset in line just past word k of args, what splitLine
+// made of line (its words point into it), closing quote included; -1 if
+// it has fewer words. line may be trimmed of what precedes the words.
+func wordEnd(line []byte, args [][]byte, k int) int {
+	if k >= len(args) {
+		return -1
 	}
-	return -1
+	end := cap(line) - cap(args[k]) + len(args[k])
+	if end < len(line) && class[line[end]] == quote {
+		end++ // a quoted word's closing quote
+	}
+	return end
 }
 
 // cut is b up to the first c, all of b if it has none.

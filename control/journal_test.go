@@ -39,19 +39,21 @@ var (
 // in a new directory and returns its path and contents.
 func writeJournal(t *testing.T) (string, []byte) {
 	t.Helper()
+	return writeJournalOf(t, journalChanges...)
+}
+
+// writeJournalOf is a state file of journalSnap and these changes.
+func writeJournalOf(t *testing.T, changes ...string) (string, []byte) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "state")
-	st, err := loadState(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	j, err := openJournal(path, st)
+	j, err := openJournal(path, &loadedState{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := j.compact([]byte(journalSnap)); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range journalChanges {
+	for _, c := range changes {
 		if err := j.append([]byte(c)); err != nil {
 			t.Fatal(err)
 		}
@@ -464,21 +466,7 @@ func TestJournalFirstTorn(t *testing.T) {
 // it whole: dropped, the whole configuration would go); one cut short is
 // a snapshot's rename undone, a torn tail still.
 func TestJournalSnapshotDamage(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "state")
-	j, err := openJournal(path, &loadedState{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := j.compact([]byte(journalSnap)); err != nil {
-		t.Fatal(err)
-	}
-	if err := j.close(); err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, data := writeJournalOf(t)
 	at := len(journalHeader) + 3
 	for name, c := range map[string]struct {
 		b   []byte

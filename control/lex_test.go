@@ -62,7 +62,9 @@ func TestWordEnd(t *testing.T) {
 		{`link "add`, 1, ""},
 		{"link add # x y", 2, ""},
 	} {
-		i := wordEnd([]byte(c.line), c.k)
+		line := []byte(c.line)
+		args, _ := splitLine(line, nil) // an unterminated quote: the words before it
+		i := wordEnd(line, args, c.k)
 		got := ""
 		if i >= 0 {
 			got = c.line[:i]

@@ -303,7 +303,7 @@ func (s *session) record(line []byte, args [][]byte) {
 	}
 	if len(s.made) > 0 {
 		// `nexthop add ...` -> `nexthop add id N ...`
-		if i := wordEnd(line, cmd); i >= 0 {
+		if i := wordEnd(line, args, cmd); i >= 0 {
 			*c = append(append(*c, line[:i]...), s.made...)
 			line = line[i:]
 		}

@@ -14,8 +14,8 @@ import (
 	"urouter/router"
 )
 
-// stateServer is a daemon's socket for r with a state file at path.
-func stateServer(t *testing.T, r *router.Router, path string) (string, *Server, *State) {
+// loadInto applies the state file at path to r.
+func loadInto(t *testing.T, r *router.Router, path string) *State {
 	t.Helper()
 	st, ld, err := ReadState(r, path)
 	if err != nil {
@@ -25,6 +25,13 @@ func stateServer(t *testing.T, r *router.Router, path string) (string, *Server, 
 	if err := st.Apply(ld, nil); err != nil {
 		t.Fatal(err)
 	}
+	return st
+}
+
+// stateServer is a daemon's socket for r with a state file at path.
+func stateServer(t *testing.T, r *router.Router, path string) (string, *Server, *State) {
+	t.Helper()
+	st := loadInto(t, r, path)
 	st.Run(&Feeds{})
 	sock := filepath.Join(t.TempDir(), "urouter.sock")
 	srv, err := Listen(sock, r)
@@ -51,14 +58,7 @@ func saved(r *router.Router) string {
 func reloaded(t *testing.T, path string) string {
 	t.Helper()
 	r := router.New()
-	st, ld, err := ReadState(r, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st.Log = func(m string) { t.Log(m) }
-	if err := st.Apply(ld, nil); err != nil {
-		t.Fatal(err)
-	}
+	st := loadInto(t, r, path)
 	if st.Loaded.Errors != 0 {
 		t.Fatalf("%d lines of the state failed", st.Loaded.Errors)
 	}
