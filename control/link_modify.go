@@ -165,7 +165,10 @@ func (s *session) linkSet(args [][]byte) *cmdErr {
 	if err != nil {
 		return err
 	}
-	if a.typ != nil || a.index != 0 {
+	if a.index != 0 {
+		return parseErr("index can be used only when creating devices or when moving device to another netns.")
+	}
+	if a.typ != nil {
 		return extack("Operation not supported.")
 	}
 	if a.address != nil {

@@ -1,10 +1,12 @@
 package control
 
 import (
+	"fmt"
 	"net"
 	"strconv"
 	"sync"
 
+	"urouter/dataplane"
 	"urouter/dataplane/port"
 )
 
@@ -115,6 +117,9 @@ func parseLinkArgs(args [][]byte) (*linkArgs, *cmdErr) {
 			n, err := strconv.ParseInt(str(v), 0, 32)
 			if err != nil || n <= 0 {
 				return nil, invarg("Invalid \"index\" value", v)
+			}
+			if n > dataplane.MaxIndex {
+				return nil, extack(fmt.Sprintf("index %d is past the last this router gives, %d", n, dataplane.MaxIndex))
 			}
 			a.index = int32(n)
 		case lkType:

@@ -1,6 +1,7 @@
 package control
 
 import (
+	"bytes"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -18,8 +19,10 @@ import (
 
 // `save [ --all ]`: the running configuration as the commands that make it
 // again, in the order that loads: knobs, links (and each link's own
-// knobs), addresses, RA, nexthop objects (members before groups), routes,
-// rules, permanent neighbours. A daemon started with it as --config shows
+// knobs), addresses, RA, rules, the routes that name no gateway and no
+// nexthop object (the gateways of the rest are checked against them,
+// through the rules), nexthop objects (members before groups), the other
+// routes, permanent neighbours. A daemon started with it as --config shows
 // the same, and saves the same bytes. What the router derives (an
 // address's connected and local routes, a link-local address from a MAC,
 // the default rules) is left to it; what a feed owns comes back from its
@@ -58,7 +61,7 @@ func (s *session) saveCmd(args [][]byte) *cmdErr {
 func (s *session) save(all bool, emit func(obj string, line []byte)) {
 	sv := saver{s: s, emit: emit, all: all}
 	links := s.r.Links.All()
-	sv.sysctls(func(name string) bool { return !isLinkKnob(name, links) })
+	sv.sysctls(func(name string) bool { return s.r.Links.ByName(knobDev(name)) == nil })
 	for _, l := range links {
 		sv.link(l)
 	}
@@ -68,11 +71,22 @@ func (s *session) save(all bool, emit func(obj string, line []byte)) {
 	for _, l := range links {
 		sv.ra(l)
 	}
-	sv.nexthops()
-	sv.routes()
 	sv.rules()
+	sv.routesAndNexthops()
 	for _, l := range links {
 		sv.neighbours(l)
+	}
+}
+
+// routesAndNexthops writes the routes that need nothing but their link,
+// then the nexthop objects, then the routes through gateways and objects.
+func (sv *saver) routesAndNexthops() {
+	later := sv.routes()
+	sv.nexthops()
+	for len(later) > 0 {
+		i := bytes.IndexByte(later, '\n') + 1
+		sv.emit("route", later[:i])
+		later = later[i:]
 	}
 }
 
@@ -123,14 +137,19 @@ func (sv *saver) sysctls(pass func(string) bool) {
 	}
 }
 
-// isLinkKnob reports whether knob name is one of these links' own.
-func isLinkKnob(name string, links []*dataplane.Link) bool {
-	for _, l := range links {
-		if strings.HasPrefix(name, "net.ipv6.conf."+l.Name+".") || strings.HasPrefix(name, "net.ipv6.neigh."+l.Name+".") {
-			return true
+// knobDev is the device of knob name, net.ipv6.{conf,neigh}.DEV.KNOB ("" for
+// another knob). A link's name may have dots.
+func knobDev(name string) string {
+	rest, ok := strings.CutPrefix(name, "net.ipv6.conf.")
+	if !ok {
+		if rest, ok = strings.CutPrefix(name, "net.ipv6.neigh."); !ok {
+			return ""
 		}
 	}
-	return false
+	if i := strings.LastIndexByte(rest, '.'); i > 0 {
+		return rest[:i]
+	}
+	return ""
 }
 
 // link writes how a link is made, its state, its mirror and its own knobs.
@@ -140,7 +159,7 @@ func (sv *saver) link(l *dataplane.Link) {
 	name := l.Name
 	if l.Index != 1 {
 		words := []string{"link", "add", name, "index", strconv.Itoa(int(l.Index)), "mtu", strconv.Itoa(l.MTU())}
-		if mac := hw.HardwareAddr(); mac != nil { // random unless given
+		if mac := hw.HardwareAddr(); mac != nil && hw.Kind() != "host" { // random unless given
 			words = append(words, "address", mac.String())
 		}
 		words = append(words, "type", hw.Kind())
@@ -151,10 +170,12 @@ func (sv *saver) link(l *dataplane.Link) {
 	} else if l.MTU() != 65536 {
 		sv.line("link", "link", "set", name, "mtu", strconv.Itoa(l.MTU()))
 	}
-	prefix := []string{"net.ipv6.conf." + name + ".", "net.ipv6.neigh." + name + "."}
-	sv.sysctls(func(n string) bool { return strings.HasPrefix(n, prefix[0]) || strings.HasPrefix(n, prefix[1]) })
-	if l.Index != 1 && l.Up() {
+	sv.sysctls(func(n string) bool { return knobDev(n) == name })
+	switch {
+	case l.Index != 1 && l.Up():
 		sv.line("link", "link", "set", name, "up")
+	case l.Index == 1 && !l.Up():
+		sv.line("link", "link", "set", name, "down")
 	}
 	if m := l.Mirror(); m != nil {
 		sv.line("link", "link", "set", name, "mirror", m.Name)
@@ -306,27 +327,57 @@ func (sv *saver) nexthops() {
 }
 
 // routes writes every table's routes but those the router derives from
-// addresses (proto kernel) and, unless all, those a feed owns.
-func (sv *saver) routes() {
+// addresses (proto kernel) and, unless all, those a feed owns; it returns
+// those through a gateway or an object, to write after the objects. Of the
+// routes of one destination, source and metric, the first written is
+// added and the others appended.
+func (sv *saver) routes() (later []byte) {
 	tables := sv.s.r.Tables.All()
 	slices.SortFunc(tables, func(a, b *fib6.Table) int { return int(a.ID()) - int(b.ID()) })
+	var group []fib6.Route
+	flush := func(table uint32) {
+		added := false
+		for _, direct := range []bool{true, false} {
+			for i := range group {
+				r := &group[i]
+				if needsNothing(r) != direct {
+					continue
+				}
+				verb := "route add "
+				if added {
+					verb = "route append "
+				}
+				added = true
+				if direct {
+					sv.b = append(sv.s.appendRouteSpec(append(sv.b[:0], verb...), table, *r), '\n')
+					sv.emit("route", sv.b)
+				} else {
+					later = append(sv.s.appendRouteSpec(append(later, verb...), table, *r), '\n')
+				}
+			}
+		}
+		group = group[:0]
+	}
 	for _, t := range tables {
-		var last fib6.Route
-		first := true
 		t.Dump(fib6.Filter{}, func(r fib6.Route) bool {
 			if r.Proto == fib6.ProtoKernel || sv.skipsRoute(t.ID(), &r) {
 				return true
 			}
-			verb := "route add "
-			if !first && r.Dst == last.Dst && r.Src == last.Src && r.Metric == last.Metric {
-				verb = "route append "
+			if len(group) > 0 && (r.Dst != group[0].Dst || r.Src != group[0].Src || r.Metric != group[0].Metric) {
+				flush(t.ID())
 			}
-			first, last = false, r
-			sv.b = append(sv.s.appendRouteSpec(append(sv.b[:0], verb...), t.ID(), r), '\n')
-			sv.emit("route", sv.b)
+			group = append(group, r)
 			return true
 		})
+		flush(t.ID())
 	}
+	return later
+}
+
+// needsNothing reports whether route r needs only its link: no gateway and
+// no nexthop object.
+func needsNothing(r *fib6.Route) bool {
+	return r.Object == nil && r.Group == nil && !r.Nexthop.Gateway.IsValid()
 }
 
 // rules writes the rules but Linux's defaults, and deletes a default that

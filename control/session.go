@@ -2,6 +2,7 @@ package control
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -38,6 +39,8 @@ type session struct {
 	state   *State
 	pending [][]byte // chunks of whole lines
 	entered bool
+	lastSeq uint64    // the number of its last changing line in the run
+	partial []byte    // what a failed command changed all the same, as a command
 	made    []byte    // the words of what the router chose for the last command (" id N", " index N address MAC"), for its record
 	clock   time.Time // a replayed record's time (zero: now)
 	adopt   adopter   // a replay of a feed's routes: the feed to give them
@@ -200,10 +203,14 @@ func (s *session) exec(line []byte) *cmdErr {
 		return s.dispatch(obj, w, rest)
 	}
 	s.state.enter(s)
-	s.made = s.made[:0]
+	s.made, s.partial = s.made[:0], s.partial[:0]
 	e := s.dispatch(obj, w, rest)
-	if e == nil {
+	switch {
+	case e == nil:
 		s.record(line, args)
+	case obj == "sysctl" && bytes.IndexByte(s.partial, '=') >= 0:
+		// some of its names were written: those are the change
+		s.record(s.partial, nil)
 	}
 	return e
 }

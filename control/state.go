@@ -3,10 +3,13 @@ package control
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"net/netip"
 	"os"
+	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,6 +36,12 @@ type State struct {
 	j     *journal
 	gate  sync.RWMutex
 	busy  atomic.Bool // a compaction is under way
+	// seq numbers the changing lines of all sessions as they run
+	seq atomic.Uint64
+	// dirty: a record failed, so the file lacks a change that runs, until
+	// a snapshot; failed is why
+	dirty  atomic.Bool
+	failed atomic.Value // string
 	// snapped is when the last snapshot began (Unix ns)
 	snapped atomic.Int64
 	stop    chan struct{} // ends keepFeed
@@ -99,10 +108,15 @@ func (st *State) Apply(ld *loadedState, fpm *feed.Applier) error {
 	if ld.torn != "" {
 		st.log(fmt.Sprintf("state %s: %s", st.path, ld.torn))
 	}
-	for i := range ld.records {
-		if err := st.replay(&ld.records[i]); err != nil {
+	recs := ld.records
+	if len(recs) > 0 && recs[0].snapshot {
+		if err := st.replay(&recs[0]); err != nil {
 			return err
 		}
+		recs = recs[1:]
+	}
+	if err := st.replayChanges(recs); err != nil {
+		return err
 	}
 	j, err := openJournal(st.path, ld)
 	if err != nil {
@@ -133,45 +147,136 @@ func (st *State) Run(feeds *Feeds) {
 	}
 }
 
-// replay applies one record as a forced batch, dated when it was written
-// (a route's expires counts from then).
-func (st *State) replay(rec *journalRecord) error {
-	s := &session{r: st.r, feeds: st.feeds, opt: options{batch: true, force: true, batchName: st.path},
-		out: bufio.NewWriter(io.Discard)}
-	if rec.time != 0 {
-		s.clock = time.Unix(0, rec.time)
+// replayer applies a state file's lines as a forced batch.
+type replayer struct {
+	st *State
+	s  *session
+}
+
+func (st *State) replayer() *replayer {
+	return &replayer{st: st, s: &session{r: st.r, feeds: st.feeds, opt: options{batch: true, force: true, batchName: st.path},
+		out: bufio.NewWriter(io.Discard)}}
+}
+
+// run applies line, line fileLine of the file, written at t (0: now): a
+// route's expires counts from then. A line that does not parse is the
+// error; one the router refuses is logged and counted.
+func (rp *replayer) run(line []byte, fileLine int, t int64) error {
+	st, s := rp.st, rp.s
+	s.line = fileLine
+	s.clock = time.Time{}
+	if t != 0 {
+		s.clock = time.Unix(0, t)
 	}
-	defer s.commit()
-	s.line = rec.line - 1
-	text := rec.text
-	for len(text) > 0 {
+	if len(line) > maxLine {
+		return fmt.Errorf("%s:%d: command line too long", st.path, fileLine)
+	}
+	st.Loaded.Lines++
+	e := s.exec(line)
+	if e == nil {
+		return nil
+	}
+	if e.exits || e.code == 255 || bytes.HasPrefix([]byte(e.msg), []byte("Object \"")) {
+		return fmt.Errorf("%s:%d: %s", st.path, fileLine, e.msg)
+	}
+	st.Loaded.Errors++
+	st.log(fmt.Sprintf("state %s:%d: %s", st.path, fileLine, e.msg))
+	return nil
+}
+
+// lines calls fn with each line of text (its '\n' kept) and its number,
+// from first.
+func lines(text []byte, first int, fn func(line []byte, n int) error) error {
+	for n := first; len(text) > 0; n++ {
 		line := text
 		if i := bytes.IndexByte(text, '\n'); i >= 0 {
 			line, text = text[:i+1], text[i+1:]
 		} else {
 			text = nil
 		}
-		s.line++
+		if err := fn(line, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// replay applies the snapshot record; after the feed's mark, what it adds
+// is the FPM feed's again (without --fpm, nobody's: it is passed over).
+func (st *State) replay(rec *journalRecord) error {
+	rp := st.replayer()
+	defer rp.s.commit()
+	feedPart := false
+	return lines(rec.text, rec.line, func(line []byte, n int) error {
 		if bytes.Equal(line, feedMark) {
-			s.commit()
+			rp.s.commit()
+			feedPart = true
 			if st.fpm != nil {
-				s.adopt = st.fpm
+				rp.s.adopt = st.fpm
 			}
-			continue
+			return nil
 		}
-		if len(line) > maxLine {
-			return fmt.Errorf("%s:%d: command line too long", st.path, s.line)
+		if feedPart && st.fpm == nil {
+			return nil
 		}
-		st.Loaded.Lines++
-		e := s.exec(line)
-		if e == nil {
-			continue
+		return rp.run(line, n, rec.time)
+	})
+}
+
+// seqMark is the line `#@seq N` a session's record puts before a line
+// whose number in the run is not the one after its line before (another
+// session's changes came between): N, and whether line is one.
+func seqMark(line []byte) (uint64, bool) {
+	rest, ok := bytes.CutPrefix(bytes.TrimSuffix(line, []byte("\n")), []byte(seqWord))
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(rest), 10, 64)
+	return n, err == nil
+}
+
+const seqWord = "#@seq "
+
+// replayChanges applies the change records' lines in the order they ran,
+// which is not the order of the records when sessions overlapped (each is
+// sealed when it ends): by the numbers of their #@seq marks; a line without
+// one comes after the line before it, and a record's first unmarked line
+// after every line before it in the file.
+func (st *State) replayChanges(recs []journalRecord) error {
+	type change struct {
+		seq  uint64
+		line []byte
+		n    int
+		time int64
+	}
+	var cs []change
+	var last, top uint64
+	sorted := true
+	for i := range recs {
+		rec := &recs[i]
+		next := top + 1
+		_ = lines(rec.text, rec.line, func(line []byte, n int) error {
+			if seq, ok := seqMark(line); ok {
+				next = seq
+				return nil
+			}
+			cs = append(cs, change{next, line, n, rec.time})
+			sorted = sorted && next > last
+			last, top = next, max(top, next)
+			next++
+			return nil
+		})
+	}
+	if !sorted {
+		slices.SortStableFunc(cs, func(a, b change) int { return cmp.Compare(a.seq, b.seq) })
+	}
+	st.seq.Store(top)
+	rp := st.replayer()
+	defer rp.s.commit()
+	for _, c := range cs {
+		if err := rp.run(c.line, c.n, c.time); err != nil {
+			return err
 		}
-		if e.exits || e.code == 255 || bytes.HasPrefix([]byte(e.msg), []byte("Object \"")) {
-			return fmt.Errorf("%s:%d: %s", st.path, s.line, e.msg)
-		}
-		st.Loaded.Errors++
-		st.log(fmt.Sprintf("state %s:%d: %s", st.path, s.line, e.msg))
 	}
 	return nil
 }
@@ -190,16 +295,51 @@ func (st *State) leave(s *session) error {
 	if !s.entered {
 		return nil
 	}
-	err := st.j.append(s.pending...)
+	var err error
+	if !st.dirty.Load() {
+		err = st.j.append(s.pending...)
+	}
 	s.pending, s.entered = nil, false
 	st.gate.RUnlock()
 	if err != nil {
-		return fmt.Errorf("state %s: %w", st.path, err)
+		st.failed.Store(err.Error())
+		st.dirty.Store(true)
+	}
+	if st.dirty.Load() {
+		// The file lacks a change that runs (a record failed): what
+		// follows is not appended after it but sealed by a snapshot of
+		// what runs, the missing change with it.
+		return st.repair()
 	}
 	if n := st.j.sinceSnapshot(); n > compactAt && n > 2*st.j.snapshotSize() && st.busy.CompareAndSwap(false, true) {
 		go st.tryCompact()
 	}
 	return nil
+}
+
+// repair writes a snapshot of what runs once no session holds changes to
+// seal (it waits a second for that at most, holding nothing): the file
+// then has every change again.
+func (st *State) repair() error {
+	for deadline := time.Now().Add(time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if st.busy.CompareAndSwap(false, true) {
+			if st.gate.TryLock() {
+				err := st.compact()
+				st.gate.Unlock()
+				st.busy.Store(false)
+				if err != nil {
+					st.failed.Store(err.Error())
+					return fmt.Errorf("state %s: the change is made, not saved: %w", st.path, err)
+				}
+				st.dirty.Store(false)
+				return nil
+			}
+			st.busy.Store(false)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("state %s: the change is made, not saved yet: %s (other sessions hold changes to seal)", st.path, st.failed.Load())
+		}
+	}
 }
 
 // tryCompact compacts unless a session has changes to seal (the next
@@ -255,8 +395,7 @@ func (st *State) compact() error {
 	if st.fpm != nil {
 		buf.Write(feedMark)
 		sv := saver{s: s, emit: func(_ string, line []byte) { buf.Write(line) }, only: st.fpm}
-		sv.nexthops()
-		sv.routes()
+		sv.routesAndNexthops()
 	}
 	if err := st.j.compact(buf.Bytes()); err != nil {
 		return fmt.Errorf("compaction: %w", err)
@@ -290,11 +429,19 @@ func (st *State) Close() error {
 // it grows.
 func (s *session) record(line []byte, args [][]byte) {
 	line = bytes.TrimSpace(cut(line, '#'))
-	need := len(line) + len(s.made) + 4 // -6, '\n'
+	need := len(line) + len(s.made) + len(seqWord) + 32 // a #@seq mark, -6, '\n'
 	if n := len(s.pending); n == 0 || cap(s.pending[n-1])-len(s.pending[n-1]) < need {
 		s.pending = append(s.pending, make([]byte, 0, max(pendingChunk, need)))
 	}
 	c := &s.pending[len(s.pending)-1]
+	// the line's number in the run, said when another session's came
+	// between: a replay applies them as they ran
+	seq := s.state.seq.Add(1)
+	if s.lastSeq == 0 || seq != s.lastSeq+1 {
+		*c = strconv.AppendUint(append(*c, seqWord...), seq, 10)
+		*c = append(*c, '\n')
+	}
+	s.lastSeq = seq
 	cmd := 1 // args[cmd] is the command word: OBJECT COMMAND, or -6 OBJECT COMMAND
 	if len(args) > 1 && is(args[0], "-6") {
 		cmd = 2

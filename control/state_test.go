@@ -2,7 +2,9 @@ package control
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -189,13 +191,17 @@ func TestStateRecords(t *testing.T) {
 	if _, e, code := client(sock, options{}, "route show\n"); code != 0 {
 		t.Fatal(e)
 	}
+	if _, _, code := client(sock, options{}, "sysctl -w net.ipv6.conf.d0.hop_limit=33 net.ipv6.conf.d0.nosuch=1\n"); code == 0 {
+		t.Fatal("a write of a knob that does not exist passed")
+	}
 	srv.Close()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"\nnexthop add id 1 via 2001:db8:91::2 dev d0\nnexthop add id 2 via 2001:db8:91::3 dev d0\n#@urouter",
-		"\n-6 nexthop add id 3 dev d0\n#@urouter", "\nroute add 2001:db8:7::/64 dev d0 expires 100\n#@urouter"} {
+		"\n-6 nexthop add id 3 dev d0\n#@urouter", "\nroute add 2001:db8:7::/64 dev d0 expires 100\n#@urouter",
+		"\nsysctl -q -w net.ipv6.conf.d0.hop_limit=33\n#@urouter"} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("the state file lacks %q:\n%s", want, b)
 		}
@@ -211,5 +217,89 @@ func TestStateRecords(t *testing.T) {
 	}
 	if !strings.Contains(got, "expires 96") && !strings.Contains(got, "expires 97") {
 		t.Errorf("the route's expiry restarted on replay:\n%s", got)
+	}
+}
+
+// TestStateOrder: a session sealed after another that began later (each is
+// sealed when it ends) is replayed in the order the two ran: B's changes
+// to the link A made come after A's making it, though B's record is first
+// in the file.
+func TestStateOrder(t *testing.T) {
+	r := newTestRouter(t)
+	path := filepath.Join(t.TempDir(), "urouter.state")
+	sock, srv, _ := stateServer(t, r, path)
+	a := dial(t, sock, options{batch: true, batchName: "-"})
+	put(t, a, "link add foo type dummy\nroute add 2001:db8:77::/64 dev d0\n")
+	for deadline := time.Now().Add(5 * time.Second); r.Links.ByName("foo") == nil || !strings.Contains(mustShow(t, sock), "2001:db8:77::/64"); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("A's lines did not run")
+		}
+	}
+	if _, e, code := client(sock, options{batch: true, batchName: "-"},
+		"link set foo up\naddress add 2001:db8:78::1/64 dev foo\nroute del 2001:db8:77::/64\n"); code != 0 {
+		t.Fatal(e)
+	}
+	put(t, a, "route add 2001:db8:79::/64 dev foo\n")
+	_ = a.(interface{ CloseWrite() error }).CloseWrite()
+	if _, err := io.ReadAll(a); err != nil { // its exit status: sealed
+		t.Fatal(err)
+	}
+	srv.Close()
+	want := saved(r)
+	got := reloaded(t, path)
+	if got != want {
+		t.Errorf("the state file replays the sessions out of order:\n%s", lineDiff(want, got))
+	}
+	b, _ := os.ReadFile(path)
+	if !strings.Contains(string(b), "\n"+seqWord) {
+		t.Errorf("no session's lines are numbered:\n%s", b)
+	}
+}
+
+// TestStateRepair: a record that fails (the disk full, say) leaves the
+// file without a change that runs; what follows is sealed by a snapshot of
+// what runs, with it. While another session holds changes to seal, the
+// client is told its change is not saved, and status says so.
+func TestStateRepair(t *testing.T) {
+	r := newTestRouter(t)
+	path := filepath.Join(t.TempDir(), "urouter.state")
+	sock, srv, st := stateServer(t, r, path)
+	st.j.mu.Lock()
+	st.j.err = errors.New("no space left on device (the test's)")
+	st.j.mu.Unlock()
+	// another session holds a change not sealed: no snapshot can be taken
+	c := dial(t, sock, options{batch: true, batchName: "-"})
+	put(t, c, "route add 2001:db8:80::/64 dev d0\n")
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(mustShow(t, sock), "2001:db8:80::/64"); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the open session's route was not installed")
+		}
+	}
+	_, e, code := client(sock, options{}, "route add 2001:db8:81::/64 dev d0\n")
+	if code == 0 || !strings.Contains(e, "not saved") {
+		t.Errorf("a change not saved was acknowledged: %d %q", code, e)
+	}
+	if out, _, code := client(sock, options{}, "status\n"); code == 0 || !strings.Contains(out, "a change is not saved") {
+		t.Errorf("status with a change not saved:\n%s", out)
+	}
+	_ = c.Close()
+	// the next change is sealed by a snapshot, and the one before with it
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, _, code := client(sock, options{}, "route add 2001:db8:82::/64 dev d0\n"); code == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the state file was not repaired")
+		}
+	}
+	if out, _, code := client(sock, options{}, "status\n"); code != 0 {
+		t.Errorf("status after the repair:\n%s", out)
+	}
+	srv.Close()
+	got := reloaded(t, path)
+	for _, p := range []string{"2001:db8:80::/64", "2001:db8:81::/64", "2001:db8:82::/64"} {
+		if !strings.Contains(got, p) {
+			t.Errorf("%s is not in the repaired state file:\n%s", p, got)
+		}
 	}
 }

@@ -20,7 +20,7 @@ type Startup struct {
 }
 
 func (s *session) statusCmd(args [][]byte) *cmdErr {
-	if len(args) > 0 && !matches(args[0], "show") {
+	if len(args) > 1 || len(args) == 1 && !matches(args[0], "show") {
 		return parseErr("Usage: urouter status [ show ]")
 	}
 	var why []string
@@ -30,6 +30,9 @@ func (s *session) statusCmd(args [][]byte) *cmdErr {
 	}
 	if s.state != nil && s.state.Loaded.Errors > 0 {
 		why = append(why, fmt.Sprintf("state %s: %d of its lines failed (see the daemon's log)", s.state.path, s.state.Loaded.Errors))
+	}
+	if s.state != nil && s.state.dirty.Load() {
+		why = append(why, fmt.Sprintf("state %s: a change is not saved: %v", s.state.path, s.state.failed.Load()))
 	}
 	up, configured := 0, 0
 	for _, l := range s.r.Links.All() {

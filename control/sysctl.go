@@ -42,6 +42,7 @@ func (s *session) sysctlCmd(args [][]byte) *cmdErr {
 		return &cmdErr{msg: "sysctl: no variables specified\nTry `sysctl --help' for more information.", code: 1}
 	}
 	var errs []string
+	s.partial = append(s.partial[:0], "sysctl -q -w"...)
 	for _, k := range keys {
 		if msg := s.sysctlOne(&o, k); msg != "" {
 			errs = append(errs, msg)
@@ -124,6 +125,9 @@ func (s *session) sysctlOne(o *sysctlOpts, arg string) string {
 		}
 		return o.failed(name, err)
 	}
+	// what a command that fails for another name did all the same, for the
+	// state file's record
+	s.partial = append(append(s.partial, ' '), name+"="+value...)
 	switch {
 	case o.quiet:
 	case o.values || o.names:

@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -391,12 +392,19 @@ func (e *ether) Carrier() bool {
 	return !ok || c.Carrier()
 }
 
-// Spec is its port's words.
+// Spec is its port's words, and for an interface's the MAC given it if it
+// is not the interface's own.
 func (e *ether) Spec() []string {
+	var w []string
 	if sp, ok := e.io.(port.Specifier); ok {
-		return sp.Spec()
+		w = sp.Spec()
 	}
-	return nil
+	if h, ok := e.io.(interface{ InterfaceMAC() net.HardwareAddr }); ok {
+		if own := h.InterfaceMAC(); own != nil && !bytes.Equal(own, e.mac[:]) {
+			w = append(w, "address", net.HardwareAddr(e.mac[:]).String())
+		}
+	}
+	return w
 }
 func (*ether) Flags() port.Flags                { return port.FlagBroadcast | port.FlagMulticast }
 func (*ether) LinkType() string                 { return "ether" }

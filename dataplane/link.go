@@ -117,10 +117,15 @@ func (l *Link) PortSetMTU(mtu int) error {
 	return nil
 }
 
+// MaxIndex is the last index a link gets: the registry is a slice by
+// index, which an index asked for near 2^31 would make gigabytes.
+const MaxIndex = 1<<16 - 1
+
 // Errors of link changes, worded as Linux words them.
 var (
 	ErrLinkExists = errors.New("File exists")
 	ErrIndexTaken = errors.New("File exists") // the index asked for is another link's
+	ErrNoIndex    = errors.New("No space left on device")
 	ErrAddrExists = errors.New("ipv6: address already assigned.")
 	ErrNoAddr     = errors.New("ipv6: address not found.")
 	ErrMTU        = errors.New("mtu less than device minimum.")
@@ -197,6 +202,9 @@ func (ls *Links) add(name string, index int32, dev port.Device, mtu int) (*Link,
 		}
 	} else if old.at(index) != nil {
 		return nil, ErrIndexTaken
+	}
+	if index > MaxIndex {
+		return nil, ErrNoIndex
 	}
 	l := &Link{Index: index, Name: name, hw: dev, offloads: dev.Offloads()}
 	ls.next = max(ls.next, index+1)

@@ -187,7 +187,7 @@ var routeCmds = map[string]string{"test": "route test (a kernel probe of NLM_F_E
 // TAP, host, dummy) do not have.
 var linkUnsupported = func() map[string]string {
 	m := map[string]string{}
-	for _, k := range []string{"index", "link", "broadcast", "brd", "txqueuelen", "qlen", "txqlen", "xdpgeneric", "xdpdrv",
+	for _, k := range []string{"link", "broadcast", "brd", "txqueuelen", "qlen", "txqlen", "xdpgeneric", "xdpdrv",
 		"xdpoffload", "xdp", "netns", "multicast", "allmulticast", "promisc", "trailers", "arp", "carrier", "vf", "master",
 		"vrf", "nomaster", "dynamic", "alias", "group", "mode", "state", "numtxqueues", "numrxqueues", "addrgenmode",
 		"link-netns", "link-netnsid", "protodown", "protodown_reason", "gso_max_size", "gso_max_segs", "gro_max_size",

@@ -132,9 +132,7 @@ func daemon(args []string) int {
 	if *metricsAddr != "" {
 		ms, err := metrics.Serve(*metricsAddr, metrics.NewCollector(r, metrics.Feeds{FPM: feeds.fpm, Tables: feeds.tables}))
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "urouter daemon: --metrics:", err)
-			srv.Close()
-			return 1
+			return fail("--metrics: %v", err)
 		}
 		defer func() { _ = ms.Close() }() // at exit: nobody is left to hear of it
 	}

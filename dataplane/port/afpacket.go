@@ -61,6 +61,15 @@ func (a *AFPacket) Carrier() bool {
 	return err == nil && ifi.Flags&net.FlagRunning != 0
 }
 
+// InterfaceMAC is the interface's own MAC (nil if it is gone).
+func (a *AFPacket) InterfaceMAC() net.HardwareAddr {
+	ifi, err := net.InterfaceByIndex(a.ifindex)
+	if err != nil {
+		return nil
+	}
+	return ifi.HardwareAddr
+}
+
 // Spec names the interface the socket is bound to.
 func (a *AFPacket) Spec() []string { return []string{"dev", a.dev} }
 
