@@ -129,7 +129,11 @@ func ApplyConfig(r *router.Router, path string) (int, error) {
 		errOut: func(m string) { msgs = append(msgs, m) },
 	}
 	le := &lineEnder{r: f}
-	status := s.run(bufio.NewReaderSize(le, readBuf))
+	in := bufio.NewReaderSize(le, readBuf)
+	if head, _ := in.Peek(len(saveHeader)); string(head) == saveHeader {
+		s.restoring = true
+	}
+	status := s.run(in)
 	if err := le.failed(); err != nil {
 		return s.line, fmt.Errorf("reading %s: %w", path, err)
 	}

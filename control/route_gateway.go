@@ -38,6 +38,12 @@ func (s *session) checkGateway(rt *fib6.Route, tid uint32, t *fib6.Table) *cmdEr
 	if gw.IsMulticast() || gw.IsUnspecified() || gw.IsLoopback() {
 		return extack("Invalid gateway address")
 	}
+	if s.restoring && nh.Link != 0 {
+		// a saved configuration: the gateway was checked when the route
+		// was made, against the routes and rules then (the order of a save
+		// is not the order they came in)
+		return nil
+	}
 	if nh.Flags&nexthop.OnLink != 0 {
 		if nh.Link == 0 {
 			return answers(syscall.ENODEV)

@@ -10,6 +10,7 @@ import (
 
 	"urouter/dataplane"
 	"urouter/dataplane/port"
+	"urouter/decide"
 	"urouter/feed"
 	"urouter/fib6"
 	"urouter/ndisc"
@@ -19,14 +20,22 @@ import (
 
 // `save [ --all ]`: the running configuration as the commands that make it
 // again, in the order that loads: knobs, links (and each link's own
-// knobs), addresses, RA, rules, the routes that name no gateway and no
-// nexthop object (the gateways of the rest are checked against them,
-// through the rules), nexthop objects (members before groups), the other
-// routes, permanent neighbours. A daemon started with it as --config shows
+// knobs), addresses, RA, the routes that name no gateway and no nexthop
+// object (the gateways of the others are checked against them), nexthop
+// objects (members before groups), the routes whose gateways their own
+// table or main reaches, rules, the routes whose gateways only the rules
+// reach (as the rules may send a lookup where a gateway is not),
+// permanent neighbours. A daemon started with it as --config shows
 // the same, and saves the same bytes. What the router derives (an
 // address's connected and local routes, a link-local address from a MAC,
 // the default rules) is left to it; what a feed owns comes back from its
 // daemon, unless --all, where it is written with its proto.
+
+// saveHeader begins what save writes: a config that begins with it is
+// loaded as a saved one, whose gateways were checked when its routes were
+// made (their order in it is not the order they came in, and the rules
+// that reached a gateway then may send a lookup elsewhere now).
+const saveHeader = "# urouter save: the running configuration (a config beginning with this line is loaded without checking gateways again)\n"
 
 func (s *session) saveCmd(args [][]byte) *cmdErr {
 	all := false
@@ -41,6 +50,7 @@ func (s *session) saveCmd(args [][]byte) *cmdErr {
 		}
 	}
 	if !s.opt.json {
+		s.out.WriteString(saveHeader)
 		s.save(all, func(_ string, line []byte) { s.out.Write(line) })
 		return nil
 	}
@@ -71,22 +81,30 @@ func (s *session) save(all bool, emit func(obj string, line []byte)) {
 	for _, l := range links {
 		sv.ra(l)
 	}
+	late := sv.routesAndNexthops()
 	sv.rules()
-	sv.routesAndNexthops()
+	sv.lines("route", late)
 	for _, l := range links {
 		sv.neighbours(l)
 	}
 }
 
 // routesAndNexthops writes the routes that need nothing but their link,
-// then the nexthop objects, then the routes through gateways and objects.
-func (sv *saver) routesAndNexthops() {
-	later := sv.routes()
+// then the nexthop objects, then the routes through gateways their own
+// table or main reaches and through objects; it returns the others.
+func (sv *saver) routesAndNexthops() (late []byte) {
+	early, late := sv.routes()
 	sv.nexthops()
-	for len(later) > 0 {
-		i := bytes.IndexByte(later, '\n') + 1
-		sv.emit("route", later[:i])
-		later = later[i:]
+	sv.lines("route", early)
+	return late
+}
+
+// lines emits each line of b.
+func (sv *saver) lines(obj string, b []byte) {
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n') + 1
+		sv.emit(obj, b[:i])
+		b = b[i:]
 	}
 }
 
@@ -327,11 +345,12 @@ func (sv *saver) nexthops() {
 }
 
 // routes writes every table's routes but those the router derives from
-// addresses (proto kernel) and, unless all, those a feed owns; it returns
-// those through a gateway or an object, to write after the objects. Of the
-// routes of one destination, source and metric, the first written is
-// added and the others appended.
-func (sv *saver) routes() (later []byte) {
+// addresses (proto kernel) and, unless all, those a feed owns, that need
+// only their link; it returns those through an object or a gateway their
+// own table or main reaches (early), to write after the objects, and those
+// whose gateways need the rules (late). Of the routes of one destination,
+// source and metric, the first written is added and the others appended.
+func (sv *saver) routes() (early, late []byte) {
 	tables := sv.s.r.Tables.All()
 	slices.SortFunc(tables, func(a, b *fib6.Table) int { return int(a.ID()) - int(b.ID()) })
 	var group []fib6.Route
@@ -348,11 +367,14 @@ func (sv *saver) routes() (later []byte) {
 					verb = "route append "
 				}
 				added = true
-				if direct {
+				switch {
+				case direct:
 					sv.b = append(sv.s.appendRouteSpec(append(sv.b[:0], verb...), table, *r), '\n')
 					sv.emit("route", sv.b)
-				} else {
-					later = append(sv.s.appendRouteSpec(append(later, verb...), table, *r), '\n')
+				case sv.reachedAlone(table, r):
+					early = append(sv.s.appendRouteSpec(append(early, verb...), table, *r), '\n')
+				default:
+					late = append(sv.s.appendRouteSpec(append(late, verb...), table, *r), '\n')
 				}
 			}
 		}
@@ -371,7 +393,46 @@ func (sv *saver) routes() (later []byte) {
 		})
 		flush(t.ID())
 	}
-	return later
+	return early, late
+}
+
+// reachedAlone reports whether route r of table names no gateway that
+// only the rules reach: each is reached by a route of a link alone in
+// the route's own table or in main (where a lookup goes without rules).
+func (sv *saver) reachedAlone(table uint32, r *fib6.Route) bool {
+	var paths []nexthop.Nexthop
+	switch {
+	case r.Object != nil:
+		return true // an object's gateways were checked when it was made
+	case r.Group != nil:
+		for _, m := range r.Group.Members() {
+			paths = append(paths, m.Nexthop)
+		}
+	default:
+		paths = append(paths, r.Nexthop)
+	}
+	for _, nh := range paths {
+		if !nh.Gateway.IsValid() || nh.Gateway.IsLinkLocalUnicast() || nh.Flags&nexthop.OnLink != 0 {
+			continue
+		}
+		reached := false
+		for _, t := range []*fib6.Table{sv.s.r.Tables.Get(table), sv.s.r.Tables.Main()} {
+			if t == nil {
+				continue
+			}
+			score := decide.Prefer(nh.Link, true, sv.s.r.Rules.Load().Loopback())
+			if _, a := sv.s.lookupSeen(t, nh.Gateway, r.PrefSrc, score); a != nil && !a.Type.ViaLoopback() {
+				if p := pathOf(a, nh.Link); !p.Gateway.IsValid() && p.Link == nh.Link {
+					reached = true
+					break
+				}
+			}
+		}
+		if !reached {
+			return false
+		}
+	}
+	return true
 }
 
 // needsNothing reports whether route r needs only its link: no gateway and

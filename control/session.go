@@ -39,12 +39,16 @@ type session struct {
 	state   *State
 	pending [][]byte // chunks of whole lines
 	entered bool
-	lastSeq uint64    // the number of its last changing line in the run
-	partial []byte    // what a failed command changed all the same, as a command
-	made    []byte    // the words of what the router chose for the last command (" id N", " index N address MAC"), for its record
-	clock   time.Time // a replayed record's time (zero: now)
-	adopt   adopter   // a replay of a feed's routes: the feed to give them
-	startup *Startup  // the daemon's start, for status
+	lastSeq uint64 // the number of its last changing line in the run
+	partial []byte // what a failed command changed all the same, as a command
+	// restoring: the lines are a saved configuration (a state file, a
+	// config that begins with saveHeader), whose gateways are not checked
+	// again
+	restoring bool
+	made      []byte    // the words of what the router chose for the last command (" id N", " index N address MAC"), for its record
+	clock     time.Time // a replayed record's time (zero: now)
+	adopt     adopter   // a replay of a feed's routes: the feed to give them
+	startup   *Startup  // the daemon's start, for status
 }
 
 // txnFor returns the open transaction of table t, committing any other.

@@ -155,7 +155,7 @@ type replayer struct {
 
 func (st *State) replayer() *replayer {
 	return &replayer{st: st, s: &session{r: st.r, feeds: st.feeds, opt: options{batch: true, force: true, batchName: st.path},
-		out: bufio.NewWriter(io.Discard)}}
+		out: bufio.NewWriter(io.Discard), restoring: true}}
 }
 
 // run applies line, line fileLine of the file, written at t (0: now): a
@@ -395,7 +395,7 @@ func (st *State) compact() error {
 	if st.fpm != nil {
 		buf.Write(feedMark)
 		sv := saver{s: s, emit: func(_ string, line []byte) { buf.Write(line) }, only: st.fpm}
-		sv.routesAndNexthops()
+		sv.lines("route", sv.routesAndNexthops()) // the rules are written already
 	}
 	if err := st.j.compact(buf.Bytes()); err != nil {
 		return fmt.Errorf("compaction: %w", err)
