@@ -1,7 +1,6 @@
 package control
 
 import (
-	"bytes"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -101,11 +100,7 @@ func (sv *saver) routesAndNexthops() (late []byte) {
 
 // lines emits each line of b.
 func (sv *saver) lines(obj string, b []byte) {
-	for len(b) > 0 {
-		i := bytes.IndexByte(b, '\n') + 1
-		sv.emit(obj, b[:i])
-		b = b[i:]
-	}
+	_ = lines(b, 1, func(line []byte, _ int) error { sv.emit(obj, line); return nil }) // emit fails nothing
 }
 
 type saver struct {

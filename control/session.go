@@ -2,7 +2,6 @@ package control
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -40,7 +39,7 @@ type session struct {
 	pending [][]byte // chunks of whole lines
 	entered bool
 	lastSeq uint64 // the number of its last changing line in the run
-	partial []byte // what a failed command changed all the same, as a command
+	partial []byte // what a failed command changed all the same, as a command (a sysctl's names written)
 	// restoring: the lines are a saved configuration (a state file, a
 	// config that begins with saveHeader), whose gateways are not checked
 	// again
@@ -212,8 +211,8 @@ func (s *session) exec(line []byte) *cmdErr {
 	switch {
 	case e == nil:
 		s.record(line, args)
-	case obj == "sysctl" && bytes.IndexByte(s.partial, '=') >= 0:
-		// some of its names were written: those are the change
+	case len(s.partial) > 0:
+		// it failed, but changed this all the same
 		s.record(s.partial, nil)
 	}
 	return e

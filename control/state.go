@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -176,7 +177,7 @@ func (rp *replayer) run(line []byte, fileLine int, t int64) error {
 	if e == nil {
 		return nil
 	}
-	if e.exits || e.code == 255 || bytes.HasPrefix([]byte(e.msg), []byte("Object \"")) {
+	if e.exits || e.code == 255 || strings.HasPrefix(e.msg, "Object \"") {
 		return fmt.Errorf("%s:%d: %s", st.path, fileLine, e.msg)
 	}
 	st.Loaded.Errors++

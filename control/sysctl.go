@@ -41,14 +41,22 @@ func (s *session) sysctlCmd(args [][]byte) *cmdErr {
 	if len(keys) == 0 {
 		return &cmdErr{msg: "sysctl: no variables specified\nTry `sysctl --help' for more information.", code: 1}
 	}
-	var errs []string
-	s.partial = append(s.partial[:0], "sysctl -q -w"...)
+	var errs, written []string
 	for _, k := range keys {
 		if msg := s.sysctlOne(&o, k); msg != "" {
 			errs = append(errs, msg)
+		} else if name, value, ok := strings.Cut(k, "="); ok {
+			written = append(written, strings.TrimSpace(name)+"="+strings.TrimSpace(value))
 		}
 	}
 	if len(errs) > 0 {
+		if len(written) > 0 { // what it did all the same, for the state file
+			flags := "sysctl -q -w "
+			if o.ignore {
+				flags = "sysctl -q -e -w " // a name it passed over is passed over again
+			}
+			s.partial = append(s.partial[:0], flags+strings.Join(written, " ")...)
+		}
 		return &cmdErr{msg: strings.Join(errs, "\n"), code: 1}
 	}
 	return nil
@@ -125,9 +133,6 @@ func (s *session) sysctlOne(o *sysctlOpts, arg string) string {
 		}
 		return o.failed(name, err)
 	}
-	// what a command that fails for another name did all the same, for the
-	// state file's record
-	s.partial = append(append(s.partial, ' '), name+"="+value...)
 	switch {
 	case o.quiet:
 	case o.values || o.names:
