@@ -168,8 +168,15 @@ func (s *session) linkSet(args [][]byte) *cmdErr {
 	if a.index != 0 {
 		return parseErr("index can be used only when creating devices or when moving device to another netns.")
 	}
-	if a.typ != nil {
+	kind := dataplane.MirrorTUN
+	switch {
+	case a.typ == nil:
+	case a.mirror == nil || is(a.mirror, "none") || len(a.typArgs) > 0:
 		return extack("Operation not supported.")
+	case is(a.typ, dataplane.MirrorTUN), is(a.typ, dataplane.MirrorTAP):
+		kind = string(a.typ)
+	default:
+		return invarg("mirror type is \"tun\" or \"tap\"", a.typ)
 	}
 	if a.address != nil {
 		hw, err := parseLLAddr(a.address)
@@ -204,7 +211,7 @@ func (s *session) linkSet(args [][]byte) *cmdErr {
 			return extack(err.Error())
 		}
 	default:
-		if err := s.r.SetMirror(l, string(a.mirror)); err != nil {
+		if err := s.r.SetMirror(l, string(a.mirror), kind); err != nil {
 			return extack(fmt.Sprintf("mirror %s: %v", a.mirror, err))
 		}
 	}

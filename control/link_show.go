@@ -82,13 +82,15 @@ func (s *session) printMirror(w *printer, l *dataplane.Link) {
 	}
 	w.openObject("mirror")
 	w.str("ifname", "    mirror %s", m.Name)
-	w.uint("ifindex", " ifindex %d\n", uint64(m.Index))
+	w.uint("ifindex", " ifindex %d", uint64(m.Index))
+	w.str("type", " type %s\n", m.Kind)
 	if s.opt.stats > 0 {
 		w.uint("up_packets", "    mirror up %d packets", m.UpPackets.Load())
 		w.uint("up_bytes", " %d bytes", m.UpBytes.Load())
 		w.uint("down_packets", " down %d packets", m.DownPackets.Load())
 		w.uint("down_bytes", " %d bytes", m.DownBytes.Load())
-		w.uint("dropped", " dropped %d\n", m.Dropped.Load())
+		w.uint("dropped", " dropped %d", m.Dropped.Load())
+		w.uint("ra_held", " ra_held %d\n", m.RAsHeld.Load())
 	}
 	w.closeObject()
 }

@@ -191,7 +191,11 @@ func (sv *saver) link(l *dataplane.Link) {
 		sv.line("link", "link", "set", name, "down")
 	}
 	if m := l.Mirror(); m != nil {
-		sv.line("link", "link", "set", name, "mirror", m.Name)
+		if m.Kind == dataplane.MirrorTAP {
+			sv.line("link", "link", "set", name, "mirror", m.Name, "type", m.Kind)
+		} else {
+			sv.line("link", "link", "set", name, "mirror", m.Name)
+		}
 	}
 }
 

@@ -266,23 +266,29 @@ func (e *ether) ReadBatch(q int, bufs [][]byte, sizes []int) (int, error) {
 
 // routes reports whether a frame (h, then b: virtio_net_hdr and packet)
 // goes to the packet path, its header's offsets made the packet path's;
-// Neighbour Discovery goes to the ND goroutine and other multicast up the
-// mirror, each within its class's limit (copp.go); the rest is counted.
+// Neighbour Discovery goes to the ND goroutine (and RAs up the mirror as
+// well, ndUp), other multicast up the mirror, and other ethertypes up a
+// TAP mirror, each within its class's limit (copp.go); the rest is
+// counted.
 // (A truncated frame goes on: the packet path counts it.)
 func (e *ether) routes(h *port.EthHdr, b []byte) bool {
 	switch {
-	case binary.BigEndian.Uint16(h[12:]) != port.EtherTypeIPv6 || !e.accepts(h[:6]):
+	case binary.BigEndian.Uint16(h[12:]) != port.EtherTypeIPv6:
+		if !e.toTAP(h, b) {
+			e.stats.NotForUs.Add(1)
+		}
+	case !e.accepts(h[:6]):
 		e.stats.NotForUs.Add(1)
 	case ndisc.IsND(b[vnetHdrLen:]):
 		if e.police(CoPPND, len(b)-vnetHdrLen, false) {
 			e.nd.Receive(ndisc.MAC(h[6:12]), b[vnetHdrLen:])
+			e.ndUp(h, b)
 		}
 	case h[0]&1 != 0:
 		e.stats.Multicast.Add(1)
 		if l := e.link.Load(); l != nil && l.Mirror() != nil && len(b) > vnetHdrLen &&
 			e.police(e.mirrorClass(b[vnetHdrLen:]), len(b)-vnetHdrLen, true) {
-			port.ShiftVnet(b, -port.EthHdrLen)
-			l.Mirror().give(b, len(b)-vnetHdrLen) // to the kernel, whose groups they may be
+			l.Mirror().giveFrame(h, b) // to the kernel, whose groups they may be
 		}
 	default:
 		port.ShiftVnet(b, -port.EthHdrLen)

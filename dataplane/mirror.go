@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -14,18 +15,23 @@ import (
 )
 
 // Mirror is a link's stand-in in the kernel of the router's namespace (as
-// VPP's linux-cp pairs an interface with a TAP): a kernel TUN with the
-// link's MTU, state and IPv6 addresses, so that routing daemons running on
-// the kernel's stack see the link as an interface and run their sessions
-// over it. What reaches the router's addresses and the router does not
-// answer itself goes up into the kernel through it; what the kernel sends
-// out of it is routed by the router as its own packets.
+// VPP's linux-cp pairs an interface with a TAP): a kernel interface with
+// the link's MTU, state and IPv6 addresses, so that routing daemons running
+// on the kernel's stack see the link as an interface and run their
+// sessions over it. What reaches the router's addresses and the router
+// does not answer itself goes up into the kernel through it; what the
+// kernel sends out of it is routed by the router as its own packets.
+//
+// It is a TUN (IPv6 packets), or for an Ethernet link a TAP with the
+// link's MAC (mirror_tap.go), which carries the frames the router does not
+// take itself too: IS-IS, LLDP and any other ethertype, both ways.
 type Mirror struct {
 	Name  string // the kernel's interface
 	Index int32  // its kernel interface index
+	Kind  string // MirrorTUN or MirrorTAP
 
 	link *Link
-	port *port.TUN
+	port mirrorPort
 	w    *worker
 
 	// Up: packets given to the kernel; Down: packets the kernel sent,
@@ -34,33 +40,77 @@ type Mirror struct {
 	UpPackets, UpBytes     atomic.Uint64
 	DownPackets, DownBytes atomic.Uint64
 	Dropped                atomic.Uint64
+	// RAsHeld are the kernel's Router Advertisements kept off a link whose
+	// advertisements are the router's own (`ra set dev LINK on`).
+	RAsHeld atomic.Uint64
+}
+
+// The kinds of mirror.
+const (
+	MirrorTUN = "tun"
+	MirrorTAP = "tap"
+)
+
+// ErrMirrorKind: a TAP mirror is an Ethernet link's only.
+var ErrMirrorKind = errors.New("a TAP mirror needs an Ethernet link")
+
+// mirrorPort is a mirror's kernel interface: the port its worker reads
+// what the kernel sends, and the two ways up.
+type mirrorPort interface {
+	port.Port
+	// give writes an IPv6 packet (virtio_net_hdr and packet) into the
+	// kernel.
+	give(b []byte) error
+	// giveFrame writes a frame the link read (header h, then b:
+	// virtio_net_hdr and what followed the header); a TUN takes only the
+	// IPv6 packet of an IPv6 frame.
+	giveFrame(h *port.EthHdr, b []byte) error
 }
 
 // Mirror is the link's kernel mirror, nil if it has none.
 func (l *Link) Mirror() *Mirror { return l.mirror.Load() }
 
-// SetMirror gives link l a kernel mirror named kname, replacing the one it
-// had. The kernel interface is made down with no address: the router
-// gives it the link's state (router's syncKernel).
-func (dp *Dataplane) SetMirror(l *Link, kname string) (*Mirror, error) {
+// SetMirror gives link l a kernel mirror of kind (MirrorTUN, MirrorTAP)
+// named kname, replacing the one it had. The kernel interface is made
+// down with no address: the router gives it the link's state (router's
+// syncKernel).
+func (dp *Dataplane) SetMirror(l *Link, kname, kind string) (*Mirror, error) {
+	e, isEther := l.hw.(*ether)
+	if kind == MirrorTAP && !isEther {
+		return nil, ErrMirrorKind
+	}
 	if err := dp.ClearMirror(l); err != nil {
 		return nil, err
 	}
-	t, kidx, err := port.OpenMirror(kname, l.MTU())
+	var (
+		mp   mirrorPort
+		kidx int32
+		err  error
+	)
+	if kind == MirrorTAP {
+		mp, kidx, err = openTAPMirror(kname, l.MTU(), e)
+	} else {
+		var t *port.TUN
+		t, kidx, err = port.OpenMirror(kname, l.MTU())
+		mp = tunMirror{t}
+	}
 	if errors.Is(err, os.ErrExist) {
 		return nil, fmt.Errorf("%s: %w", kname, ErrLinkExists)
 	}
 	if err != nil {
 		return nil, err
 	}
-	m := &Mirror{Name: kname, Index: kidx, link: l, port: t}
+	m := &Mirror{Name: kname, Index: kidx, Kind: kind, link: l, port: mp}
+	if t, ok := mp.(*tapMirror); ok {
+		t.m = m
+	}
 	dp.mu.Lock()
-	m.w = dp.addWorkers(l, t, 1, m)[0]
+	m.w = dp.addWorkers(l, mp, 1, m)[0]
 	l.mirror.Store(m)
 	dp.mu.Unlock()
 	go m.w.RoutineRead()
 	if err := allMulti(l, true); err != nil {
-		// without it the kernel's own groups (OSPFv3's) would not come in
+		// without it the kernel's own groups (OSPFv3's, IS-IS's) would not come in
 		return nil, errors.Join(fmt.Errorf("%s: PACKET_MR_ALLMULTI: %w", l.Name, err), dp.ClearMirror(l))
 	}
 	return m, nil
@@ -96,6 +146,21 @@ func allMulti(l *Link, on bool) error {
 	return nil
 }
 
+// tunMirror is a TUN mirror's port.
+type tunMirror struct{ *port.TUN }
+
+func (t tunMirror) give(b []byte) error { return t.Give(b) }
+
+func (t tunMirror) giveFrame(h *port.EthHdr, b []byte) error {
+	if binary.BigEndian.Uint16(h[12:]) != port.EtherTypeIPv6 {
+		return errNotIPv6
+	}
+	port.ShiftVnet(b, -port.EthHdrLen)
+	return t.Give(b)
+}
+
+var errNotIPv6 = errors.New("not IPv6")
+
 // toKernel is the mirror that takes a packet for the router the router
 // does not answer itself: the mirror of the link it came in by, else of
 // the link whose address it is for; nil if neither has one.
@@ -113,8 +178,16 @@ func (w *worker) toKernel(k *pkt) *Mirror {
 }
 
 // give writes b (virtio_net_hdr and a packet of n bytes) into the kernel.
-func (m *Mirror) give(b []byte, n int) {
-	if err := m.port.Give(b); err != nil {
+func (m *Mirror) give(b []byte, n int) { m.count(m.port.give(b), n) }
+
+// giveFrame gives the kernel a frame the link read (h, then b), whole up
+// a TAP mirror, its IPv6 packet up a TUN.
+func (m *Mirror) giveFrame(h *port.EthHdr, b []byte) {
+	m.count(m.port.giveFrame(h, b), len(b)-vnetHdrLen)
+}
+
+func (m *Mirror) count(err error, n int) {
+	if err != nil {
 		m.Dropped.Add(1) // the kernel's queue is full, or the mirror goes
 		return
 	}
@@ -149,6 +222,10 @@ func (w *worker) forwardOwn(n int) {
 		m.DownPackets.Add(1)
 		m.DownBytes.Add(uint64(w.sizes[i] - vnetHdrLen))
 		if !in.carries() || !w.parse(k) {
+			m.Dropped.Add(1)
+			continue
+		}
+		if k.l4.proto == protoICMPv6 && k.l4.icmpTy == uint8(header.ICMPv6RouterAdvert) && !w.kernelRA(k) {
 			m.Dropped.Add(1)
 			continue
 		}

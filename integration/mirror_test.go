@@ -33,7 +33,18 @@ type mirrorLab struct {
 
 func newMirrorLab(t *testing.T, flags []string, extra ...string) *mirrorLab {
 	t.Helper()
+	return newMirrorLabOf(t, "", flags, extra...)
+}
+
+// newMirrorLabOf is newMirrorLab with a mirror of kind (`type KIND`; ""
+// for the default).
+func newMirrorLabOf(t *testing.T, kind string, flags []string, extra ...string) *mirrorLab {
+	t.Helper()
 	needRoot(t)
+	mirror := "link set lan1 mirror km1"
+	if kind != "" {
+		mirror += " type " + kind
+	}
 	l := &mirrorLab{r: newNetns(t, "uro-kr"), h: newNetns(t, "uro-kh"), flags: flags}
 	mustRun(t, "ip", "-n", l.r, "link", "add", "r1", "type", "veth", "peer", "name", "eth0", "netns", l.h)
 	mustRun(t, "ip", "netns", "exec", l.h, "sysctl", "-qw", "net.ipv6.conf.eth0.accept_dad=0")
@@ -44,7 +55,7 @@ func newMirrorLab(t *testing.T, flags []string, extra ...string) *mirrorLab {
 		"link add lan1 type host dev r1",
 		"link set lan1 up",
 		"address add 2001:db8:c1::1/64 dev lan1",
-		"link set lan1 mirror km1",
+		mirror,
 	}, extra...)...)
 	l.hLLA = linkLocalOf(t, l.h, "eth0")
 	waitUntil(t, "km1's link-local address", func() bool { l.rLLA = linkLocalOf(t, l.r, "km1"); return l.rLLA != "" })

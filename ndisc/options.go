@@ -109,3 +109,32 @@ func LinkOption(opts header.NDPOptions, k uint8) ([]byte, bool) {
 		}
 	}
 }
+
+// SetSourceLink makes mac the source link-layer address of Router
+// Advertisement m (the ICMPv6 message): the option it has is rewritten,
+// else one is appended within m's capacity. A kernel's RA passed out of a
+// link by the router (zebra's, sent on a mirror that has no MAC of its
+// own) then names the router's MAC, as hosts and BGP unnumbered peers
+// expect. ok is false for a message too short, malformed options or no
+// room.
+func SetSourceLink(m []byte, mac MAC) ([]byte, bool) {
+	const body = 4 + header.NDPRAMinimumSize
+	if len(m) < body {
+		return m, false
+	}
+	for opts := m[body:]; len(opts) > 0; {
+		if len(opts) < 2 || opts[1] == 0 || int(opts[1])*8 > len(opts) {
+			return m, false
+		}
+		n := int(opts[1]) * 8
+		if opts[0] == optSourceLL && n == 8 {
+			copy(opts[2:8], mac[:])
+			return m, true
+		}
+		opts = opts[n:]
+	}
+	if cap(m)-len(m) < 8 {
+		return m, false
+	}
+	return append(m, optSourceLL, 1, mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]), true
+}

@@ -83,6 +83,13 @@ func (e *Entry) Fast(clock *atomic.Int64) (MAC, bool) {
 	return m, true
 }
 
+// MAC is the neighbour's MAC as the fast path last saw it (zero if none is
+// known), read without marking the entry used: for labels, not sending.
+func (e *Entry) MAC() MAC {
+	_, m := unpack(e.word.Load())
+	return m
+}
+
 // publish makes the entry's state and MAC what the fast path sees; e.mu
 // is held.
 func (e *Entry) publish() { e.word.Store(pack(e.state, e.mac)) }

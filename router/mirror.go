@@ -16,19 +16,20 @@ import (
 )
 
 // SetMirror gives link l a kernel mirror named kname (`link set NAME
-// mirror KNAME`): a kernel TUN with l's MTU, state and addresses, kept in
-// step with them from then on.
-func (r *Router) SetMirror(l *dataplane.Link, kname string) error {
+// mirror KNAME [type KIND]`): a kernel TUN (dataplane.MirrorTUN), or a TAP
+// with the link's MAC (dataplane.MirrorTAP), with l's MTU, state and
+// addresses, kept in step with them from then on.
+func (r *Router) SetMirror(l *dataplane.Link, kname, kind string) error {
 	if l.Flags()&port.FlagLoopback != 0 {
 		return fmt.Errorf("the loopback has no mirror")
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if m := l.Mirror(); m != nil && m.Name == kname {
+	if m := l.Mirror(); m != nil && m.Name == kname && m.Kind == kind {
 		return nil
 	}
 	defer r.publishMirrors()
-	if _, err := r.DP.SetMirror(l, kname); err != nil {
+	if _, err := r.DP.SetMirror(l, kname, kind); err != nil {
 		return err
 	}
 	// synced here for its error; tell's sync after it finds nothing to do

@@ -2,6 +2,7 @@ package port
 
 import (
 	"fmt"
+	"net"
 	"os"
 
 	"github.com/vishvananda/netlink"
@@ -23,16 +24,57 @@ func OpenMirror(name string, mtu int) (*TUN, int32, error) {
 		return nil, 0, err
 	}
 	t := dev.(*TUN)
-	kl, err := netlink.LinkByName(name)
+	kidx, err := mirrorSysctls(name)
 	if err != nil {
 		return nil, 0, closing(t, err)
 	}
+	return t, kidx, nil
+}
+
+// OpenMirrorTAP opens the TAP that stands for an Ethernet link in the
+// kernel (`mirror KNAME type tap`), as OpenMirror does a TUN, with the
+// link's MAC, so that the kernel's Ethernet protocols (IS-IS, LLDP) speak
+// as the link. It is NOARP: the kernel neither solicits nor answers
+// neighbours on it and sends every unicast frame to its own MAC, the
+// router's, which resolves the neighbour itself; so the kernel's side
+// keeps no neighbours and urouter's ND stays the link's only one.
+func OpenMirrorTAP(name string, mtu int, mac net.HardwareAddr) (*TAP, int32, error) {
+	if _, err := netlink.LinkByName(name); err == nil {
+		return nil, 0, fmt.Errorf("%s: %w", name, os.ErrExist)
+	}
+	t, err := OpenTAP(name, TAPOptions{MTU: mtu, Queues: 1})
+	if err != nil {
+		return nil, 0, err
+	}
+	kl, err := netlink.LinkByName(name)
+	if err == nil {
+		err = netlink.LinkSetHardwareAddr(kl, mac)
+	}
+	if err == nil {
+		err = netlink.LinkSetARPOff(kl)
+	}
+	if err != nil {
+		return nil, 0, closing(t, fmt.Errorf("TAP %s: %w", name, err))
+	}
+	kidx, err := mirrorSysctls(name)
+	if err != nil {
+		return nil, 0, closing(t, err)
+	}
+	return t, kidx, nil
+}
+
+// mirrorSysctls sets a new mirror's IPv6 knobs and returns its index.
+func mirrorSysctls(name string) (int32, error) {
+	kl, err := netlink.LinkByName(name)
+	if err != nil {
+		return 0, err
+	}
 	for knob, v := range map[string]string{"addr_gen_mode": "1", "accept_ra": "0", "disable_ipv6": "0"} {
 		if err := os.WriteFile(sysctlPath(name, knob), []byte(v), 0); err != nil {
-			return nil, 0, closing(t, err)
+			return 0, err
 		}
 	}
-	return t, int32(kl.Attrs().Index), nil
+	return int32(kl.Attrs().Index), nil
 }
 
 // Give writes one packet (virtio_net_hdr and the packet) into the kernel
