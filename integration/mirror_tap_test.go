@@ -21,7 +21,7 @@ import (
 // ethertypes cross both ways (LLDP up, an IS-IS LLC frame down, from the
 // link's MAC); save writes the kind.
 func TestMirrorTAP(t *testing.T) {
-	l := newMirrorLabOf(t, "tap", nil)
+	l := newMirrorLabOf(t, "tap", nil, "link add tun1 type tun")
 	out, _, _ := l.d.run("link", "show", "lan1")
 	if !strings.Contains(out, "mirror km1 ifindex ") || !strings.Contains(out, " type tap") {
 		t.Fatalf("link show does not name the TAP mirror:\n%s", out)
@@ -39,6 +39,18 @@ func TestMirrorTAP(t *testing.T) {
 	}
 	if o, _, _ := l.d.run("save"); !strings.Contains(o, "link set lan1 mirror km1 type tap\n") {
 		t.Fatalf("save does not write the TAP mirror:\n%s", o)
+	}
+	for _, bad := range []struct{ args, err string }{
+		{"link set tun1 mirror kt1 type tap", "a TAP mirror needs an Ethernet link"},
+		{"link set lan1 mirror km1 type veth", `argument "veth" is wrong: mirror type is "tun" or "tap"`},
+		{"link set lan1 type tap", "Operation not supported"},
+	} {
+		if _, e, st := l.d.run(strings.Fields(bad.args)...); st == 0 || !strings.Contains(e, bad.err) {
+			t.Errorf("%s: %d %q, want an error with %q", bad.args, st, e, bad.err)
+		}
+	}
+	if _, err := kernelLink(t, l.r, "kt1"); err == nil {
+		t.Errorf("a refused mirror left its kernel interface kt1")
 	}
 	checkKernelThroughMirror(t, l)
 	for _, line := range strings.Split(mustRun(t, "ip", "-n", l.r, "neigh", "show", "dev", "km1"), "\n") {
@@ -59,6 +71,14 @@ func TestMirrorTAP(t *testing.T) {
 	ks.send(t, hello)
 	if _, ok := hs.await(func(f []byte) bool { return len(f) >= len(hello) && bytes.Equal(f[:len(hello)], hello) }); !ok {
 		t.Errorf("an IS-IS frame from km1 did not leave by lan1 as it was sent")
+	}
+
+	// Back to a TUN of the same name.
+	if _, e, st := l.d.run("link", "set", "lan1", "mirror", "km1", "type", "tun"); st != 0 {
+		t.Fatalf("mirror km1 type tun: %s", e)
+	}
+	if o := mustRun(t, "ip", "-n", l.r, "link", "show", "km1"); !strings.Contains(o, "link/none") {
+		t.Errorf("km1 is not a TUN again:\n%s", o)
 	}
 }
 
