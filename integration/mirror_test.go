@@ -377,6 +377,7 @@ func TestMetrics(t *testing.T) {
 		{"urouter_link_up", map[string]string{"link": "lan1"}, 1},
 		{"urouter_neighbours", map[string]string{"link": "lan1"}, 1},
 		{"urouter_mirror_from_kernel_packets_total", map[string]string{"link": "lan1", "mirror": "km1"}, 0},
+		{"urouter_mirror_ra_held_total", map[string]string{"link": "lan1", "mirror": "km1"}, 0},
 		{"urouter_link_drops_total", map[string]string{"link": "lan1", "reason": "no_route"}, 0},
 		{"urouter_fpm_connected", nil, 0},
 		{"urouter_feed_routes_total", map[string]string{"feed": "fpm"}, 0},

@@ -63,6 +63,7 @@ var (
 	mirrorDown    = desc("mirror_from_kernel_packets_total", "Packets the kernel sent out of the link's mirror.", "link", "mirror")
 	mirrorDownB   = desc("mirror_from_kernel_bytes_total", "Bytes the kernel sent out of the link's mirror.", "link", "mirror")
 	mirrorDropped = desc("mirror_dropped_total", "Packets lost crossing the link's mirror, either way.", "link", "mirror")
+	mirrorRAHeld  = desc("mirror_ra_held_total", "The kernel's Router Advertisements kept off a link whose RAs are the router's.", "link", "mirror")
 	neighbours    = desc("neighbours", "Neighbour cache entries, by NUD state.", "link", "state")
 	neighLimited  = desc("neighbour_limited_total", "What the neighbour cache refused or gave up under RFC 6583's bounds, by reason: "+
 		"table_full (a new entry at gc_thresh3), source_limited (unres_src_max), gave_way (an unanswered entry removed for a new one), "+
@@ -106,7 +107,7 @@ var (
 // Describe sends every descriptor the collector uses.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{linkUp, linkMTU, rxPackets, rxBytes, txPackets, txBytes, rxErrors, txErrors,
-		drops, icmpLimited, coppPackets, mirrorUp, mirrorUpB, mirrorDown, mirrorDownB, mirrorDropped, neighbours, neighLimited, neighHeld, routes, publishes,
+		drops, icmpLimited, coppPackets, mirrorUp, mirrorUpB, mirrorDown, mirrorDownB, mirrorDropped, mirrorRAHeld, neighbours, neighLimited, neighHeld, routes, publishes,
 		nexthops, rulesN, fpmConnected, fpmSettled, fpmConnects, fpmFrames, fpmBytes, fpmClosed, mirrorEvents, mirrorResync,
 		feedRoutes, feedNexthops, feedPending} {
 		ch <- d
@@ -159,6 +160,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			counter(ch, mirrorDown, m.DownPackets.Load(), n, m.Name)
 			counter(ch, mirrorDownB, m.DownBytes.Load(), n, m.Name)
 			counter(ch, mirrorDropped, m.Dropped.Load(), n, m.Name)
+			counter(ch, mirrorRAHeld, m.RAsHeld.Load(), n, m.Name)
 		}
 		if nt := l.Neigh(); nt != nil {
 			by := map[string]int{}
