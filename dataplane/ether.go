@@ -252,16 +252,22 @@ func (e *ether) ReadBatch(q int, bufs [][]byte, sizes []int) (int, error) {
 			if sizes[i] != 0 && !e.routes(&hdrs[i], bufs[i][:sizes[i]]) {
 				continue
 			}
-			if keep != i {
-				bufs[keep], bufs[i] = bufs[i], bufs[keep]
-				sizes[keep] = sizes[i]
-			}
-			keep++
+			keep = kept(bufs, sizes, i, keep)
 		}
 		if keep > 0 || err != nil {
 			return keep, err
 		}
 	}
+}
+
+// kept moves frame i of a batch being read to slot keep, the next of
+// those kept, and returns the slot after it.
+func kept(bufs [][]byte, sizes []int, i, keep int) int {
+	if keep != i {
+		bufs[keep], bufs[i] = bufs[i], bufs[keep]
+		sizes[keep] = sizes[i]
+	}
+	return keep + 1
 }
 
 // routes reports whether a frame (h, then b: virtio_net_hdr and packet)

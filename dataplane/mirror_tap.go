@@ -104,11 +104,7 @@ func (t *tapMirror) ReadBatch(q int, bufs [][]byte, sizes []int) (int, error) {
 				continue
 			}
 			port.ShiftVnet(bufs[i], -port.EthHdrLen)
-			if keep != i {
-				bufs[keep], bufs[i] = bufs[i], bufs[keep]
-				sizes[keep] = sizes[i]
-			}
-			keep++
+			keep = kept(bufs, sizes, i, keep)
 		}
 		if keep > 0 || err != nil {
 			return keep, err
