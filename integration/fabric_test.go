@@ -296,7 +296,7 @@ func newFRRNode(t *testing.T, ns string) *frrNode {
 
 // write writes daemon's configuration: a log file of its own, then body.
 func (n *frrNode) write(daemon, body string) {
-	conf := fmt.Sprintf("hostname %s\nlog file %s informational\n%s", n.ns, n.path(daemon+".log"), body)
+	conf := fmt.Sprintf("hostname %s\nlog file %s debugging\n%s", n.ns, n.path(daemon+".log"), body)
 	if err := os.WriteFile(n.path(daemon+".conf"), []byte(conf), 0o644); err != nil {
 		n.t.Fatal(err)
 	}
@@ -369,7 +369,7 @@ func (n *frrNode) logs() string {
 	var b strings.Builder
 	for d, p := range n.procs {
 		l, _ := os.ReadFile(n.path(d + ".log"))
-		fmt.Fprintf(&b, "--- %s's %s.log:\n%s", n.ns, d, tail(string(l), 40))
+		fmt.Fprintf(&b, "--- %s's %s.log:\n%s", n.ns, d, tail(string(l), 60))
 		if p.cmd.ProcessState != nil { // only an ended daemon's output can be read
 			fmt.Fprintf(&b, "--- %s ended: %s\n%s", d, p.cmd.ProcessState, p.out)
 		}
