@@ -2,8 +2,8 @@ package integration
 
 import (
 	"fmt"
-	"strings"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
