@@ -48,7 +48,11 @@ func TestISIS(t *testing.T) {
 // isisConf is isisd's configuration for system id N on link (to the
 // other router, point to point) and passive (prefixes only). Point to
 // point: no DIS to elect and no CSNP to wait for on a link of two, the
-// adjacency is up on the three-way handshake. Hellos every second, held 3 s.
+// adjacency is up on the three-way handshake. Hellos every second, held
+// 3 s. lsp-gen-interval comes before is-type: the change of is-type
+// schedules the LSP's regeneration with the interval then set (FRR 8.4's
+// default is 30 s), and that regeneration, pending, absorbs those the
+// circuits and the adjacency ask for.
 func isisConf(n int, link, passive string) string {
 	return fmt.Sprintf("router isis 1\n lsp-gen-interval 1\n net 49.0001.0000.0000.000%d.00\n is-type level-2-only\n"+
 		"interface %s\n ipv6 router isis 1\n isis network point-to-point\n isis hello-interval 1\n isis hello-multiplier 3\n"+
