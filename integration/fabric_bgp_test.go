@@ -27,13 +27,14 @@ func TestBGPUnnumbered(t *testing.T) {
 		// connect to: every second, not every 10 s as bgpd asks
 		ra := "interface %s\n ipv6 nd ra-interval 1\n no ipv6 nd suppress-ra\n"
 		l.writeZebra(fmt.Sprintf(ra, if1)+fmt.Sprintf(ra, if2), ra)
-		l.router.write("bgpd", bgpConf(65000, "network 2001:db8:d3::/64\n  maximum-paths 2", if1, if2))
+		unnumbered := "interface remote-as external"
+		l.router.write("bgpd", bgpConf(65000, "network 2001:db8:d3::/64\n  maximum-paths 2", nil, [2]string{if1, unnumbered}, [2]string{if2, unnumbered}))
 		for i, p := range l.peers {
 			own := fmt.Sprintf("2001:db8:b%d::", i+1)
 			for _, a := range []string{"2001:db8:b000::1/128", own + "1/128"} {
 				mustRun(t, "ip", "-n", p.ns, "addr", "add", a, "dev", "lo")
 			}
-			p.write("bgpd", bgpConf(65001+i, "network "+bgpShared+"\n  network "+own+"/64", "eth0"))
+			p.write("bgpd", bgpConf(65001+i, "network "+bgpShared+"\n  network "+own+"/64", nil, [2]string{"eth0", unnumbered}))
 		}
 		l.startFRR("bgpd")
 
@@ -73,16 +74,21 @@ func TestBGPUnnumbered(t *testing.T) {
 	})
 }
 
-// bgpConf is bgpd's configuration for AS as, with eBGP sessions on the
-// interfaces ifs (unnumbered) and af lines more in its IPv6 unicast
-// address family. Hold time 6 s; a lost session is tried again every
-// second; no IPv4; networks announced whether or not the RIB has them
-// (R's host prefix is urouter's alone in urouter mode).
-func bgpConf(as int, af string, ifs ...string) string {
+// bgpConf is bgpd's configuration for AS as: an eBGP session to each of
+// neighbours (its name, then how `neighbor NAME` defines it: "interface
+// remote-as external", "remote-as 65001"), with each of per more for each
+// ("bfd profile fast"), and af lines more in its IPv6 unicast address
+// family. Hold time 6 s; a lost session is tried again every second; no
+// IPv4; networks announced whether or not the RIB has them (R's host
+// prefix is urouter's alone in urouter mode).
+func bgpConf(as int, af string, per []string, neighbours ...[2]string) string {
 	var nb, act strings.Builder
-	for _, i := range ifs {
-		fmt.Fprintf(&nb, " neighbor %s interface remote-as external\n neighbor %s timers connect 1\n", i, i)
-		fmt.Fprintf(&act, "  neighbor %s activate\n", i)
+	for _, n := range neighbours {
+		fmt.Fprintf(&nb, " neighbor %s %s\n neighbor %s timers connect 1\n", n[0], n[1], n[0])
+		for _, p := range per {
+			fmt.Fprintf(&nb, " neighbor %s %s\n", n[0], p)
+		}
+		fmt.Fprintf(&act, "  neighbor %s activate\n", n[0])
 	}
 	return fmt.Sprintf("router bgp %d\n bgp router-id 192.0.2.%d\n no bgp ebgp-requires-policy\n no bgp default ipv4-unicast\n"+
 		" no bgp network import-check\n bgp bestpath as-path multipath-relax\n timers bgp 2 6\n%s"+
