@@ -90,7 +90,7 @@ func bgpConf(as int, af string, per []string, neighbours ...[2]string) string {
 		}
 		fmt.Fprintf(&act, "  neighbor %s activate\n", n[0])
 	}
-	return fmt.Sprintf("router bgp %d\n bgp router-id 192.0.2.%d\n no bgp ebgp-requires-policy\n no bgp default ipv4-unicast\n"+
+	return fmt.Sprintf("router bgp %d\n bgp router-id 192.0.2.%d\n bgp log-neighbor-changes\n no bgp ebgp-requires-policy\n no bgp default ipv4-unicast\n"+
 		" no bgp network import-check\n bgp bestpath as-path multipath-relax\n timers bgp 2 6\n%s"+
 		" address-family ipv6 unicast\n  %s\n%s exit-address-family\n", as, as-65000+1, nb.String(), af, act.String())
 }
