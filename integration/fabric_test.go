@@ -356,14 +356,6 @@ func (n *frrNode) json(cmd string, v any) error {
 	return nil
 }
 
-// configure runs configuration lines (from the top level) in vtysh.
-func (n *frrNode) configure(lines ...string) {
-	n.t.Helper()
-	if o := n.vtysh(append([]string{"configure terminal"}, lines...)...); strings.TrimSpace(o) != "" {
-		n.t.Fatalf("configuring %s: %q: %s", n.ns, lines, o)
-	}
-}
-
 // logs are the ends of the node's daemons' logs.
 func (n *frrNode) logs() string {
 	var b strings.Builder
