@@ -42,12 +42,11 @@ func TestBGPUnnumbered(t *testing.T) {
 		fig("both sessions Established after", time.Since(l.started))
 		ecmp := []string{l.via(1), l.via(2)}
 		slices.Sort(ecmp)
-		l.waitFor("the routes through both peers", 10*time.Second, func() bool {
+		l.waitRoutes(fig, "the routes through both peers", 10*time.Second, bgpShared, func() bool {
 			return slices.Equal(l.nexthops("bgp", bgpShared), ecmp) &&
 				slices.Equal(l.nexthops("bgp", "2001:db8:b1::/64"), []string{l.via(1)}) &&
 				slices.Equal(l.nexthops("bgp", "2001:db8:b2::/64"), []string{l.via(2)})
 		})
-		fig("routes in R's table after", time.Since(l.started))
 		for _, dst := range []string{"2001:db8:b1::1", "2001:db8:b2::1", "2001:db8:b000::1"} {
 			if err := l.ping(dst); err != nil {
 				t.Fatalf("%v\n%s", err, l.state())

@@ -31,10 +31,9 @@ func TestISIS(t *testing.T) {
 		})
 		fig("adjacency Up after", time.Since(l.started))
 		via := []string{l.via(1)}
-		l.waitFor("R's routes to P1's prefixes", 20*time.Second, func() bool {
+		l.waitRoutes(fig, "R's routes to P1's prefixes", 20*time.Second, "2001:db8:c1::1", func() bool {
 			return slices.Equal(l.nexthops("isis", "2001:db8:c1::1"), via) && slices.Equal(l.nexthops("isis", "2001:db8:c2::/64"), via)
 		})
-		fig("routes in R's table after", time.Since(l.started))
 		l.waitFor("P1's route back to the host", 10*time.Second, func() bool {
 			o, _, _ := runCmd("ip", "-n", p.ns, "-6", "route", "show", "2001:db8:d3::/64", "proto", "isis")
 			return strings.Contains(o, "dev eth0")

@@ -242,6 +242,23 @@ func (l *fabricLab) waitFor(what string, limit time.Duration, cond func() bool) 
 	return time.Since(start)
 }
 
+// waitRoutes is waitFor for R's routes, recording when they were there
+// and, in urouter mode, when zebra had put prefix in R's kernel: urouter
+// hears of routes over FPM, whose first connection dplane_fpm_nl makes
+// 3 s after zebra starts, so a route made sooner waits for it.
+func (l *fabricLab) waitRoutes(fig func(string, any), what string, limit time.Duration, prefix string, cond func() bool) {
+	l.t.Helper()
+	var zebra time.Duration
+	l.waitFor(what, limit, func() bool {
+		if o, _, _ := runCmd("ip", "-n", l.r, "-6", "route", "show", prefix); zebra == 0 && strings.Contains(o, "via") {
+			zebra = time.Since(l.started)
+		}
+		return cond()
+	})
+	fig("routes in R's table after", time.Since(l.started))
+	fig("  (the first in R's kernel, by zebra, after)", zebra)
+}
+
 // state is what the lab's daemons say, for a failure: R's routes, the
 // shows of every node, FRR's logs' ends and urouter's log.
 func (l *fabricLab) state() string {
