@@ -214,9 +214,14 @@ type flood struct {
 // host with echo requests and with SYNs, rate of each a second (0: as
 // fast as a raw socket takes them).
 func (l *frrLab) startFlood(t *testing.T, src string, rate int) *flood {
+	return startFloodIn(t, l.p[0], src, "2001:db8:d1::1", rate)
+}
+
+// startFloodIn floods dst from src in namespace ns, as startFlood.
+func startFloodIn(t *testing.T, ns, src, dst string, rate int) *flood {
 	f := &flood{done: make(chan struct{}), start: time.Now()}
-	l.flood(t, src, unix.IPPROTO_ICMPV6, rate, f, &f.echoes)
-	l.flood(t, src, unix.IPPROTO_TCP, rate, f, &f.syns)
+	f.send(t, ns, src, dst, unix.IPPROTO_ICMPV6, rate, &f.echoes)
+	f.send(t, ns, src, dst, unix.IPPROTO_TCP, rate, &f.syns)
 	return f
 }
 
@@ -227,13 +232,12 @@ func (f *flood) stop(t *testing.T, what string) {
 	t.Logf("%s flood for %.1f s: %.0f echo requests/s, %.0f SYNs/s", what, secs, float64(f.echoes.Load())/secs, float64(f.syns.Load())/secs)
 }
 
-// flood sends, from src on peer 1's host, echo requests (ICMPv6) or TCP
-// SYNs (half to 179, half to random ports) to the router's address on
-// lan1, rate a second or as fast as it can, until f is stopped, counting
-// them in sent.
-func (l *frrLab) flood(t *testing.T, src string, proto, rate int, f *flood, sent *atomic.Uint64) {
+// send sends, from src in namespace ns, echo requests (ICMPv6) or TCP
+// SYNs (half to 179, half to random ports) to dst, rate a second or as
+// fast as it can, until f is stopped, counting them in sent.
+func (f *flood) send(t *testing.T, ns, src, dst string, proto, rate int, sent *atomic.Uint64) {
 	var fd int
-	inNetns(t, l.p[0], func() {
+	inNetns(t, ns, func() {
 		var err error
 		if fd, err = unix.Socket(unix.AF_INET6, unix.SOCK_RAW, proto); err != nil {
 			t.Fatal(err)
@@ -247,7 +251,7 @@ func (l *frrLab) flood(t *testing.T, src string, proto, rate int, f *flood, sent
 			t.Fatal(err)
 		}
 	})
-	dst := &unix.SockaddrInet6{Addr: netip.MustParseAddr("2001:db8:d1::1").As16()}
+	to := &unix.SockaddrInet6{Addr: netip.MustParseAddr(dst).As16()}
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
@@ -271,7 +275,7 @@ func (l *frrLab) flood(t *testing.T, src string, proto, rate int, f *flood, sent
 			} else {
 				b = append(b[:0], 128, 0, 0, 0, 0x0c, 0x0b, byte(i>>8), byte(i))
 			}
-			if err := unix.Sendto(fd, b, unix.MSG_DONTWAIT, dst); err == nil {
+			if err := unix.Sendto(fd, b, unix.MSG_DONTWAIT, to); err == nil {
 				sent.Add(1)
 			}
 		}
