@@ -76,7 +76,26 @@ type daemon struct {
 	t    testing.TB
 	cmd  *exec.Cmd
 	sock string
-	log  *bytes.Buffer
+	log  *logBuffer
+}
+
+// logBuffer is a daemon's output, written by exec's copier while a test
+// may read it.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // startDaemon runs `urouter daemon --config CONF --socket SOCK`, in netns
@@ -102,7 +121,7 @@ func startDaemonAt(t testing.TB, ns, sock string, flags []string, config ...stri
 func startBinary(t testing.TB, bin, ns, sock string, flags []string, config ...string) *daemon {
 	t.Helper()
 	dir := t.TempDir()
-	d := &daemon{t: t, sock: sock, log: new(bytes.Buffer)}
+	d := &daemon{t: t, sock: sock, log: new(logBuffer)}
 	args := append([]string{"daemon", "--socket", d.sock}, flags...)
 	if len(config) > 0 {
 		conf := filepath.Join(dir, "urouter.conf")
