@@ -17,10 +17,11 @@ const bgpShared = "2001:db8:b000::/64"
 // through each peer's link-local address, and each peer's own prefix one;
 // the host's pings reach all three across R. P1's bgpd killed, its prefix
 // goes and the shared one keeps the path through P2; P1's bgpd restarted,
-// both paths are back.
+// both paths are back. In urouter mode lan1's mirror is a TUN and lan2's
+// a TAP, so the RAs cross both kinds.
 func TestBGPUnnumbered(t *testing.T) {
 	inModes(t, func(t *testing.T, kernel bool, fig func(string, any)) {
-		l := newFabricLab(t, kernel, fabricOpts{base: "ubgp", peers: 2})
+		l := newFabricLab(t, kernel, fabricOpts{base: "ubgp", peers: 2, mirror2: "type tap"})
 		if1, if2 := l.ifname(1), l.ifname(2)
 		l.shows = []string{"show bgp ipv6 unicast summary", "show bgp ipv6 unicast", "show interface"}
 		// zebra's RAs tell the other side the link-local address to

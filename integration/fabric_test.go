@@ -48,8 +48,8 @@ type fabricOpts struct {
 	// eth0; otherwise the peer links have their link-local addresses only
 	numbered bool
 	// mirror ends urouter's mirror lines: "type tap" for a TAP with the
-	// link's MAC, "" for a TUN
-	mirror string
+	// link's MAC, "" for a TUN; mirror2, if set, lan2's
+	mirror, mirror2 string
 	// hostMirror mirrors lan3 too (km3), for FRR on R to see the host's
 	// link; otherwise lan3 is urouter's alone
 	hostMirror bool
@@ -97,8 +97,12 @@ func newFabricLab(t *testing.T, kernel bool, opts fabricOpts) *fabricLab {
 		if a := l.routerAddr(i); a != "" {
 			conf = append(conf, "address add "+a+" dev "+lan)
 		}
+		kind := opts.mirror
+		if i == 2 && opts.mirror2 != "" {
+			kind = opts.mirror2
+		}
 		if i != 3 || opts.hostMirror {
-			conf = append(conf, strings.TrimSpace(fmt.Sprintf("link set %s mirror km%d %s", lan, i, opts.mirror)))
+			conf = append(conf, strings.TrimSpace(fmt.Sprintf("link set %s mirror km%d %s", lan, i, kind)))
 		}
 	}
 	l.d = startBinary(t, urouter, l.r, filepath.Join(t.TempDir(), "urouter.sock"), []string{"--fpm", "127.0.0.1:2620"}, conf...)
