@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"urouter/dataplane"
+	"urouter/dataplane/port"
 )
 
 // Showing links: `ip link show [-s]`, and the link lines `ip address show`
@@ -29,16 +30,30 @@ func (s *session) linkShow(args [][]byte) *cmdErr {
 	return nil
 }
 
-// operstate: an Ethernet link up has its carrier (UP); a TUN's or the
-// loopback's is UNKNOWN, as Linux says of them.
+// operstate: an Ethernet link up has its carrier (UP) or not (a veth
+// whose peer is down: LOWERLAYERDOWN); a TUN's or the loopback's is
+// UNKNOWN, as Linux says of them.
 func operstate(l *dataplane.Link) string {
 	switch {
 	case !l.Up():
 		return "DOWN"
-	case l.Neigh() != nil:
-		return "UP"
+	case l.Neigh() == nil:
+		return "UNKNOWN"
+	case !l.Carrier():
+		return "LOWERLAYERDOWN"
 	}
-	return "UNKNOWN"
+	return "UP"
+}
+
+// flagNames are a link's flags as iproute2's print_link_flags prints
+// them: NO-CARRIER first for a link up without its carrier.
+func flagNames(l *dataplane.Link) []string {
+	f := l.Flags()
+	names := f.Names()
+	if f&port.FlagUp != 0 && f&port.FlagLowerUp == 0 && l.Neigh() != nil {
+		names = append([]string{"NO-CARRIER"}, names...)
+	}
+	return names
 }
 
 // printLink prints a link as iplink.c's print_linkinfo does; full is
@@ -47,7 +62,7 @@ func operstate(l *dataplane.Link) string {
 func (s *session) printLink(w *printer, l *dataplane.Link, full bool) {
 	w.uint("ifindex", "%d: ", uint64(l.Index))
 	w.str("ifname", "%s: ", l.Name)
-	names := l.Flags().Names()
+	names := flagNames(l)
 	w.strings("flags", "", names)
 	w.text("<" + strings.Join(names, ",") + ">")
 	w.uint("mtu", " mtu %d", uint64(l.MTU()))

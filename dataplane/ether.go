@@ -404,6 +404,17 @@ func (e *ether) Carrier() bool {
 	return !ok || c.Carrier()
 }
 
+// Interface is the index of the kernel interface a host link is on, 0
+// for other links.
+func (l *Link) Interface() int {
+	if e, ok := l.hw.(*ether); ok {
+		if a, ok := e.io.(*port.AFPacket); ok {
+			return a.Ifindex()
+		}
+	}
+	return 0
+}
+
 // Spec is its port's words, and for an interface's the MAC given it if it
 // is not the interface's own.
 func (e *ether) Spec() []string {

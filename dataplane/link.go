@@ -67,14 +67,24 @@ type portRef struct{ port.Port }
 // Hardware is what the link is: its kind, flags, link-layer address.
 func (l *Link) Hardware() port.Hardware { return l.hw }
 
-// Flags are the link's interface flags, UP and LOWER_UP included while it
-// is up.
+// Flags are the link's interface flags, UP included while it is up, and
+// LOWER_UP while it also has its carrier.
 func (l *Link) Flags() port.Flags {
 	f := l.hw.Flags()
 	if l.Up() {
-		f |= port.FlagUp | port.FlagLowerUp
+		f |= port.FlagUp
+		if l.Carrier() {
+			f |= port.FlagLowerUp
+		}
 	}
 	return f
+}
+
+// Carrier reports whether the link's port has its carrier: an
+// interface's (a veth whose peer is down has none); the others always do.
+func (l *Link) Carrier() bool {
+	c, ok := l.hw.(interface{ Carrier() bool })
+	return !ok || c.Carrier()
 }
 
 // MTU is the link's MTU.

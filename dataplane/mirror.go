@@ -65,6 +65,18 @@ type mirrorPort interface {
 	// virtio_net_hdr and what followed the header); a TUN takes only the
 	// IPv6 packet of an IPv6 frame.
 	giveFrame(h *port.EthHdr, b []byte) error
+	SetCarrier(on bool) error
+}
+
+// SetCarrier gives the kernel's side its link's carrier (LOWER_UP), or
+// takes it away: the daemons there see a cable pulled as Linux shows it
+// them (zebra takes the nexthops through an interface without carrier
+// out at once; bgpd's fast-external-failover resets its eBGP sessions).
+func (m *Mirror) SetCarrier(on bool) error {
+	if err := m.port.SetCarrier(on); err != nil || on {
+		return err
+	}
+	return port.Dormant(m.Index)
 }
 
 // Mirror is the link's kernel mirror, nil if it has none.

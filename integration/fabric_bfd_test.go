@@ -17,11 +17,14 @@ const bfdPrefix = "2001:db8:e000::/64"
 // TestBFD: R peers over numbered eBGP with P1 and P2, each session
 // watched by BFD (300 ms, multiplier 3); both peers announce one prefix,
 // P2's path made longer so that the traffic takes P1's. The BFD sessions
-// come up and stay up while TCP crosses R and R's own address is flooded
-// with echo requests. Then P1 goes silent (its link stays up: a veth's
-// carrier would tell R at once, with or without BFD): with BFD, R moves
-// the prefix to P2 within a second and a 10 ms ping loses at most 100
+// come up and stay up while TCP crosses R and R's address on P1's link is
+// flooded. Then P1 goes silent (its link stays up): with BFD, R moves the
+// prefix to P2 within a second and a 10 ms ping loses at most 100
 // replies; without BFD it waits for the hold time (6 s) and loses more.
+// P1's link cut instead (`ip link set eth0 down` in P1) is told by the
+// veth's carrier, with or without BFD: in urouter mode urouter takes the
+// carrier away from the link's mirror, and zebra and bgpd act on it as on
+// a kernel interface's; at most 100 replies lost either way.
 func TestBFD(t *testing.T) {
 	inModes(t, func(t *testing.T, kernel bool, fig func(string, any)) {
 		lostBFD := -1
@@ -29,24 +32,26 @@ func TestBFD(t *testing.T) {
 			l := newBFDLab(t, kernel, true)
 			fig("BGP and BFD up after", time.Since(l.started))
 			l.underLoad(fig)
-			lost, outage := l.failover(5 * time.Second)
+			lost, outage := l.failover(5*time.Second, l.silence)
 			fig("P1 silent, BFD: replies lost of a 10 ms ping", lost)
 			fig("P1 silent, BFD: longest outage", outage)
 			if lost > 100 {
 				t.Errorf("with BFD %d replies lost (%v without an answer), want at most 100", lost, outage)
 			}
 			lostBFD = lost
+			l.linkCut(fig, "BFD")
 		})
 		// A lab of its own: BFD taken off a running lab's sessions takes
 		// them down (the other side's session dies with it).
 		t.Run("hold-time", func(t *testing.T) {
 			l := newBFDLab(t, kernel, false)
-			lost, outage := l.failover(15 * time.Second)
+			lost, outage := l.failover(15*time.Second, l.silence)
 			fig("P1 silent, no BFD: replies lost of a 10 ms ping", lost)
 			fig("P1 silent, no BFD: longest outage", outage)
 			if lostBFD >= 0 && lost <= lostBFD {
 				t.Errorf("without BFD %d replies lost, with BFD %d: BFD made no difference", lost, lostBFD)
 			}
+			l.linkCut(fig, "no BFD")
 		})
 	})
 }
@@ -141,25 +146,51 @@ func (l *fabricLab) bfdPath() string {
 	return strings.Fields(nhs[0])[2]
 }
 
-// failover makes P1 silent while the host pings the
-// BFD test's prefix every 10 ms, waits (up to limit) for R to move the
-// route to P2 and the ping to be answered again, then lets P1 speak
-// again. It returns how many replies were lost, and the longest run of
-// them as a time. Silent: P1's every route lookup for what it sends ends
-// in a blackhole rule (what it receives is delivered by the local table
-// first), its link and R's stay up.
-func (l *fabricLab) failover(limit time.Duration) (lost int, outage time.Duration) {
-	l.t.Helper()
+// silence makes P1 silent, and returns what lets it speak again: its
+// every route lookup for what it sends ends in a blackhole rule (what it
+// receives is delivered by the local table first), its link and R's stay
+// up.
+func (l *fabricLab) silence() (restore func()) {
 	p1 := l.peers[0].ns
+	mustRun(l.t, "ip", "-n", p1, "-6", "rule", "add", "pref", "1", "blackhole")
+	return func() { mustRun(l.t, "ip", "-n", p1, "-6", "rule", "del", "pref", "1") }
+}
+
+// cutLink takes P1's end of its link down, and returns what brings it up.
+func (l *fabricLab) cutLink() (restore func()) {
+	p1 := l.peers[0].ns
+	mustRun(l.t, "ip", "-n", p1, "link", "set", "eth0", "down")
+	return func() { mustRun(l.t, "ip", "-n", p1, "link", "set", "eth0", "up") }
+}
+
+// linkCut waits for the route through P1 again (after a failover), cuts
+// P1's link, and checks the failover's loss.
+func (l *fabricLab) linkCut(fig func(string, any), with string) {
+	l.t.Helper()
+	l.waitFor("R's route through P1 again", 20*time.Second, func() bool { return l.bfdPath() == l.dev(1) })
+	lost, outage := l.failover(5*time.Second, l.cutLink)
+	fig("P1's link cut, "+with+": replies lost", lost)
+	fig("P1's link cut, "+with+": longest outage", outage)
+	if lost > 100 {
+		l.t.Errorf("P1's link cut, %s: %d replies lost (%v without an answer), want at most 100", with, lost, outage)
+	}
+}
+
+// failover cuts P1 off (cut) while the host pings the BFD test's prefix
+// every 10 ms, waits (up to limit) for R to move the route to P2 and the
+// ping to be answered again, then restores P1. It returns how many
+// replies were lost, and the longest run of them as a time.
+func (l *fabricLab) failover(limit time.Duration, cut func() (restore func())) (lost int, outage time.Duration) {
+	l.t.Helper()
 	ping := startIn(l.t, l.h, "ping", "-6", "-i", "0.01", "2001:db8:e000::1")
 	time.Sleep(300 * time.Millisecond) // answered before the cut
-	mustRun(l.t, "ip", "-n", p1, "-6", "rule", "add", "pref", "1", "blackhole")
-	l.waitFor("R's route through P2 after P1 went silent", limit, func() bool { return l.bfdPath() == l.dev(2) })
+	restore := cut()
+	l.waitFor("R's route through P2 after P1 was cut off", limit, func() bool { return l.bfdPath() == l.dev(2) })
 	l.waitFor("the ping's answers through P2", 5*time.Second, func() bool {
 		_, _, st := runCmd("ip", "netns", "exec", l.h, "ping", "-6", "-c", "1", "-W", "0.5", "2001:db8:e000::1")
 		return st == 0
 	})
-	mustRun(l.t, "ip", "-n", p1, "-6", "rule", "del", "pref", "1")
+	restore()
 	_ = syscall.Kill(ping.cmd.Process.Pid, syscall.SIGINT) // ping's summary is printed on SIGINT
 	_ = ping.cmd.Wait()                                    // ended by a signal
 	sent, got, gap := pingSummary(ping.out.String())

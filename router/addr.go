@@ -43,7 +43,7 @@ func (r *Router) addrRoutes(l *dataplane.Link, a netip.Prefix) (local fib6.Route
 	nh := nexthop.Nexthop{Link: l.Index}
 	local = fib6.Route{Dst: netip.PrefixFrom(a.Addr(), 128),
 		Attrs: fib6.Attrs{Type: fib6.Local, Proto: fib6.ProtoKernel, Metric: LocalMetric, Nexthop: nh}}
-	if l.Flags()&port.FlagLoopback == 0 {
+	if l.Hardware().Flags()&port.FlagLoopback == 0 {
 		connected = &fib6.Route{Dst: a.Masked(),
 			Attrs: fib6.Attrs{Type: fib6.Unicast, Proto: fib6.ProtoKernel, Metric: r.connectedMetric(l, a.Addr()), Nexthop: nh}}
 	}

@@ -20,7 +20,7 @@ import (
 // with the link's MAC (dataplane.MirrorTAP), with l's MTU, state and
 // addresses, kept in step with them from then on.
 func (r *Router) SetMirror(l *dataplane.Link, kname, kind string) error {
-	if l.Flags()&port.FlagLoopback != 0 {
+	if l.Hardware().Flags()&port.FlagLoopback != 0 {
 		return fmt.Errorf("the loopback has no mirror")
 	}
 	r.mu.Lock()
@@ -80,8 +80,8 @@ func (r *Router) syncMirror(l *dataplane.Link) {
 	}
 }
 
-// syncKernel gives l's mirror, if any, the link's MTU, state and IPv6
-// addresses (without duplicate address detection: they are the link's,
+// syncKernel gives l's mirror, if any, the link's MTU, state, carrier and
+// IPv6 addresses (without duplicate address detection: they are the link's,
 // already checked there), by netlink. It is the router's: it runs under
 // the router's lock, by whoever changed the link (the dataplane only
 // carries the mirror's packets).
@@ -126,6 +126,7 @@ func syncKernel(l *dataplane.Link) error {
 			errs = append(errs, fmt.Errorf("%s on %s: %w", p, m.Name, err))
 		}
 	}
+	errs = append(errs, m.SetCarrier(l.Carrier())) // the same again changes nothing
 	if up := kl.Attrs().Flags&net.FlagUp != 0; up != l.Up() {
 		if l.Up() {
 			errs = append(errs, netlink.LinkSetUp(kl))

@@ -299,7 +299,7 @@ func (r *Router) SetMTU(l *dataplane.Link, mtu int) error {
 // DeleteLink takes a link down (its routes and addresses go) and away.
 // The loopback cannot go, as in Linux.
 func (r *Router) DeleteLink(l *dataplane.Link) error {
-	if l.Flags()&port.FlagLoopback != 0 {
+	if l.Hardware().Flags()&port.FlagLoopback != 0 {
 		return syscall.EOPNOTSUPP
 	}
 	r.mu.Lock()
@@ -371,14 +371,18 @@ func (r *Router) dropRoutesOf(removed []*nexthop.Object) {
 // clock their buckets are stamped with advances.
 const nexthopUpkeep = 100 * time.Millisecond
 
-// Start runs the router's housekeeping (route expiry, resilient groups)
-// until Close.
+// Start runs the router's housekeeping (route expiry, resilient groups,
+// the host links' carrier) until Close.
 func (r *Router) Start() {
 	r.stop = make(chan struct{})
-	r.done.Add(3)
+	r.done.Add(4)
 	go func() {
 		defer r.done.Done()
 		r.routineGateways(r.stop)
+	}()
+	go func() {
+		defer r.done.Done()
+		r.routineCarrier(r.stop)
 	}()
 	go func() {
 		defer r.done.Done()

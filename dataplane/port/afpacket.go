@@ -61,6 +61,9 @@ func (a *AFPacket) Carrier() bool {
 	return err == nil && ifi.Flags&net.FlagRunning != 0
 }
 
+// Ifindex is the interface's index.
+func (a *AFPacket) Ifindex() int { return a.ifindex }
+
 // InterfaceMAC is the interface's own MAC (nil if it is gone).
 func (a *AFPacket) InterfaceMAC() net.HardwareAddr {
 	ifi, err := net.InterfaceByIndex(a.ifindex)

@@ -1,0 +1,57 @@
+package router
+
+import (
+	"log"
+	"net"
+	"net/netip"
+
+	"github.com/vishvananda/netlink"
+)
+
+// routineCarrier follows the carrier of the interfaces the router's host
+// links are on (a veth whose peer went down has none), from the
+// namespace's link notifications, until stop. A change is a change of the
+// link, told as any other: monitors hear of it, and the link's mirror
+// takes its carrier (syncKernel), so that the daemons on the kernel's side
+// see a cable pulled as Linux shows it them.
+func (r *Router) routineCarrier(stop <-chan struct{}) {
+	ch := make(chan netlink.LinkUpdate, 64)
+	done := make(chan struct{})
+	defer close(done)
+	err := netlink.LinkSubscribeWithOptions(ch, done, netlink.LinkSubscribeOptions{
+		ErrorCallback: func(err error) { log.Printf("router: link notifications: %v", err) },
+	})
+	if err != nil {
+		log.Printf("router: link notifications: %v (a host link's carrier is not followed)", err)
+		return
+	}
+	known := map[int]bool{} // by interface index: running, as last seen
+	for {
+		select {
+		case <-stop:
+			return
+		case u, ok := <-ch:
+			if !ok {
+				return
+			}
+			idx, running := u.Attrs().Index, u.Attrs().Flags&net.FlagRunning != 0
+			if was, seen := known[idx]; seen && was == running {
+				continue
+			}
+			known[idx] = running
+			r.carrierChanged(idx)
+		}
+	}
+}
+
+// carrierChanged tells of a change of carrier of the links on interface
+// idx.
+func (r *Router) carrierChanged(idx int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, l := range r.Links.All() {
+		if l.Interface() == idx {
+			r.tell(LinkChanged, l, netip.Prefix{})
+		}
+	}
+}
