@@ -171,6 +171,9 @@ func (s *session) linkSet(args [][]byte) *cmdErr {
 	kind := dataplane.MirrorTUN
 	switch {
 	case a.typ == nil:
+		if m := l.Mirror(); m != nil && m.Name == string(a.mirror) {
+			kind = m.Kind // unsaid, as ip link set leaves what it is not told
+		}
 	case a.mirror == nil || is(a.mirror, "none") || len(a.typArgs) > 0:
 		return extack("Operation not supported.")
 	case is(a.typ, dataplane.MirrorTUN), is(a.typ, dataplane.MirrorTAP):

@@ -231,9 +231,15 @@ func (e *ether) accepts(dst []byte) bool {
 }
 
 // mirrored reports whether the link has a kernel mirror.
-func (e *ether) mirrored() bool {
-	l := e.link.Load()
-	return l != nil && l.Mirror() != nil
+func (e *ether) mirrored() bool { return e.mirror() != nil }
+
+// mirror is the link's kernel mirror, nil if it has none (or is not
+// registered yet).
+func (e *ether) mirror() *Mirror {
+	if l := e.link.Load(); l != nil {
+		return l.Mirror()
+	}
+	return nil
 }
 
 func (e *ether) Queues() int { return e.io.Queues() }
@@ -292,9 +298,9 @@ func (e *ether) routes(h *port.EthHdr, b []byte) bool {
 		}
 	case h[0]&1 != 0:
 		e.stats.Multicast.Add(1)
-		if l := e.link.Load(); l != nil && l.Mirror() != nil && len(b) > vnetHdrLen &&
+		if m := e.mirror(); m != nil && len(b) > vnetHdrLen &&
 			e.police(e.mirrorClass(b[vnetHdrLen:]), len(b)-vnetHdrLen, true) {
-			l.Mirror().giveFrame(h, b) // to the kernel, whose groups they may be
+			m.giveFrame(h, b) // to the kernel, whose groups they may be
 		}
 	default:
 		port.ShiftVnet(b, -port.EthHdrLen)

@@ -90,8 +90,10 @@ func (w *worker) originate(b []byte, src, dst [16]byte, tclass, proto uint8, spo
 	}
 	r := w.dp.Decider.Decide(&key)
 	if r.Verdict == decide.Local { // to the kernel's side of a mirror
-		if l := w.dp.Links.ByIndex(r.Nexthop().Link); l != nil && l.Mirror() != nil {
-			l.Mirror().give(b, len(p))
+		if l := w.dp.Links.ByIndex(r.Nexthop().Link); l != nil {
+			if m := l.Mirror(); m != nil {
+				m.give(b, len(p))
+			}
 		}
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"runtime"
 	"sync/atomic"
 
 	"gvisor.dev/gvisor/pkg/tcpip/header"
@@ -43,6 +44,15 @@ type Mirror struct {
 	// RAsHeld are the kernel's Router Advertisements kept off a link whose
 	// advertisements are the router's own (`ra set dev LINK on`).
 	RAsHeld atomic.Uint64
+
+	// The Ethernet reader and the ND goroutine give the kernel packets
+	// outside the workers' epochs: users counts those writing to the port
+	// and closing turns new ones away, so that ClearMirror closes the port
+	// only once none is left (its descriptor's number could be another's
+	// after). done is closed when the mirror's worker has ended.
+	users   atomic.Int32
+	closing atomic.Bool
+	done    chan struct{}
 }
 
 // The kinds of mirror.
@@ -65,34 +75,31 @@ type mirrorPort interface {
 	// virtio_net_hdr and what followed the header); a TUN takes only the
 	// IPv6 packet of an IPv6 frame.
 	giveFrame(h *port.EthHdr, b []byte) error
-	SetCarrier(on bool) error
 }
 
-// SetCarrier gives the kernel's side its link's carrier (LOWER_UP), or
-// takes it away: the daemons there see a cable pulled as Linux shows it
-// them (zebra takes the nexthops through an interface without carrier
-// out at once; bgpd's fast-external-failover resets its eBGP sessions).
-func (m *Mirror) SetCarrier(on bool) error {
-	if err := m.port.SetCarrier(on); err != nil || on {
-		return err
-	}
-	return port.Dormant(m.Index)
-}
+// SetCarrier makes the kernel's side dormant while its link has no
+// carrier (port.SetDormant), and up again when it has: the daemons there
+// see a cable pulled as Linux shows it them.
+func (m *Mirror) SetCarrier(on bool) error { return port.SetDormant(m.Index, !on) }
 
 // Mirror is the link's kernel mirror, nil if it has none.
 func (l *Link) Mirror() *Mirror { return l.mirror.Load() }
 
 // SetMirror gives link l a kernel mirror of kind (MirrorTUN, MirrorTAP)
-// named kname, replacing the one it had. The kernel interface is made
-// down with no address: the router gives it the link's state (router's
-// syncKernel).
+// named kname, replacing the one it had: after the new one is made, so
+// that a mirror that cannot be made leaves the old (one of the same name
+// goes first, as the name is the new one's). The kernel interface is
+// made down with no address: the router gives it the link's state
+// (router's syncKernel).
 func (dp *Dataplane) SetMirror(l *Link, kname, kind string) (*Mirror, error) {
 	e, isEther := l.hw.(*ether)
 	if kind == MirrorTAP && !isEther {
 		return nil, ErrMirrorKind
 	}
-	if err := dp.ClearMirror(l); err != nil {
-		return nil, err
+	if old := l.Mirror(); old != nil && old.Name == kname {
+		if err := dp.ClearMirror(l); err != nil {
+			return nil, err
+		}
 	}
 	var (
 		mp   mirrorPort
@@ -112,7 +119,10 @@ func (dp *Dataplane) SetMirror(l *Link, kname, kind string) (*Mirror, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Mirror{Name: kname, Index: kidx, Kind: kind, link: l, port: mp}
+	if err := dp.ClearMirror(l); err != nil {
+		return nil, errors.Join(err, mp.Close())
+	}
+	m := &Mirror{Name: kname, Index: kidx, Kind: kind, link: l, port: mp, done: make(chan struct{})}
 	if t, ok := mp.(*tapMirror); ok {
 		t.m = m
 	}
@@ -120,7 +130,10 @@ func (dp *Dataplane) SetMirror(l *Link, kname, kind string) (*Mirror, error) {
 	m.w = dp.addWorkers(l, mp, 1, m)[0]
 	l.mirror.Store(m)
 	dp.mu.Unlock()
-	go m.w.RoutineRead()
+	go func() {
+		defer close(m.done)
+		m.w.RoutineRead()
+	}()
 	if err := allMulti(l, true); err != nil {
 		// without it the kernel's own groups (OSPFv3's, IS-IS's) would not come in
 		return nil, errors.Join(fmt.Errorf("%s: PACKET_MR_ALLMULTI: %w", l.Name, err), dp.ClearMirror(l))
@@ -141,8 +154,13 @@ func (dp *Dataplane) ClearMirror(l *Link) error {
 	if merr != nil {
 		merr = fmt.Errorf("%s: dropping PACKET_MR_ALLMULTI: %w", l.Name, merr)
 	}
+	m.closing.Store(true)
 	dp.synchronize() // no worker is still giving it packets
+	for m.users.Load() != 0 {
+		runtime.Gosched() // a write of one packet
+	}
 	err := m.port.Close()
+	<-m.done // nor sending what the kernel sent (a TAP mirror's frames) by the link's port
 	dp.dropWorkers(func(w *worker) bool { return w == m.w })
 	return errors.Join(merr, err)
 }
@@ -190,12 +208,34 @@ func (w *worker) toKernel(k *pkt) *Mirror {
 }
 
 // give writes b (virtio_net_hdr and a packet of n bytes) into the kernel.
-func (m *Mirror) give(b []byte, n int) { m.count(m.port.give(b), n) }
+func (m *Mirror) give(b []byte, n int) {
+	if !m.enter() {
+		m.Dropped.Add(1)
+		return
+	}
+	m.count(m.port.give(b), n)
+	m.users.Add(-1)
+}
 
 // giveFrame gives the kernel a frame the link read (h, then b), whole up
 // a TAP mirror, its IPv6 packet up a TUN.
 func (m *Mirror) giveFrame(h *port.EthHdr, b []byte) {
+	if !m.enter() {
+		m.Dropped.Add(1)
+		return
+	}
 	m.count(m.port.giveFrame(h, b), len(b)-vnetHdrLen)
+	m.users.Add(-1)
+}
+
+// enter counts a user of the port in, unless the mirror is closing.
+func (m *Mirror) enter() bool {
+	m.users.Add(1)
+	if m.closing.Load() {
+		m.users.Add(-1)
+		return false
+	}
+	return true
 }
 
 func (m *Mirror) count(err error, n int) {

@@ -43,7 +43,7 @@ func openTAPMirror(kname string, mtu int, e *ether) (*tapMirror, int32, error) {
 	}
 	m := &tapMirror{TAP: t, e: e}
 	if a, ok := e.io.(*port.AFPacket); ok {
-		if m.others, err = a.OpenOthers(); err != nil {
+		if m.others, err = a.OpenOthers(net.HardwareAddr(e.mac[:])); err != nil {
 			return nil, 0, errors.Join(err, t.Close())
 		}
 		m.done = make(chan struct{})
@@ -65,7 +65,7 @@ func (t *tapMirror) readOthers() {
 		if errors.Is(err, os.ErrClosed) {
 			return
 		}
-		if err != nil || n < port.EthHdrLen || binary.BigEndian.Uint16(buf[4+12:]) == port.EtherTypeIPv6 {
+		if err != nil || n < port.EthHdrLen {
 			continue
 		}
 		copy(h[:], buf[4:4+port.EthHdrLen])
@@ -172,12 +172,13 @@ func (t *tapMirror) WriteBatch(_ int, pkts [][]byte, _ []netip.Addr) (int, error
 }
 
 // frameClass is the CoPP class of a frame that is not IPv6, given up a TAP
-// mirror: the IEEE 802.1 link-local groups (LLDP, IS-IS's AllL1ISs and
-// AllL2ISs) and IS-IS's AllISs are routing; anything else is other.
+// mirror: LLDP's and IS-IS's groups are routing; anything else (the other
+// IEEE 802.1 groups' STP, LACP, pause frames; unicast) is other.
 func frameClass(h *port.EthHdr) CoPPClass {
-	switch {
-	case h[0] == 0x01 && h[1] == 0x80 && h[2] == 0xc2 && h[3] == 0 && h[4] == 0,
-		h[0] == 0x09 && h[1] == 0x00 && h[2] == 0x2b && h[3] == 0 && h[4] == 0:
+	switch ndisc.MAC(h[:6]) {
+	case ndisc.MAC{0x01, 0x80, 0xc2, 0, 0, 0x0e}, // LLDP
+		ndisc.MAC{0x01, 0x80, 0xc2, 0, 0, 0x14}, ndisc.MAC{0x01, 0x80, 0xc2, 0, 0, 0x15}, // IS-IS AllL1ISs, AllL2ISs
+		ndisc.MAC{0x09, 0x00, 0x2b, 0, 0, 0x04}, ndisc.MAC{0x09, 0x00, 0x2b, 0, 0, 0x05}: // AllESs, AllISs
 		return CoPPRouting
 	}
 	return CoPPOther
@@ -187,13 +188,9 @@ func frameClass(h *port.EthHdr) CoPPClass {
 // one and the frame is for the router's MAC or a group (within its class's
 // limit); it reports whether the frame went up.
 func (e *ether) toTAP(h *port.EthHdr, b []byte) bool {
-	l := e.link.Load()
-	if l == nil {
-		return false
-	}
-	m := l.Mirror()
-	if m == nil || m.Kind != MirrorTAP || h[0]&1 == 0 && ndisc.MAC(h[:6]) != e.mac {
-		return false
+	m := e.mirror()
+	if m == nil || m.Kind != MirrorTAP || h[0]&1 == 0 && ndisc.MAC(h[:6]) != e.mac || len(b) <= vnetHdrLen {
+		return false // a frame with nothing after its header says nothing
 	}
 	if e.police(frameClass(h), len(b)-vnetHdrLen, true) {
 		m.giveFrame(h, b)
@@ -207,11 +204,7 @@ func (e *ether) toTAP(h *port.EthHdr, b []byte) bool {
 // Router Solicitations when the link's advertisements are the kernel's
 // (the router's own sender is off).
 func (e *ether) ndUp(h *port.EthHdr, b []byte) {
-	l := e.link.Load()
-	if l == nil {
-		return
-	}
-	m := l.Mirror()
+	m := e.mirror()
 	if m == nil {
 		return
 	}

@@ -190,6 +190,7 @@ func (l *fabricLab) failover(limit time.Duration, cut func() (restore func())) (
 		_, _, st := runCmd("ip", "netns", "exec", l.h, "ping", "-6", "-c", "1", "-W", "0.5", "2001:db8:e000::1")
 		return st == 0
 	})
+	time.Sleep(200 * time.Millisecond) // the 10 ms ping's own answers come again (those in flight at its end count lost)
 	restore()
 	_ = syscall.Kill(ping.cmd.Process.Pid, syscall.SIGINT) // ping's summary is printed on SIGINT
 	_ = ping.cmd.Wait()                                    // ended by a signal
@@ -220,6 +221,9 @@ func pingSummary(out string) (sent, got, gap int) {
 	slices.Sort(seqs)
 	for i := 1; i < len(seqs); i++ {
 		gap = max(gap, seqs[i]-seqs[i-1]-1)
+	}
+	if len(seqs) > 0 { // and the runs before the first and after the last (sequence numbers from 1)
+		gap = max(gap, seqs[0]-1, sent-seqs[len(seqs)-1])
 	}
 	return sent, got, gap
 }

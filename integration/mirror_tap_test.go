@@ -49,8 +49,13 @@ func TestMirrorTAP(t *testing.T) {
 			t.Errorf("%s: %d %q, want an error with %q", bad.args, st, e, bad.err)
 		}
 	}
-	if _, err := kernelLink(t, l.r, "kt1"); err == nil {
-		t.Errorf("a refused mirror left its kernel interface kt1")
+	// A mirror that cannot be made (its name taken in the kernel) leaves the
+	// one there.
+	if _, e, st := l.d.run("link", "set", "lan1", "mirror", "lo", "type", "tap"); st == 0 || !strings.Contains(e, "exists") {
+		t.Errorf("mirror lo: %d %q, want an error that it exists", st, e)
+	}
+	if out, _, _ := l.d.run("link", "show", "lan1"); !strings.Contains(out, "mirror km1 ifindex ") {
+		t.Fatalf("a refused mirror took km1 away:\n%s", out)
 	}
 	checkKernelThroughMirror(t, l)
 	for _, line := range strings.Split(mustRun(t, "ip", "-n", l.r, "neigh", "show", "dev", "km1"), "\n") {
@@ -73,12 +78,36 @@ func TestMirrorTAP(t *testing.T) {
 		t.Errorf("an IS-IS frame from km1 did not leave by lan1 as it was sent")
 	}
 
-	// Back to a TUN of the same name.
-	if _, e, st := l.d.run("link", "set", "lan1", "mirror", "km1", "type", "tun"); st != 0 {
-		t.Fatalf("mirror km1 type tun: %s", e)
+	// What is not given up: a frame with nothing after its header (nor
+	// does it crash anything), another host's unicast, IPv4's ARP.
+	hs.send(t, ether([]byte{0x01, 0x80, 0xc2, 0, 0, 0x0e}, hostMAC(t, l), 0x88cc, nil))
+	other := ether([]byte{0x02, 0, 0, 0, 0, 0x99}, hostMAC(t, l), 0x88cc, []byte("urouter-not-for-us"))
+	hs.send(t, other)
+	arp := ether([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, hostMAC(t, l), 0x0806, make([]byte, 28))
+	hs.send(t, arp)
+	if f, ok := ks.await(func(f []byte) bool {
+		return len(f) <= 14 || bytes.HasSuffix(f, []byte("urouter-not-for-us")) || f[12] == 0x08 && f[13] == 0x06
+	}); ok {
+		t.Errorf("km1 was given %x", f)
 	}
-	if o := mustRun(t, "ip", "-n", l.r, "link", "show", "km1"); !strings.Contains(o, "link/none") {
-		t.Errorf("km1 is not a TUN again:\n%s", o)
+	hs.send(t, lldp)
+	if _, ok := ks.await(func(f []byte) bool { return len(f) >= len(lldp) && bytes.Equal(f[:len(lldp)], lldp) }); !ok {
+		t.Errorf("LLDP did not reach km1 after the short frame")
+	}
+
+	// A TUN of the same name, kept by a mirror line that does not say its
+	// type, and a TAP again.
+	for _, c := range []struct{ args, want string }{
+		{"link set lan1 mirror km1 type tun", "link/none"},
+		{"link set lan1 mirror km1", "link/none"},
+		{"link set lan1 mirror km1 type tap", "link/ether"},
+	} {
+		if _, e, st := l.d.run(strings.Fields(c.args)...); st != 0 {
+			t.Fatalf("%s: %s", c.args, e)
+		}
+		if o := mustRun(t, "ip", "-n", l.r, "link", "show", "km1"); !strings.Contains(o, c.want) {
+			t.Errorf("after %s km1 is not %s:\n%s", c.args, c.want, o)
+		}
 	}
 }
 
@@ -124,14 +153,17 @@ func TestMirrorRA(t *testing.T) {
 				t.Errorf("the host's RS did not go up km1 while the kernel owns the link's RAs")
 			}
 
-			// The kernel's RA, as zebra sends it: no link-layer option on a TUN.
+			// The kernel's RA, as zebra sends it: no link-layer option on a
+			// TUN (appended), or one that names another MAC (rewritten).
 			kernelRA := icmp6(rLLA, allNodes, header.ICMPv6RouterAdvert, raBody(1234, nil))
-			ks.send(t, kernelFrame(kind, mac, kernelRA))
-			f, ok := hs.await(isICMP(true, header.ICMPv6RouterAdvert, 1234))
-			if !ok {
-				t.Fatalf("the kernel's RA did not leave by lan1")
+			for _, opts := range [][]byte{nil, {1, 1, 0x02, 0xaa, 0xbb, 0xcc, 0xdd, 0xee}} {
+				ks.send(t, kernelFrame(kind, mac, icmp6(rLLA, allNodes, header.ICMPv6RouterAdvert, raBody(1234, opts))))
+				f, ok := hs.await(isICMP(true, header.ICMPv6RouterAdvert, 1234))
+				if !ok {
+					t.Fatalf("the kernel's RA (options %x) did not leave by lan1", opts)
+				}
+				checkRA(t, f, mac)
 			}
-			checkRA(t, f, mac)
 
 			l.d.run("ra", "set", "dev", "lan1", "on", "lifetime", "1800")
 			held := mirrorCounter(t, l.d, "ra_held")
@@ -145,6 +177,15 @@ func TestMirrorRA(t *testing.T) {
 			hs.send(t, rs)
 			if _, ok := ks.await(isICMP(kind == "tap", header.ICMPv6RouterSolicit, 0)); ok {
 				t.Errorf("the host's RS went up km1 though urouter answers it")
+			}
+			// urouter's answer, unicast to the host that asked (its
+			// unsolicited RAs go to all nodes)
+			answered := isICMP(true, header.ICMPv6RouterAdvert, 1800)
+			hs.send(t, rs)
+			if _, ok := hs.await(func(f []byte) bool {
+				return answered(f) && netip.AddrFrom16([16]byte(f[14+24:14+40])) == hLLA
+			}); !ok {
+				t.Errorf("urouter did not answer the host's RS")
 			}
 		})
 	}

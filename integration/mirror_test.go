@@ -48,6 +48,9 @@ func newMirrorLabOf(t *testing.T, kind string, flags []string, extra ...string) 
 	l := &mirrorLab{r: newNetns(t, "uro-kr"), h: newNetns(t, "uro-kh"), flags: flags}
 	mustRun(t, "ip", "-n", l.r, "link", "add", "r1", "type", "veth", "peer", "name", "eth0", "netns", l.h)
 	mustRun(t, "ip", "netns", "exec", l.h, "sysctl", "-qw", "net.ipv6.conf.eth0.accept_dad=0")
+	// no solicitations of its own: they go up the mirror, and the tests
+	// count what goes up
+	mustRun(t, "ip", "netns", "exec", l.h, "sysctl", "-qw", "net.ipv6.conf.eth0.router_solicitations=0")
 	mustRun(t, "ip", "-n", l.h, "addr", "add", "2001:db8:c1::2/64", "dev", "eth0", "nodad")
 	mustRun(t, "ip", "-n", l.h, "link", "set", "eth0", "up")
 	mustRun(t, "ip", "-n", l.h, "-6", "route", "add", "default", "via", "2001:db8:c1::1")

@@ -127,9 +127,12 @@ func SetSourceLink(m []byte, mac MAC) ([]byte, bool) {
 			return m, false
 		}
 		n := int(opts[1]) * 8
-		if opts[0] == optSourceLL && n == 8 {
+		switch {
+		case opts[0] == optSourceLL && n == 8:
 			copy(opts[2:8], mac[:])
 			return m, true
+		case opts[0] == optSourceLL:
+			return m, false // not an Ethernet address: hosts drop the RA (as LinkOption)
 		}
 		opts = opts[n:]
 	}

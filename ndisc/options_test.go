@@ -30,6 +30,7 @@ func TestSetSourceLink(t *testing.T) {
 		"overrun":     ra(5, 2, 0, 0, 0, 0, 0, 0),
 		"short":       make([]byte, 15, 64),
 		"no room":     ra(mtu...)[:24:24],
+		"long SLLAO":  ra(1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0),
 	} {
 		if _, ok := SetSourceLink(m, mac); ok {
 			t.Errorf("%s: taken", name)

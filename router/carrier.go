@@ -18,7 +18,10 @@ func (r *Router) routineCarrier(stop <-chan struct{}) {
 	ch := make(chan netlink.LinkUpdate, 64)
 	done := make(chan struct{})
 	defer close(done)
+	// the links as they are first (ListExisting): a carrier that came
+	// before the subscription, as a veth's does soon after it is set up
 	err := netlink.LinkSubscribeWithOptions(ch, done, netlink.LinkSubscribeOptions{
+		ListExisting:  true,
 		ErrorCallback: func(err error) { log.Printf("router: link notifications: %v", err) },
 	})
 	if err != nil {

@@ -126,13 +126,17 @@ func syncKernel(l *dataplane.Link) error {
 			errs = append(errs, fmt.Errorf("%s on %s: %w", p, m.Name, err))
 		}
 	}
-	errs = append(errs, m.SetCarrier(l.Carrier())) // the same again changes nothing
+	dormant := kl.Attrs().OperState == netlink.OperDormant
 	if up := kl.Attrs().Flags&net.FlagUp != 0; up != l.Up() {
 		if l.Up() {
 			errs = append(errs, netlink.LinkSetUp(kl))
 		} else {
 			errs = append(errs, netlink.LinkSetDown(kl))
 		}
+		dormant = false // coming up or going down, it is not
+	}
+	if carrier := l.Carrier(); l.Up() && dormant == carrier {
+		errs = append(errs, m.SetCarrier(carrier))
 	}
 	return errors.Join(errs...)
 }

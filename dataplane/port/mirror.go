@@ -85,41 +85,30 @@ func (t *TUN) Give(b []byte) error {
 	return err
 }
 
-// tunSetCarrier is TUNSETCARRIER, _IOW('T', 226, int) (Linux 5.0), which
-// golang.org/x/sys does not name.
-const tunSetCarrier = 0x400454e2
+// RFC 2863's operstates a mirror takes (IF_OPER_DORMANT, IF_OPER_UP).
+const (
+	ifOperDormant = 5
+	ifOperUp      = 6
+)
 
-// setCarrier gives a TUN or TAP's kernel side a carrier or takes it away
-// (IFF_RUNNING, LOWER_UP), through its first queue.
-func setCarrier(fd int, on bool) error {
-	v := 0
-	if on {
-		v = 1
+// SetDormant makes a mirror's kernel interface ifindex dormant (not
+// RUNNING, its link without carrier) or up again (IFLA_OPERSTATE), and the
+// kernel tells of it at once: zebra takes the nexthops through an
+// interface that is not RUNNING out, bgpd's fast-external-failover resets
+// its eBGP sessions over it. (The TUN's own carrier, TUNSETCARRIER, is
+// told through the kernel's linkwatch, which holds an event that is not
+// urgent up to a second after the last it ran, and stops the interface's
+// queue meanwhile.)
+func SetDormant(ifindex int32, dormant bool) error {
+	state := byte(ifOperUp)
+	if dormant {
+		state = ifOperDormant
 	}
-	return unix.IoctlSetPointerInt(fd, tunSetCarrier, v)
-}
-
-// SetCarrier gives the mirror TUN's kernel side its link's carrier.
-func (t *TUN) SetCarrier(on bool) error { return setCarrier(t.queues[0].fd, on) }
-
-// SetCarrier gives the mirror TAP's kernel side its link's carrier.
-func (t *TAP) SetCarrier(on bool) error { return setCarrier(t.queues[0].fd, on) }
-
-// ifOperDormant is RFC 2863's dormant operstate (IF_OPER_DORMANT).
-const ifOperDormant = 5
-
-// Dormant makes interface ifindex dormant (IFLA_OPERSTATE), not RUNNING,
-// with a notification at once: the kernel tells of a TUN's or TAP's lost
-// carrier through its linkwatch, which holds an event that is not urgent
-// up to a second after the last it ran (a veth's next door, say), while a
-// routing daemon should act on it now. The carrier's own event, when it
-// comes, sets the operstate as the carrier has it.
-func Dormant(ifindex int32) error {
 	req := nl.NewNetlinkRequest(unix.RTM_SETLINK, unix.NLM_F_ACK)
 	msg := nl.NewIfInfomsg(unix.AF_UNSPEC)
 	msg.Index = ifindex
 	req.AddData(msg)
-	req.AddData(nl.NewRtAttr(unix.IFLA_OPERSTATE, []byte{ifOperDormant}))
+	req.AddData(nl.NewRtAttr(unix.IFLA_OPERSTATE, []byte{state}))
 	_, err := req.Execute(unix.NETLINK_ROUTE, 0)
 	return err
 }

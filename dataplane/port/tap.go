@@ -133,10 +133,13 @@ func (t *TAP) WriteFrames(hdrs []EthHdr, pkts [][]byte) (int, error) {
 	fd := t.queues[0].fd
 	var iov [3]unix.Iovec
 	for i, p := range pkts {
-		iov[0].Base, iov[1].Base, iov[2].Base = &p[0], &hdrs[i][0], &p[VnetHdrLen]
+		iov[0].Base, iov[1].Base, iov[2].Base = &p[0], &hdrs[i][0], nil
 		iov[0].SetLen(VnetHdrLen)
 		iov[1].SetLen(EthHdrLen)
 		iov[2].SetLen(len(p) - VnetHdrLen)
+		if len(p) > VnetHdrLen { // a frame with nothing after its header has no third piece
+			iov[2].Base = &p[VnetHdrLen]
+		}
 		for {
 			_, _, e := syscall.Syscall(unix.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(&iov[0])), 3)
 			if e == unix.EINTR {
