@@ -4,6 +4,8 @@ import (
 	"log"
 	"net"
 	"net/netip"
+	"sync/atomic"
+	"time"
 
 	"github.com/vishvananda/netlink"
 )
@@ -13,29 +15,50 @@ import (
 // namespace's link notifications, until stop. A change is a change of the
 // link, told as any other: monitors hear of it, and the link's mirror
 // takes its carrier (syncKernel), so that the daemons on the kernel's side
-// see a cable pulled as Linux shows it them.
+// see a cable pulled as Linux shows it them. A subscription that fails (a
+// notification socket that overflowed, say) is made again.
 func (r *Router) routineCarrier(stop <-chan struct{}) {
+	for !r.followCarrier(stop) {
+		select {
+		case <-stop:
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// followCarrier is one subscription's run; it reports whether it ended
+// for stop.
+func (r *Router) followCarrier(stop <-chan struct{}) bool {
 	ch := make(chan netlink.LinkUpdate, 64)
 	done := make(chan struct{})
-	defer close(done)
+	var ending atomic.Bool
+	defer func() {
+		ending.Store(true) // closing done makes the subscription's read fail
+		close(done)
+	}()
 	// the links as they are first (ListExisting): a carrier that came
 	// before the subscription, as a veth's does soon after it is set up
 	err := netlink.LinkSubscribeWithOptions(ch, done, netlink.LinkSubscribeOptions{
-		ListExisting:  true,
-		ErrorCallback: func(err error) { log.Printf("router: link notifications: %v", err) },
+		ListExisting: true,
+		ErrorCallback: func(err error) {
+			if !ending.Load() {
+				log.Printf("router: link notifications: %v", err)
+			}
+		},
 	})
 	if err != nil {
 		log.Printf("router: link notifications: %v (a host link's carrier is not followed)", err)
-		return
+		return false
 	}
 	known := map[int]bool{} // by interface index: running, as last seen
 	for {
 		select {
 		case <-stop:
-			return
+			return true
 		case u, ok := <-ch:
 			if !ok {
-				return
+				return false
 			}
 			idx, running := u.Attrs().Index, u.Attrs().Flags&net.FlagRunning != 0
 			if was, seen := known[idx]; seen && was == running {
