@@ -191,11 +191,11 @@ func (sv *saver) link(l *dataplane.Link) {
 		sv.line("link", "link", "set", name, "down")
 	}
 	if m := l.Mirror(); m != nil {
-		if m.Kind == dataplane.MirrorTAP {
-			sv.line("link", "link", "set", name, "mirror", m.Name, "type", m.Kind)
-		} else {
-			sv.line("link", "link", "set", name, "mirror", m.Name)
+		words := []string{"link", "set", name, "mirror", m.Name}
+		if m.Kind != dataplane.MirrorTUN { // the default unsaid
+			words = append(words, "type", m.Kind)
 		}
+		sv.line("link", words...)
 	}
 }
 

@@ -40,7 +40,7 @@ func (s *session) statusCmd(args [][]byte) *cmdErr {
 			continue
 		}
 		configured++
-		if c, ok := l.Hardware().(interface{ Carrier() bool }); ok && !c.Carrier() {
+		if !l.Carrier() {
 			why = append(why, "link "+l.Name+" is set up but has no carrier")
 			continue
 		}

@@ -51,14 +51,16 @@ type Link struct {
 	// offloads are what the link's port takes whole (fixed with the port)
 	offloads port.Offloads
 
-	port     atomic.Pointer[portRef] // nil once removed
-	mtu      atomic.Uint32
-	up       atomic.Bool
-	addrs    atomic.Pointer[[]netip.Prefix] // the router's addresses, Linux's order
-	counters atomic.Pointer[[]*Counters]    // one per worker that touches the link
-	mirror   atomic.Pointer[Mirror]         // its stand-in in the kernel, if any
-	conf     linkConf
-	copp     coppBuckets // the limits of what it punts to the router
+	port atomic.Pointer[portRef] // nil once removed
+	mtu  atomic.Uint32
+	up   atomic.Bool
+	// noCarrier: the interface under it has lost its carrier (Carrier)
+	noCarrier atomic.Bool
+	addrs     atomic.Pointer[[]netip.Prefix] // the router's addresses, Linux's order
+	counters  atomic.Pointer[[]*Counters]    // one per worker that touches the link
+	mirror    atomic.Pointer[Mirror]         // its stand-in in the kernel, if any
+	conf      linkConf
+	copp      coppBuckets // the limits of what it punts to the router
 }
 
 // portRef holds a Port for an atomic pointer.
@@ -81,10 +83,15 @@ func (l *Link) Flags() port.Flags {
 }
 
 // Carrier reports whether the link's port has its carrier: an
-// interface's (a veth whose peer is down has none); the others always do.
-func (l *Link) Carrier() bool {
-	c, ok := l.hw.(interface{ Carrier() bool })
-	return !ok || c.Carrier()
+// interface's (a veth whose peer is down has none) as it had it when the
+// link was made, then as the router was told (Links.SetCarrier); the
+// others always do.
+func (l *Link) Carrier() bool { return !l.noCarrier.Load() }
+
+// SetCarrier records that link l's interface has its carrier, or not; it
+// reports whether that changed.
+func (ls *Links) SetCarrier(l *Link, on bool) bool {
+	return l.noCarrier.Swap(!on) != !on
 }
 
 // MTU is the link's MTU.
@@ -217,6 +224,9 @@ func (ls *Links) add(name string, index int32, dev port.Device, mtu int) (*Link,
 		return nil, ErrNoIndex
 	}
 	l := &Link{Index: index, Name: name, hw: dev, offloads: dev.Offloads()}
+	if c, ok := dev.(interface{ Carrier() bool }); ok {
+		l.noCarrier.Store(!c.Carrier())
+	}
 	ls.next = max(ls.next, index+1)
 	l.mtu.Store(uint32(mtu))
 	l.port.Store(&portRef{dev})

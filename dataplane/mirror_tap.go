@@ -26,9 +26,8 @@ type tapMirror struct {
 	*port.TAP
 	e *ether
 	m *Mirror
-	// the batch's headers, and one frame on its way out (the worker's own)
+	// the batch's headers, and the frame on its way out (the worker's own)
 	hdrs [batchSize]port.EthHdr
-	outH [1]port.EthHdr
 	outB [1][]byte
 	// others reads an interface's frames of other ethertypes (its link's
 	// socket takes IPv6 alone); done closes when its reader has ended
@@ -100,7 +99,7 @@ func (t *tapMirror) ReadBatch(q int, bufs [][]byte, sizes []int) (int, error) {
 				continue
 			}
 			if binary.BigEndian.Uint16(t.hdrs[i][12:]) != port.EtherTypeIPv6 {
-				t.out(&t.hdrs[i], bufs[i][:sizes[i]])
+				t.out(t.hdrs[i:i+1], bufs[i][:sizes[i]])
 				continue
 			}
 			port.ShiftVnet(bufs[i], -port.EthHdrLen)
@@ -114,7 +113,7 @@ func (t *tapMirror) ReadBatch(q int, bufs [][]byte, sizes []int) (int, error) {
 
 // out sends a frame the kernel made (IS-IS, LLDP) out of the link, as it
 // is: its source is the TAP's MAC, the link's.
-func (t *tapMirror) out(h *port.EthHdr, b []byte) {
+func (t *tapMirror) out(h []port.EthHdr, b []byte) {
 	m := t.m
 	m.DownPackets.Add(1)
 	m.DownBytes.Add(uint64(len(b) - vnetHdrLen))
@@ -123,8 +122,8 @@ func (t *tapMirror) out(h *port.EthHdr, b []byte) {
 		m.Dropped.Add(1)
 		return
 	}
-	t.outH[0], t.outB[0] = *h, b
-	if _, err := t.e.io.WriteFrames(t.outH[:], t.outB[:]); err != nil {
+	t.outB[0] = b
+	if _, err := t.e.io.WriteFrames(h, t.outB[:]); err != nil {
 		m.Dropped.Add(1)
 	}
 	t.outB[0] = nil

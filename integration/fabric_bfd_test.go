@@ -22,9 +22,9 @@ const bfdPrefix = "2001:db8:e000::/64"
 // prefix to P2 within a second and a 10 ms ping loses at most 100
 // replies; without BFD it waits for the hold time (6 s) and loses more.
 // P1's link cut instead (`ip link set eth0 down` in P1) is told by the
-// veth's carrier, with or without BFD: in urouter mode urouter takes the
-// carrier away from the link's mirror, and zebra and bgpd act on it as on
-// a kernel interface's; at most 100 replies lost either way.
+// veth's carrier, with or without BFD: in urouter mode urouter makes the
+// link's mirror dormant, and zebra and bgpd act on it as on a kernel
+// interface that lost its carrier; at most 100 replies lost either way.
 func TestBFD(t *testing.T) {
 	inModes(t, func(t *testing.T, kernel bool, fig func(string, any)) {
 		lostBFD := -1

@@ -261,8 +261,12 @@ func (l *frrLab) converge(want int, start time.Time, limit time.Duration) (urout
 	return urouter, kernel
 }
 
-func (l *frrLab) ping(dst string) error {
-	o, e, st := runCmd("ip", "netns", "exec", l.h, "ping", "-6", "-c", "2", "-i", "0.2", "-W", "2", dst)
+func (l *frrLab) ping(dst string) error { return pingAcross(l.h, dst, "2", "2") }
+
+// pingAcross pings dst from namespace ns count times, waiting wait
+// seconds for each answer: an answer, one router crossed (hop limit 63).
+func pingAcross(ns, dst, count, wait string) error {
+	o, e, st := runCmd("ip", "netns", "exec", ns, "ping", "-6", "-c", count, "-i", "0.2", "-W", wait, dst)
 	if st != 0 {
 		return fmt.Errorf("ping %s: %s%s", dst, o, e)
 	}

@@ -51,7 +51,6 @@ func (r *Router) followCarrier(stop <-chan struct{}) bool {
 		log.Printf("router: link notifications: %v (a host link's carrier is not followed)", err)
 		return false
 	}
-	known := map[int]bool{} // by interface index: running, as last seen
 	for {
 		select {
 		case <-stop:
@@ -60,23 +59,18 @@ func (r *Router) followCarrier(stop <-chan struct{}) bool {
 			if !ok {
 				return false
 			}
-			idx, running := u.Attrs().Index, u.Attrs().Flags&net.FlagRunning != 0
-			if was, seen := known[idx]; seen && was == running {
-				continue
-			}
-			known[idx] = running
-			r.carrierChanged(idx)
+			r.carrierChanged(u.Attrs().Index, u.Attrs().Flags&net.FlagRunning != 0)
 		}
 	}
 }
 
-// carrierChanged tells of a change of carrier of the links on interface
-// idx.
-func (r *Router) carrierChanged(idx int) {
+// carrierChanged records the carrier of interface idx (running) on the
+// links on it, and tells of those it changed.
+func (r *Router) carrierChanged(idx int, running bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, l := range r.Links.All() {
-		if l.Interface() == idx {
+		if l.Interface() == idx && r.Links.SetCarrier(l, running) {
 			r.tell(LinkChanged, l, netip.Prefix{})
 		}
 	}
