@@ -4,7 +4,7 @@ go 1.26.0
 
 require (
 	github.com/gaissmai/bart v0.30.0
-	github.com/google/gopacket v1.1.19
+	github.com/gopacket/gopacket v1.7.7
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.73.1
