@@ -33,6 +33,14 @@ type Dataplane struct {
 	// router's gateway probing); it must not block.
 	neighWatch atomic.Pointer[func(l *Link, addr netip.Addr, from, to ndisc.State)]
 
+	// captures are the packet captures running (capture.go), nil when
+	// none is; changed under capMu
+	captures atomic.Pointer[captureSet]
+	capMu    sync.Mutex
+	// tracer is the armed trace (trace.go), nil when none is
+	tracer atomic.Pointer[Tracer]
+	traces traceLog // the traced packets' records
+
 	mu      sync.Mutex // link I/O set-up and tear-down
 	workers atomic.Pointer[[]*worker]
 	nextID  int

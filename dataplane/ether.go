@@ -292,6 +292,7 @@ func (e *ether) routes(h *port.EthHdr, b []byte) bool {
 	case !e.accepts(h[:6]):
 		e.stats.NotForUs.Add(1)
 	case ndisc.IsND(b[vnetHdrLen:]):
+		e.capture(DirIn, b)
 		if e.police(CoPPND, len(b)-vnetHdrLen, false) {
 			e.nd.Receive(ndisc.MAC(h[6:12]), b[vnetHdrLen:])
 			e.ndUp(h, b)
@@ -376,6 +377,11 @@ func (e *ether) frame(h *port.EthHdr, mac ndisc.MAC) {
 // writeTo sends packets the link makes itself (ND, packets that waited)
 // to mac, from the router's MAC; an error is the first write that failed.
 func (e *ether) writeTo(mac ndisc.MAC, pkts [][]byte) error {
+	for _, p := range pkts {
+		if len(p) > vnetHdrLen && ndisc.IsND(p[vnetHdrLen:]) {
+			e.capture(DirOut, p) // what waited was captured when the packet path wrote it
+		}
+	}
 	s := scratchPool.Get().(*etherScratch)
 	defer scratchPool.Put(s)
 	for len(pkts) > 0 {
@@ -390,6 +396,14 @@ func (e *ether) writeTo(mac ndisc.MAC, pkts [][]byte) error {
 		pkts = pkts[n:]
 	}
 	return nil
+}
+
+// capture offers a Neighbour Discovery message (virtio_net_hdr and
+// packet), which the packet path never sees, to the captures.
+func (e *ether) capture(d Direction, b []byte) {
+	if l := e.link.Load(); l != nil && e.dp != nil {
+		e.dp.captureOff(l, d, b, false, 0)
+	}
 }
 
 func (e *ether) Offloads() port.Offloads { return e.io.Offloads() }

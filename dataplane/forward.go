@@ -53,6 +53,7 @@ type pkt struct {
 	// the ICMPv6 error to send, for actError
 	icmpType, icmpCode uint8
 	icmpParam          uint32
+	tr                 *TraceRecord // its trace, if it is traced (trace.go)
 }
 
 // forward routes a batch of n packets read from w.in, top to bottom.
@@ -60,16 +61,27 @@ func (w *worker) forward(n int) {
 	in := w.in
 	c := w.ctr(in)
 	up := in.carries()
+	w.caps, w.tr = w.dp.captures.Load(), w.dp.tracer.Load() // nil, nil: neither runs
+	if w.caps != nil {
+		w.captureBatch(n)
+	}
 	nk, bytes := 0, 0
 	for i := 0; i < n; i++ {
 		k := &w.pk[i]
 		*k = pkt{b: w.bufs[i][:w.sizes[i]]}
 		bytes += w.sizes[i] - vnetHdrLen
+		if w.tr != nil {
+			w.traceRead(k)
+		}
 		if !up {
 			k.drop(DropLinkDown)
 			continue
 		}
-		if !w.parse(k) || k.act == actLocal {
+		ok := w.parse(k)
+		if k.tr != nil {
+			k.traceParse()
+		}
+		if !ok || k.act == actLocal {
 			continue
 		}
 		k.keyInto(&w.keys[nk], in.Index)
@@ -82,12 +94,21 @@ func (w *worker) forward(n int) {
 	links := w.dp.Links.snap.Load() // the links as of this batch
 	forwarding := !w.dp.noForward.Load()
 	for j := 0; j < nk; j++ {
-		act(&w.pk[w.pending[j]], &w.res[j], links, in.Index, forwarding)
+		k := &w.pk[w.pending[j]]
+		act(k, &w.res[j], links, in.Index, forwarding)
+		if k.tr != nil {
+			w.traceDecision(k, &w.keys[j])
+		}
 	}
 	for i := 0; i < n; i++ {
 		k := &w.pk[i]
+		if k.tr != nil {
+			w.traceAct(k)
+		}
+		w.cur = k.tr
 		switch k.act {
 		case actDrop:
+			w.captureDrop(k, DirIn)
 			w.drop(in, k.reason)
 		case actForward:
 			if k.redirect {
@@ -102,11 +123,16 @@ func (w *worker) forward(n int) {
 		case actLocal:
 			w.local(k)
 		case actError:
+			w.captureDrop(k, DirIn)
 			w.drop(in, k.reason)
 			w.icmpError(k)
 		}
 	}
+	w.cur = nil
 	w.flush()
+	if len(w.traced) > 0 {
+		w.traceDone()
+	}
 }
 
 func (k *pkt) drop(why DropReason) { k.act, k.reason = actDrop, why }

@@ -25,11 +25,17 @@ func (w *worker) icmpError(k *pkt) {
 	dst := [16]byte(k.p.SourceAddressSlice())
 	if !w.dp.icmp.allow(k.icmpType, &dst) {
 		w.ctr(w.in).ICMPLimited.add(1)
+		if k.tr != nil {
+			k.traceICMP(false)
+		}
 		return
 	}
 	src, ok := w.errorSource(k)
 	if !ok {
 		return
+	}
+	if k.tr != nil {
+		k.traceICMP(true)
 	}
 	quote := k.p[:min(len(k.p), MinMTU-ipv6Len-header.ICMPv6ErrorHeaderSize)]
 	b := w.scratch(vnetHdrLen + ipv6Len + header.ICMPv6ErrorHeaderSize + len(quote))

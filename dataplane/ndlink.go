@@ -90,12 +90,14 @@ func (n *ndLink) Unreachable(target netip.Addr, pkts [][]byte) {
 	if n.tx == nil {
 		n.tx = newSender(n.dp, l)
 	}
+	n.tx.caps = n.dp.captures.Load()
 	for _, b := range pkts {
 		k := pkt{b: b}
 		if !n.tx.parse(&k) {
 			continue
 		}
 		k.error(DropNeighbour, header.ICMPv6DstUnreachable, header.ICMPv6AddressUnreachable, 0)
+		n.tx.captureDrop(&k, DirOut)
 		n.tx.drop(l, DropNeighbour)
 		n.tx.icmpError(&k)
 	}

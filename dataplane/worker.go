@@ -36,6 +36,12 @@ type worker struct {
 	id    int
 	epoch atomic.Uint64 // odd while a batch is in flight (see synchronize)
 	own   *Mirror       // reads what the kernel sends out of this mirror
+	caps  *captureSet   // the captures as of this batch (nil: none)
+	tr    *Tracer       // the trace armed as of this batch (nil: none)
+	// traced are the batch's traced packets' records; cur the record of
+	// the packet whose writes are being queued
+	traced []*TraceRecord
+	cur    *TraceRecord
 
 	bufs    [batchSize][]byte
 	sizes   [batchSize]int
@@ -64,6 +70,7 @@ type outPkt struct {
 	b       []byte
 	via     netip.Addr // the neighbour it goes to
 	packets int
+	tr      *TraceRecord // the traced packet it is or answers
 }
 
 func newWorker(dp *Dataplane, l *Link, port port.Port, q, id int) *worker {
@@ -105,6 +112,8 @@ func (w *worker) RoutineRead() {
 	}
 }
 
+var errNothingWritten = errors.New("the port wrote nothing")
+
 // ctr returns the worker's own counters on link l.
 func (w *worker) ctr(l *Link) *Counters {
 	i := int(l.Index)
@@ -144,7 +153,7 @@ func (w *worker) queue(out *Link, b []byte, via netip.Addr, packets int) {
 	if w.nout == maxOut {
 		w.flush()
 	}
-	w.out[w.nout] = outPkt{link: out, port: port, b: b, via: via, packets: packets}
+	w.out[w.nout] = outPkt{link: out, port: port, b: b, via: via, packets: packets, tr: w.cur}
 	w.nout++
 }
 
@@ -174,17 +183,31 @@ func (w *worker) flush() {
 // dropped, and the rest still go.
 func (w *worker) write(l *Link, port port.Port, n int) {
 	c := w.ctr(l)
+	if w.caps != nil {
+		for _, b := range w.wb[:n] {
+			w.caps.capture(l, DirOut, b, false, 0)
+		}
+	}
 	for done := 0; done < n; {
 		m, err := port.WriteBatch(w.id, w.wb[done:n], w.wv[done:n])
 		for _, j := range w.wi[done : done+m] {
 			o := &w.out[j]
 			c.TxPackets.add(uint64(o.packets))
 			c.TxBytes.add(uint64(len(o.b) - vnetHdrLen)) // counted as Linux counts: the IPv6 packet
+			if o.tr != nil {
+				traceWrote(o, l, nil)
+			}
 		}
 		done += m
 		if err != nil || m == 0 { // a port that wrote nothing and said nothing: lost too
 			c.Drops[DropWrite].add(1)
 			c.TxErrors.add(1)
+			if o := &w.out[w.wi[done]]; o.tr != nil {
+				if err == nil {
+					err = errNothingWritten
+				}
+				traceWrote(o, l, err)
+			}
 			done++
 		}
 	}

@@ -2,6 +2,7 @@ package port
 
 import (
 	"encoding/binary"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
@@ -61,4 +62,21 @@ func ShiftVnet(b []byte, d int) {
 	if h := binary.LittleEndian.Uint16(b[2:]); h != 0 {
 		binary.LittleEndian.PutUint16(b[2:], uint16(max(int(h)+d, 0)))
 	}
+}
+
+// GSOName is a virtio_net_hdr's gso_type as Linux's ethtool words it.
+func GSOName(t uint8) string {
+	switch t &^ unix.VIRTIO_NET_HDR_GSO_ECN {
+	case unix.VIRTIO_NET_HDR_GSO_NONE:
+		return "none"
+	case unix.VIRTIO_NET_HDR_GSO_TCPV4:
+		return "tcpv4"
+	case unix.VIRTIO_NET_HDR_GSO_TCPV6:
+		return "tcpv6"
+	case unix.VIRTIO_NET_HDR_GSO_UDP_L4:
+		return "udp_l4"
+	case unix.VIRTIO_NET_HDR_GSO_UDP:
+		return "udp"
+	}
+	return "type " + strconv.Itoa(int(t))
 }

@@ -1,0 +1,308 @@
+package dataplane
+
+import (
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"urouter/dataplane/port"
+)
+
+// Packet capture: copies of the packets a capture takes, at the packet
+// path's own points (as read, before they are parsed; as written, just
+// before the port's write; as dropped, with why), into the capture's ring,
+// which its reader (the control socket's session streaming pcapng) empties.
+//
+// With no capture running, a batch pays one atomic load (the set of
+// captures, nil). A capture's filter runs on every packet of the links it
+// takes; a packet it takes is copied into a free slot of the ring. A full
+// ring loses the packet and counts it: a slow reader never slows the
+// packet path, and nothing here takes a lock.
+
+// Direction is where a captured packet was going, as pcapng's flags say.
+type Direction uint8
+
+const (
+	DirIn  Direction = 1 // received on the link
+	DirOut Direction = 2 // sent on the link
+)
+
+// Filter chooses the packets a capture or a trace takes (a compiled
+// tcpdump expression); it is given the IPv6 packet.
+type Filter interface {
+	Match(p []byte) bool
+}
+
+// CaptureSpec is what a capture takes.
+type CaptureSpec struct {
+	Links   []*Link // the links it captures; none: every link
+	In, Out bool    // the directions it takes
+	Drops   bool    // the packets the router drops, with the reason
+	Filter  Filter  // nil: every packet
+	Snaplen int     // the bytes of a packet kept (0: all of it)
+	Slots   int     // the ring's size in packets (0: DefaultCaptureSlots)
+}
+
+// DefaultCaptureSlots is a capture's ring: a few batches of every link
+// at once, so that a reader that keeps up loses nothing to bursts.
+const DefaultCaptureSlots = 4096
+
+// Captured is one packet a capture took.
+type Captured struct {
+	Link    int32 // the link's index
+	Dir     Direction
+	Dropped bool
+	Reason  DropReason // for Dropped
+	Time    int64      // Unix nanoseconds
+	Len     int        // the packet's length on the path
+	Data    []byte     // what was kept of it (Snaplen)
+	// the virtio_net_hdr's segmentation of a super-packet (GSOType 0:
+	// none), which a capture writes whole
+	GSOType uint8
+	GSOSize uint16
+}
+
+// Capture is a capture running in the packet path.
+type Capture struct {
+	spec  CaptureSpec
+	links []*Link // those it captures, in the order given
+	pos   []int16 // by link index: its place in links, -1 if not captured
+	ring  captureRing
+	stats []CaptureStats // by place in links
+	wake  chan struct{}
+}
+
+// CaptureStats count a capture's packets of one link.
+type CaptureStats struct {
+	Taken atomic.Uint64 // the filter took it
+	Lost  atomic.Uint64 // ... but the ring was full
+}
+
+// captureSet is the captures running: what a batch loads.
+type captureSet struct {
+	caps  []*Capture
+	drops bool // some capture takes drops
+}
+
+// StartCapture starts a capture; its packets are read with Next until
+// StopCapture.
+func (dp *Dataplane) StartCapture(spec CaptureSpec) *Capture {
+	c := &Capture{spec: spec, wake: make(chan struct{}, 1)}
+	c.links = spec.Links
+	if len(c.links) == 0 {
+		c.links = dp.Links.All()
+	}
+	maxIndex := int32(0)
+	for _, l := range c.links {
+		maxIndex = max(maxIndex, l.Index)
+	}
+	c.pos = make([]int16, maxIndex+1)
+	for i := range c.pos {
+		c.pos[i] = -1
+	}
+	for i, l := range c.links {
+		c.pos[l.Index] = int16(i)
+	}
+	c.stats = make([]CaptureStats, len(c.links))
+	slots := spec.Slots
+	if slots <= 0 {
+		slots = DefaultCaptureSlots
+	}
+	c.ring.init(slots)
+	dp.capMu.Lock()
+	defer dp.capMu.Unlock()
+	old := dp.captures.Load()
+	set := &captureSet{}
+	if old != nil {
+		set.caps = slices.Clone(old.caps)
+	}
+	set.caps = append(set.caps, c)
+	dp.publishCaptures(set)
+	return c
+}
+
+// StopCapture takes capture c out of the packet path at once.
+func (dp *Dataplane) StopCapture(c *Capture) {
+	dp.capMu.Lock()
+	defer dp.capMu.Unlock()
+	old := dp.captures.Load()
+	if old == nil {
+		return
+	}
+	set := &captureSet{caps: slices.DeleteFunc(slices.Clone(old.caps), func(x *Capture) bool { return x == c })}
+	dp.publishCaptures(set)
+}
+
+// publishCaptures makes set the captures running (under capMu): nil when
+// there are none, so a batch sees none in one load.
+func (dp *Dataplane) publishCaptures(set *captureSet) {
+	if len(set.caps) == 0 {
+		dp.captures.Store(nil)
+		return
+	}
+	for _, c := range set.caps {
+		set.drops = set.drops || c.spec.Drops
+	}
+	dp.captures.Store(set)
+}
+
+// Links are the links c captures, in the order of its interfaces.
+func (c *Capture) Links() []*Link { return c.links }
+
+// Stats are c's counts for its i'th link.
+func (c *Capture) Stats(i int) *CaptureStats { return &c.stats[i] }
+
+// Wake is signalled when packets wait in an empty ring's reader.
+func (c *Capture) Wake() <-chan struct{} { return c.wake }
+
+// Next hands the oldest packet waiting to fn, which must not keep it, and
+// reports whether there was one. One goroutine reads a capture.
+func (c *Capture) Next(fn func(place int, p *Captured)) bool {
+	s := c.ring.peek()
+	if s == nil {
+		return false
+	}
+	fn(int(c.pos[s.pk.Link]), &s.pk)
+	c.ring.release()
+	return true
+}
+
+// takes reports c's place for link l in direction d, -1 if it does not take it.
+func (c *Capture) takes(l *Link, d Direction, dropped bool) int {
+	switch {
+	case dropped && !c.spec.Drops, !dropped && d == DirIn && !c.spec.In, !dropped && d == DirOut && !c.spec.Out:
+		return -1
+	case int(l.Index) >= len(c.pos):
+		return -1
+	}
+	return int(c.pos[l.Index])
+}
+
+// capture offers packet b (virtio_net_hdr and packet) on link l to the
+// captures of set.
+func (set *captureSet) capture(l *Link, d Direction, b []byte, dropped bool, why DropReason) {
+	if len(b) < vnetHdrLen {
+		return
+	}
+	p := b[vnetHdrLen:]
+	for _, c := range set.caps {
+		i := c.takes(l, d, dropped)
+		if i < 0 || c.spec.Filter != nil && !c.spec.Filter.Match(p) {
+			continue
+		}
+		st := &c.stats[i]
+		st.Taken.Add(1)
+		s := c.ring.claim()
+		if s == nil {
+			st.Lost.Add(1)
+			continue
+		}
+		keep := len(p)
+		if c.spec.Snaplen > 0 {
+			keep = min(keep, c.spec.Snaplen)
+		}
+		vh := port.DecodeVnet(b)
+		s.pk = Captured{Link: l.Index, Dir: d, Dropped: dropped, Reason: why, Time: time.Now().UnixNano(),
+			Len: len(p), Data: append(s.pk.Data[:0], p[:keep]...)}
+		if vh.GSO() {
+			s.pk.GSOType, s.pk.GSOSize = vh.GSOType, vh.GSOSize
+		}
+		c.ring.publish(s)
+		select {
+		case c.wake <- struct{}{}:
+		default: // woken already
+		}
+	}
+}
+
+// captureBatch offers the n packets a worker read to the captures.
+func (w *worker) captureBatch(n int) {
+	for i := 0; i < n; i++ {
+		w.caps.capture(w.in, DirIn, w.bufs[i][:w.sizes[i]], false, 0)
+	}
+}
+
+// captureDrop offers a packet the worker drops, going d on its link, to
+// the captures of drops.
+func (w *worker) captureDrop(k *pkt, d Direction) {
+	if w.caps != nil && w.caps.drops {
+		w.caps.capture(w.in, d, k.b, true, k.reason)
+	}
+}
+
+// captureOff offers a packet sent off the packet path (Neighbour
+// Discovery, packets that waited for their neighbour) or dropped there,
+// with a load of its own.
+func (dp *Dataplane) captureOff(l *Link, d Direction, b []byte, dropped bool, why DropReason) {
+	if set := dp.captures.Load(); set != nil && (!dropped || set.drops) {
+		set.capture(l, d, b, dropped, why)
+	}
+}
+
+// captureRing is a bounded lock-free queue of many writers and one reader
+// (Vyukov's): a slot's sequence says whose turn it is, so a writer claims
+// a slot with one compare-and-swap and fills it while others claim the
+// next ones.
+type captureRing struct {
+	slots []captureSlot
+	mask  uint64
+	_     [56]byte // the writers' head on a line of its own
+	head  atomic.Uint64
+	_     [56]byte
+	tail  uint64 // the reader's
+}
+
+type captureSlot struct {
+	seq atomic.Uint64
+	pk  Captured
+}
+
+func (r *captureRing) init(n int) {
+	size := 1
+	for size < n {
+		size <<= 1
+	}
+	r.slots = make([]captureSlot, size)
+	r.mask = uint64(size - 1)
+	for i := range r.slots {
+		r.slots[i].seq.Store(uint64(i))
+	}
+}
+
+// claim returns a free slot for a writer to fill, nil if the ring is full.
+func (r *captureRing) claim() *captureSlot {
+	pos := r.head.Load()
+	for {
+		s := &r.slots[pos&r.mask]
+		switch seq := s.seq.Load(); {
+		case seq == pos:
+			if r.head.CompareAndSwap(pos, pos+1) {
+				return s
+			}
+			pos = r.head.Load()
+		case seq < pos:
+			return nil // a lap behind: the reader has not freed it
+		default:
+			pos = r.head.Load() // another writer took it
+		}
+	}
+}
+
+// publish hands a filled slot to the reader.
+func (r *captureRing) publish(s *captureSlot) { s.seq.Add(1) }
+
+// peek returns the reader's next slot if it is filled.
+func (r *captureRing) peek() *captureSlot {
+	s := &r.slots[r.tail&r.mask]
+	if s.seq.Load() != r.tail+1 {
+		return nil
+	}
+	return s
+}
+
+// release frees the slot peek returned for the writers' next lap.
+func (r *captureRing) release() {
+	s := &r.slots[r.tail&r.mask]
+	s.seq.Store(r.tail + r.mask + 1)
+	r.tail++
+}
