@@ -16,7 +16,8 @@ import (
 const usage = `Usage: urouter [ OPTIONS ] OBJECT { COMMAND | help }
        urouter [ -force ] -batch filename
        urouter daemon [ --config FILE ] [ --socket PATH ]
-where  OBJECT := { route | link | address | monitor }
+       urouter capture [ dev LINK ]... [ drops ] [ in | out ] [ count N ] [ -w FILE | - ] [ FILTER ]
+where  OBJECT := { route | link | address | monitor | trace | ... }
        OPTIONS := { -6 | -s[tatistics] | -d[etails] | -j[son] | -p[retty] |
                     -force | --socket PATH }
 The daemon is found at --socket PATH, $UROUTER_SOCKET, or ` + DefaultSocket + "."
@@ -51,6 +52,8 @@ func Main(args []string) int {
 	case len(args) >= 2 && restores(args[0], args[1]):
 		// restore replays what `route save` or `rule save` wrote: a batch on stdin
 		o.batch, o.restore, o.batchName, input = true, true, "-", os.Stdin
+	case objectIs(args[0], "capture"):
+		return captureMain(o, socket, args)
 	default:
 		w := []byte(args[0])
 		keepOpen = matches(w, "monitor") && !matches(w, "maddress")
@@ -182,6 +185,12 @@ func writeSize(input io.Reader) int {
 		return 1 << 18 // a pipe: as long as it goes
 	}
 	return 4 << 10
+}
+
+// objectIs reports whether word w picks object obj.
+func objectIs(w, obj string) bool {
+	i := objectWords().of([]byte(w))
+	return i > 0 && objects[i-1] == obj
 }
 
 // restores reports whether `obj cmd` is a restore, which reads stdin:

@@ -16,20 +16,26 @@ import (
 
 func (s *session) explain(q *getReq) decide.Result {
 	ex := s.r.Decider.Explain(&q.key)
+	s.writeExplanation(&q.key, &ex, "")
+	return ex.Result
+}
+
+// writeExplanation writes the steps of decision ex of key, a line each
+// after indent (a packet's trace indents them).
+func (s *session) writeExplanation(k *decide.Key, ex *decide.Explanation, indent string) {
 	var b []byte
 	for _, st := range ex.Steps {
-		b = s.appendStep(b[:0], q, &st)
+		s.out.WriteString(indent)
+		b = s.appendStep(b[:0], k, &st)
 		if g := ex.Result.Group; st.Kind == decide.Selected && g != nil {
 			b = fmt.Appendf(b, " of %d:", g.Len())
 			b = s.appendPath(b, ex.Result.Path, true)
 		}
 		s.out.Write(append(b, '\n'))
 	}
-	return ex.Result
 }
 
-func (s *session) appendStep(b []byte, q *getReq, st *decide.Step) []byte {
-	k := &q.key
+func (s *session) appendStep(b []byte, k *decide.Key, st *decide.Step) []byte {
 	table := " table " + tableString(st.Table)
 	switch st.Kind {
 	case decide.RuleMatched, decide.RuleSkipped:

@@ -31,8 +31,10 @@ type session struct {
 	long   []byte     // a line longer than the reader's buffer
 	rule   ruleParser // the rule object's own state between commands
 	object memo       // the OBJECT word of the last line (see exec)
-	// monitor is set by a monitor command: the caller then streams events.
+	// monitor is set by a monitor command: the caller then streams events;
+	// capture by a capture command: the caller streams its packets
 	monitor *monitorReq
+	capture *captureReq
 	// the state file's (nil: none): the lines that changed something, to
 	// seal at the end; entered once the session holds the state's gate
 	state   *State
@@ -119,7 +121,7 @@ func (s *session) run(in *bufio.Reader) int {
 		s.line++
 		read += len(line)
 		e := s.exec(line)
-		if s.monitor != nil {
+		if s.monitor != nil || s.capture != nil {
 			return 0
 		}
 		if e == nil || s.opt.restore && e.errno == syscall.EEXIST {
@@ -159,7 +161,8 @@ const (
 var objects = []string{"address", "addrlabel", "maddress", "route", "rule", "neighbor", "neighbour",
 	"ntable", "ntbl", "link", "l2tp", "fou", "ila", "macsec", "tunnel", "tunl", "tuntap", "tap",
 	"token", "tcpmetrics", "tcp_metrics", "monitor", "xfrm", "mroute", "mrule", "netns", "netconf",
-	"vrf", "sr", "nexthop", "mptcp", "ioam", "help", "stats", "ra", "fpm", "mirror", "sysctl", "save", "status"}
+	"vrf", "sr", "nexthop", "mptcp", "ioam", "help", "stats", "ra", "fpm", "mirror", "sysctl", "save", "status",
+	"capture", "trace"}
 
 var objectWords = sync.OnceValue(func() keywords {
 	return func() keywords {
@@ -249,10 +252,15 @@ func (s *session) dispatch(obj string, w []byte, rest [][]byte) *cmdErr {
 		return s.statusCmd(rest)
 	case "monitor":
 		return s.monitorCmd(rest)
+	case "capture":
+		return s.captureCmd(rest)
+	case "trace":
+		return s.traceCmd(rest)
 	case "help":
 		return parseErr("Usage: ip [ OPTIONS ] OBJECT { COMMAND | help }\n" +
 			"       ip [ -force ] -batch filename\n" +
-			"where  OBJECT := { address | fpm | link | mirror | monitor | neighbour | nexthop | ntable | ra | route | rule }\n" +
+			"where  OBJECT := { address | capture | fpm | link | mirror | monitor | neighbour | nexthop | ntable | ra |\n" +
+			"                   route | rule | trace }\n" +
 			"       urouter sysctl [ -n ] [ -q ] [ -w ] [ -a ] NAME[=VALUE]...\n" +
 			"       OPTIONS := { -6 | -s[tatistics] | -d[etails] | -j[son] | -p[retty] | -force }")
 	case "":
@@ -301,6 +309,12 @@ func (srv *Server) serveConn(c net.Conn) {
 	s.flush()
 	if s.monitor != nil {
 		s.hub.stream(s, in)
+		return
+	}
+	if s.capture != nil {
+		if s.streamCapture(in) {
+			_, _ = (&frameWriter{c: pc, kind: 'x'}).Write([]byte{0}) // as flush
+		}
 		return
 	}
 	_, _ = (&frameWriter{c: pc, kind: 'x'}).Write([]byte{byte(status)}) // as flush

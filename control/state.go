@@ -466,7 +466,7 @@ const pendingChunk = 256 << 10
 // (what is only shown is not journaled; a word that may be either is).
 func changes(obj string, args [][]byte) bool {
 	switch obj {
-	case "", "monitor", "fpm", "mirror", "save", "status", "help":
+	case "", "monitor", "fpm", "mirror", "save", "status", "help", "capture", "trace":
 		return false
 	case "sysctl":
 		for _, a := range args {

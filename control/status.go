@@ -114,6 +114,9 @@ func (s *session) statusCmd(args [][]byte) *cmdErr {
 	if fpmState != "" {
 		w.str("fpm", "fpm %s\n", fpmState)
 	}
+	_, tracing := s.r.DP.Traces()
+	w.uint("captures", "captures %d\n", uint64(s.r.DP.Captures()))
+	w.uint("tracing", "tracing %d packets more\n", uint64(tracing))
 	if w.json() {
 		w.j.endObject()
 		w.w.WriteByte('\n')

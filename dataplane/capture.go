@@ -146,6 +146,14 @@ func (dp *Dataplane) publishCaptures(set *captureSet) {
 	dp.captures.Store(set)
 }
 
+// Captures is how many captures run.
+func (dp *Dataplane) Captures() int {
+	if set := dp.captures.Load(); set != nil {
+		return len(set.caps)
+	}
+	return 0
+}
+
 // Links are the links c captures, in the order of its interfaces.
 func (c *Capture) Links() []*Link { return c.links }
 
@@ -227,6 +235,24 @@ func (w *worker) captureBatch(n int) {
 func (w *worker) captureDrop(k *pkt, d Direction) {
 	if w.caps != nil && w.caps.drops {
 		w.caps.capture(w.in, d, k.b, true, k.reason)
+	}
+}
+
+// dropPacket counts packet k dropped for why, and offers it to the
+// captures of drops and to its trace.
+func (w *worker) dropPacket(k *pkt, why DropReason) {
+	w.drop(w.in, why)
+	w.dropped(k, why)
+}
+
+// dropped offers packet k, dropped for why and counted, to the captures
+// of drops and to its trace.
+func (w *worker) dropped(k *pkt, why DropReason) {
+	if w.caps != nil && w.caps.drops {
+		w.caps.capture(w.in, DirIn, k.b, true, why)
+	}
+	if k.tr != nil {
+		k.tr.add(StageDrop, "%s", why)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"urouter/dataplane"
+	"urouter/dataplane/filter"
 	"urouter/dataplane/port"
 	"urouter/fib6"
 	"urouter/nexthop"
@@ -411,8 +412,38 @@ func TestNoAllocs(t *testing.T) {
 
 // BenchmarkForward routes batches of 64 UDP packets between two links:
 // the packet path's own cost, writes included (-benchmem: no allocation).
+// BenchmarkForward forwards batches of 64 UDP packets from ta to tb: with
+// nothing watching (nocapture); with a capture of every link, in, out and
+// drops, whose filter takes none of them (capture-nomatch: each packet is
+// filtered on its way in and out); and after a trace has taken its packet
+// and disarmed (trace-unarmed).
 func BenchmarkForward(b *testing.B) {
+	b.Run("nocapture", func(b *testing.B) { benchForward(b, func(*rig) {}) })
+	b.Run("capture-nomatch", func(b *testing.B) {
+		benchForward(b, func(r *rig) {
+			f, err := filter.Compile("tcp port 179")
+			if err != nil {
+				b.Fatal(err)
+			}
+			c := r.dp.StartCapture(dataplane.CaptureSpec{In: true, Out: true, Drops: true, Filter: f})
+			b.Cleanup(func() { r.dp.StopCapture(c) })
+		})
+	})
+	b.Run("trace-unarmed", func(b *testing.B) {
+		benchForward(b, func(r *rig) {
+			r.dp.ArmTrace(1, nil, nil)
+			r.run(craft(b, ipv6(host1, host2, layers.IPProtocolUDP, 64), &layers.UDP{SrcPort: 1, DstPort: 2}))
+			r.recv(r.tb)
+			if recs, left := r.dp.Traces(); len(recs) != 1 || left != 0 {
+				b.Fatalf("the trace took %d packets and has %d to take, want 1 and 0", len(recs), left)
+			}
+		})
+	})
+}
+
+func benchForward(b *testing.B, setup func(*rig)) {
 	r := newRig(b)
+	setup(r)
 	pkts := make([][]byte, 64)
 	for i := range pkts {
 		pkts[i] = craft(b, append([]gopacket.SerializableLayer{ipv6(host1, host2, layers.IPProtocolUDP, 64)}, udp(64)...)...)

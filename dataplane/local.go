@@ -20,6 +20,7 @@ func (w *worker) local(k *pkt) {
 	in := w.in
 	m := w.toKernel(k)
 	if now := epochNow(); w.own == nil && !w.police(in, w.dp.peers.coppClass(k.p, &k.l4, m != nil, now), now) {
+		w.dropped(k, DropPoliced) // counted by police
 		return
 	}
 	if m != nil {
@@ -33,49 +34,49 @@ func (w *worker) local(k *pkt) {
 			w.echoReply(k)
 			return
 		}
-		w.drop(in, DropLocal) // errors and other messages: nothing to do
+		w.dropPacket(k, DropLocal) // errors and other messages: nothing to do
 	case k.l4.proto == protoUDP && l4 >= 0:
 		if l4+header.UDPMinimumSize > len(k.p) {
-			w.drop(in, DropTruncated)
+			w.dropPacket(k, DropTruncated)
 			return
 		}
 		n := int(header.UDP(k.p[l4:]).Length())
 		if n < header.UDPMinimumSize || l4+n > len(k.p) {
-			w.drop(in, DropLength)
+			w.dropPacket(k, DropLength)
 			return
 		}
 		if !k.checksumOK(l4, n, protoUDP) {
-			w.drop(in, DropChecksum)
+			w.dropPacket(k, DropChecksum)
 			return
 		}
 		w.portUnreachable(k)
 	case k.l4.proto == protoTCP && l4 >= 0:
 		if l4+header.TCPMinimumSize > len(k.p) {
-			w.drop(in, DropTruncated)
+			w.dropPacket(k, DropTruncated)
 			return
 		}
 		if off := int(header.TCP(k.p[l4:]).DataOffset()); off < header.TCPMinimumSize || l4+off > len(k.p) {
-			w.drop(in, DropLength)
+			w.dropPacket(k, DropLength)
 			return
 		}
 		if !k.checksumOK(l4, len(k.p)-l4, protoTCP) {
-			w.drop(in, DropChecksum)
+			w.dropPacket(k, DropChecksum)
 			return
 		}
-		w.drop(in, DropLocal)
+		w.dropPacket(k, DropLocal)
 		w.tcpReset(k)
 	case l4 >= 0 && hasPorts(k.l4.proto): // SCTP and UDP-Lite, not checked
 		w.portUnreachable(k)
 	default:
 		k.error(DropLocal, header.ICMPv6ParamProblem, header.ICMPv6UnknownHeader, uint32(k.l4.nhOff))
-		w.drop(in, DropLocal)
+		w.dropPacket(k, DropLocal)
 		w.icmpError(k)
 	}
 }
 
 func (w *worker) portUnreachable(k *pkt) {
 	k.error(DropLocal, header.ICMPv6DstUnreachable, header.ICMPv6PortUnreachable, 0)
-	w.drop(w.in, DropLocal)
+	w.dropPacket(k, DropLocal)
 	w.icmpError(k)
 }
 
@@ -99,7 +100,7 @@ func (w *worker) echoReply(k *pkt) {
 	p := k.p
 	if len(p) < ipv6Len+header.ICMPv6EchoMinimumSize || header.ICMPv6(p[ipv6Len:]).Code() != 0 ||
 		k.vh.GSO() || !k.checksumOK(ipv6Len, len(p)-ipv6Len, protoICMPv6) {
-		w.drop(w.in, DropLocal)
+		w.dropPacket(k, DropLocal)
 		return
 	}
 	tc, _ := p.TOS()

@@ -1,0 +1,241 @@
+package control
+
+import (
+	"bufio"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/pcapgo"
+
+	"urouter/dataplane"
+	"urouter/dataplane/filter"
+	"urouter/dataplane/port"
+)
+
+// `capture [dev LINK]... [drops] [in | out] [count N] [snaplen N] [FILTER]`
+// streams the packets the packet path reads, writes or drops on the links
+// as pcapng: one interface block per link (its name, raw IPv6 packets,
+// nanosecond stamps), each packet's direction in its flags, a drop's
+// reason and a super-packet's segmentation in its comments, and at the end
+// each link's statistics (the packets the filter took, those lost to a
+// reader that did not keep up). The client writes the stream to a file or
+// stdout (-w), or prints a line per packet.
+
+type captureReq struct {
+	spec  dataplane.CaptureSpec
+	count int // 0: until the client stops
+	expr  string
+}
+
+const maxSnaplen = 262144 // tcpdump's default, more than any packet here
+
+var captureWords = sync.OnceValue(func() keywords {
+	return newKeywords([]kw{{"dev", false, 1}, {"drops", false, 2}, {"in", false, 3}, {"out", false, 4},
+		{"count", false, 5}, {"snaplen", false, 6}, {"help", false, 7}})
+})
+
+const captureUsage = "Usage: urouter capture [ dev LINK ]... [ drops ] [ in | out ] [ count N ] [ snaplen N ]\n" +
+	"                       [ -w FILE | - ] [ FILTER ]\n" +
+	"FILTER := tcpdump's filter language, for raw IPv6 packets"
+
+// parseCapture reads capture's words; the first word that is none of them
+// begins the filter, which is the rest of the line.
+func (s *session) parseCapture(args [][]byte) (*captureReq, *cmdErr) {
+	q := &captureReq{}
+	ws := argv{args: args}
+	seen := map[int32]bool{}
+	dir := false
+words:
+	for ; ws.i < len(args); ws.i++ {
+		w := args[ws.i]
+		switch captureWords().of(w) {
+		case 1:
+			v, err := ws.next()
+			if err != nil {
+				return nil, err
+			}
+			l := s.r.Links.ByName(str(v))
+			if l == nil {
+				return nil, invarg("Device does not exist\n", v)
+			}
+			if !seen[l.Index] {
+				seen[l.Index] = true
+				q.spec.Links = append(q.spec.Links, l)
+			}
+		case 2:
+			q.spec.Drops = true
+		case 3:
+			q.spec.In, dir = true, true
+		case 4:
+			q.spec.Out, dir = true, true
+		case 5, 6:
+			v, err := ws.next()
+			if err != nil {
+				return nil, err
+			}
+			n, e := strconv.ParseUint(str(v), 10, 31)
+			if e != nil || n == 0 {
+				return nil, invarg("a positive number is expected\n", v)
+			}
+			if captureWords().of(w) == 5 {
+				q.count = int(n)
+			} else {
+				q.spec.Snaplen = int(min(n, maxSnaplen))
+			}
+		case 7:
+			return nil, parseErr("%s", captureUsage)
+		default:
+			break words
+		}
+	}
+	if !dir && !q.spec.Drops {
+		q.spec.In, q.spec.Out = true, true
+	}
+	var parts []string
+	for _, a := range args[ws.i:] {
+		parts = append(parts, string(a))
+	}
+	q.expr = strings.Join(parts, " ")
+	f, err := compileFilter(q.expr)
+	if err != nil {
+		return nil, err
+	}
+	q.spec.Filter = f
+	if q.spec.Snaplen == 0 {
+		q.spec.Snaplen = maxSnaplen
+	}
+	return q, nil
+}
+
+// compileFilter compiles a tcpdump expression; "" takes every packet.
+func compileFilter(expr string) (dataplane.Filter, *cmdErr) {
+	if strings.TrimSpace(expr) == "" {
+		return nil, nil
+	}
+	p, err := filter.Compile(expr)
+	if err != nil {
+		return nil, &cmdErr{msg: "Error: filter \"" + expr + "\": " + err.Error(), code: 1}
+	}
+	return p, nil
+}
+
+func (s *session) captureCmd(args [][]byte) *cmdErr {
+	q, err := s.parseCapture(args)
+	if err != nil {
+		return err
+	}
+	if s.opt.batch {
+		return &cmdErr{msg: "Error: capture cannot run inside a batch.", code: 1}
+	}
+	s.capture = q
+	return nil
+}
+
+// streamCapture runs the session's capture until its count, or until the
+// client closes its side (Ctrl-C: the stream still ends whole, with its
+// statistics) or goes away. The capture leaves the packet path first. It
+// reports whether the client is still there for the exit status.
+func (s *session) streamCapture(in *bufio.Reader) bool {
+	q := s.capture
+	c := s.r.DP.StartCapture(q.spec)
+	start := time.Now()
+	gone := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, in) // EOF or an error: the client is done
+		close(gone)
+	}()
+	w, err := s.pcapngHeader(c, q)
+	if err != nil {
+		s.r.DP.StopCapture(c)
+		return false
+	}
+	written := 0
+	var failed error
+	put := func(place int, p *dataplane.Captured) {
+		if failed != nil || q.count > 0 && written >= q.count {
+			return
+		}
+		failed = w.WritePacketWithOptions(captureInfo(place, p), p.Data, packetOptions(p))
+		written++
+	}
+loop:
+	for failed == nil && (q.count == 0 || written < q.count) {
+		if c.Next(put) {
+			continue
+		}
+		if failed = w.Flush(); failed == nil {
+			failed = s.out.Flush()
+		}
+		select {
+		case <-gone:
+			break loop
+		case <-c.Wake():
+		case <-time.After(100 * time.Millisecond): // a wake lost to a race with the last read
+		}
+	}
+	s.r.DP.StopCapture(c)
+	if failed != nil {
+		return false // the client went away
+	}
+	end := time.Now()
+	for i := range c.Links() {
+		st := c.Stats(i)
+		_ = w.WriteInterfaceStats(i, pcapgo.NgInterfaceStatistics{LastUpdate: end, StartTime: start, EndTime: end,
+			PacketsReceived: st.Taken.Load(), PacketsDropped: st.Lost.Load()}) // as Flush reports
+	}
+	_ = w.Flush() // a client gone: nobody to tell
+	s.flush()
+	return true
+}
+
+// pcapngHeader writes the section header and an interface block per link.
+func (s *session) pcapngHeader(c *dataplane.Capture, q *captureReq) (*pcapgo.NgWriter, error) {
+	links := c.Links()
+	intf := func(l *dataplane.Link) pcapgo.NgInterface {
+		return pcapgo.NgInterface{Name: l.Name, Description: "urouter link " + l.Name + " (link/" + l.Hardware().LinkType() + ")",
+			Filter: q.expr, OS: "Linux", LinkType: layers.LinkTypeIPv6, TimestampResolution: 9,
+			SnapLength: uint32(q.spec.Snaplen)}
+	}
+	w, err := pcapgo.NewNgWriterInterface(s.out, intf(links[0]), pcapgo.NgWriterOptions{
+		SectionInfo: pcapgo.NgSectionInfo{OS: "Linux", Application: "urouter capture"}})
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range links[1:] {
+		if _, err := w.AddInterface(intf(l)); err != nil {
+			return nil, err
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return nil, err
+	}
+	return w, s.out.Flush()
+}
+
+func captureInfo(place int, p *dataplane.Captured) gopacket.CaptureInfo {
+	return gopacket.CaptureInfo{Timestamp: time.Unix(0, p.Time), CaptureLength: len(p.Data), Length: p.Len,
+		InterfaceIndex: place}
+}
+
+// packetOptions are a packet's direction and comments: why it was
+// dropped; a super-packet's segmentation, which the capture keeps whole
+// as the router forwards it.
+func packetOptions(p *dataplane.Captured) pcapgo.NgPacketOptions {
+	dir := pcapgo.NgEpbFlagDirectionInbound
+	if p.Dir == dataplane.DirOut {
+		dir = pcapgo.NgEpbFlagDirectionOutbound
+	}
+	o := pcapgo.NgPacketOptions{Flags: &pcapgo.NgEpbFlags{Direction: dir}}
+	if p.Dropped {
+		o.Comments = append(o.Comments, "drop: "+p.Reason.String())
+	}
+	if p.GSOType != 0 {
+		o.Comments = append(o.Comments, "gso "+port.GSOName(p.GSOType)+" gso_size "+strconv.Itoa(int(p.GSOSize)))
+	}
+	return o
+}
