@@ -54,13 +54,9 @@ func captureMain(o options, socket string, args []string) int {
 	case "-":
 		sink = os.Stdout
 	default:
-		f, err := os.Create(file)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "Error: cannot write \"%s\": %s\n", file, strerrorOf(err))
-			return 1
-		}
-		defer func() { _ = f.Close() }() // written with each frame: a close error loses nothing more
-		sink = f
+		lf := &lazyFile{name: file}
+		defer lf.close()
+		sink = lf
 	}
 	c, err := net.Dial("unix", SocketPath(socket))
 	if err != nil {
@@ -88,6 +84,31 @@ func captureMain(o options, socket string, args []string) int {
 		<-printed
 	}
 	return st
+}
+
+// lazyFile is -w FILE, made with the stream's first bytes: a capture the
+// daemon refuses (a bad filter) leaves no empty file behind.
+type lazyFile struct {
+	name string
+	f    *os.File
+}
+
+func (l *lazyFile) Write(b []byte) (int, error) {
+	if l.f == nil {
+		f, err := os.Create(l.name)
+		if err != nil {
+			say(os.Stderr, "Error: cannot write \"%s\": %s\n", l.name, strerrorOf(err))
+			return 0, err
+		}
+		l.f = f
+	}
+	return l.f.Write(b)
+}
+
+func (l *lazyFile) close() {
+	if l.f != nil {
+		_ = l.f.Close() // written with each frame: a close error loses nothing more
+	}
 }
 
 // captureFrames copies the daemon's stream to sink, each frame as it

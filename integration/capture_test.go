@@ -378,3 +378,43 @@ func TestTraceDecision(t *testing.T) {
 	}
 	t.Logf("trace:\n%s", mustRun(t, urouter, "--socket", l.d.sock, "trace", "show"))
 }
+
+// TestCaptureErrors: what capture and trace refuse, each with its error
+// and nothing left running or written.
+func TestCaptureErrors(t *testing.T) {
+	needRoot(t)
+	d := startDaemon(t, newNetns(t, "uro-cerr"), "link add d0 type dummy")
+	file := filepath.Join(t.TempDir(), "never.pcapng")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"capture", "dev", "nosuch", "-w", file}, `Error: argument "nosuch" is wrong: Device does not exist`},
+		{[]string{"capture", "-w", file, "icmp"}, `Error: filter "icmp": 'icmp' never matches here: the router carries IPv6 only`},
+		{[]string{"capture", "-w", file, "tcp", "port"}, `Error: filter "tcp port": syntax error in filter expression`},
+		{[]string{"capture", "count", "0", "-w", file}, `Error: argument "0" is wrong: a positive number is expected`},
+		{[]string{"capture", "-w"}, `Error: argument "-w" is required`},
+		{[]string{"trace", "add", "0"}, `Error: argument "0" is wrong: the count is a number from 1 to 10000`},
+		{[]string{"trace", "add", "5", "dev", "d0", "ether", "host", "1:2:3:4:5:6"}, `Error: filter "ether host 1:2:3:4:5:6": 'ether' is not available on a link of raw IPv6 packets`},
+		{[]string{"trace", "frob"}, `Command "frob" is unknown, try "urouter trace help".`},
+	} {
+		_, errs, st := d.run(c.args...)
+		if st == 0 || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d, %q; want an error %q", c.args, st, errs, c.want)
+		}
+	}
+	if _, err := os.Stat(file); err == nil {
+		t.Errorf("a refused capture wrote %s", file)
+	}
+	batch := filepath.Join(t.TempDir(), "batch")
+	if err := os.WriteFile(batch, []byte("capture dev d0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, st := d.run("-batch", batch); st == 0 || !strings.Contains(errs, "Error: capture cannot run inside a batch.") {
+		t.Errorf("capture in a batch: %d %q", st, errs)
+	}
+	out, _, _ := d.run("status")
+	if !strings.Contains(out, "captures 0\n") || !strings.Contains(out, "tracing 0 packets more\n") {
+		t.Errorf("status after the refusals:\n%s", out)
+	}
+}
