@@ -142,10 +142,19 @@ func TestCaptureTUN(t *testing.T) {
 	if n := len(tcpdumpRead(t, file, "icmp6 and ip6[40] == 128 and src 2001:db8:1::2")); n != 8 {
 		t.Errorf("tcpdump found %d echo requests, want 8", n)
 	}
-	rows := tsharkFields(t, file, "frame.interface_name", "frame.packet_flags_direction", "icmpv6.type", "ipv6.hlim")
+	rows := tsharkFields(t, file, "frame.interface_name", "frame.packet_flags_direction", "icmpv6.type", "ipv6.hlim", "frame.time_epoch")
 	count := map[string]int{}
+	ns := false // stamps in nanoseconds: some not whole microseconds
 	for _, r := range rows {
-		count[strings.Join(r, " ")]++
+		count[strings.Join(r[:4], " ")]++
+		if _, frac, _ := strings.Cut(r[4], "."); len(frac) != 9 {
+			t.Errorf("tshark's time %s has no nanoseconds", r[4])
+		} else if !strings.HasSuffix(frac, "000") {
+			ns = true
+		}
+	}
+	if !ns {
+		t.Errorf("every stamp is a whole microsecond: %v", rows)
 	}
 	// requests come in by ta at 64 and leave by tb at 63; replies the other way
 	want := map[string]int{"ta " + dirIn + " 128 64": 4, "tb " + dirOut + " 128 63": 4, "tb " + dirIn + " 129 64": 4, "ta " + dirOut + " 129 63": 4}
