@@ -399,7 +399,7 @@ func TestCaptureErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"capture", "dev", "nosuch", "-w", file}, `Error: argument "nosuch" is wrong: Device does not exist`},
-		{[]string{"capture", "-w", file, "icmp"}, `Error: filter "icmp": 'icmp' never matches here: the router carries IPv6 only`},
+		{[]string{"capture", "-w", file, "icmp"}, `Error: filter "icmp": 'icmp' (IPv4) never matches here: the router carries IPv6 only`},
 		{[]string{"capture", "-w", file, "tcp", "port"}, `Error: filter "tcp port": syntax error in filter expression`},
 		{[]string{"capture", "count", "0", "-w", file}, `Error: argument "0" is wrong: a positive number is expected`},
 		{[]string{"capture", "-w"}, `Error: argument "-w" is required`},

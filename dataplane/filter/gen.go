@@ -1,242 +1,310 @@
 package filter
 
 import (
-	"errors"
+	"fmt"
 
 	"golang.org/x/sys/unix"
 )
 
-// Code generation. A boolean expression is compiled as libpcap's is, into
-// tests that jump to where the expression is true or false: a test's
-// "next" falls through to the instruction after it. Every jump is
-// forward, so a label is placed after every jump to it.
+// The code generator writes each primitive as libpcap's gencode.c does for
+// DLT_RAW, less its IPv4 half and its per-primitive IPv6 version test
+// (one test at the top of the program stands for them all). The verdicts
+// depend on which loads a program makes, since a load past the end
+// rejects the packet: so each primitive loads what libpcap's optimized
+// program loads, in its order, and no more.
+//
+// Booleans compile to jumps: cond(n, t, f) writes code that goes to label
+// t if n holds, else to f. Every test loads what it tests (no test uses
+// A from the one before), so the optimizer (opt.go) may skip a test
+// without care; it then drops the loads a test repeats. Labels become
+// offsets in layout (layout.go).
 
 type label int
 
-const next label = -1 // the instruction after the jump
+// ginsn is an instruction whose jumps name labels.
+type ginsn struct {
+	code   uint16
+	k      uint32
+	jt, jf label // a conditional jump's targets; ja's target is jt
+	// rel marks a relation's "=": libpcap tests A - B = 0, a value of its
+	// own, which its optimizer never finds equal to a plain load's.
+	rel bool
+}
 
 type gen struct {
-	ins    []unix.SockFilter
-	jt, jf []label // each instruction's targets; none for non-jumps
-	pos    []int   // each label's instruction
-	mem    int     // scratch words in use
-	err    error   // what a test could not generate
+	ins   []ginsn
+	at    []int // label -> index of the instruction it stands before
+	slots int   // scratch memory words in use
+	// opaque are the instructions (from, to) the optimizer leaves alone:
+	// protochain's loop, whose tests carry A from block to block.
+	opaque [][2]int
 }
-
-const noJump label = -2
-
-func (g *gen) newLabel() label { g.pos = append(g.pos, -1); return label(len(g.pos) - 1) }
-
-func (g *gen) place(l label) { g.pos[l] = len(g.ins) }
-
-func (g *gen) op(code uint16, k uint32) {
-	g.ins = append(g.ins, unix.SockFilter{Code: code, K: k})
-	g.jt, g.jf = append(g.jt, noJump), append(g.jf, noJump)
-}
-
-// jump is a conditional jump: to t if true, to f if not.
-func (g *gen) jump(code uint16, k uint32, t, f label) {
-	g.ins = append(g.ins, unix.SockFilter{Code: unix.BPF_JMP | code, K: k})
-	g.jt, g.jf = append(g.jt, t), append(g.jf, f)
-}
-
-// always jumps to t.
-func (g *gen) always(t label) {
-	if t == next {
-		return
-	}
-	g.ins = append(g.ins, unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JA})
-	g.jt, g.jf = append(g.jt, t), append(g.jf, noJump)
-}
-
-var errTooComplex = errors.New("expression too complex: a jump is longer than classic BPF's 255 instructions")
-
-// resolve turns labels into offsets.
-func (g *gen) resolve() error {
-	for i := range g.ins {
-		off := func(l label) (int, error) {
-			target := i + 1
-			if l != next {
-				target = g.pos[l]
-			}
-			d := target - (i + 1)
-			if d < 0 {
-				return 0, errors.New("filter: a backward jump") // never: labels are placed after their jumps
-			}
-			return d, nil
-		}
-		if g.jt[i] == noJump {
-			continue
-		}
-		t, err := off(g.jt[i])
-		if err != nil {
-			return err
-		}
-		if g.ins[i].Code == unix.BPF_JMP|unix.BPF_JA {
-			g.ins[i].K = uint32(t)
-			continue
-		}
-		f, err := off(g.jf[i])
-		if err != nil {
-			return err
-		}
-		if t > 255 || f > 255 {
-			return errTooComplex
-		}
-		g.ins[i].Jt, g.ins[i].Jf = uint8(t), uint8(f)
-	}
-	return nil
-}
-
-// node is a boolean expression.
-type node struct {
-	op   byte // '&', '|', '!', or 0 for a test
-	a, b *node
-	test func(g *gen, t, f label)
-}
-
-func (g *gen) bool(n *node, t, f label) {
-	switch n.op {
-	case '&':
-		mid := g.newLabel()
-		g.bool(n.a, mid, f)
-		g.place(mid)
-		g.bool(n.b, t, f)
-	case '|':
-		mid := g.newLabel()
-		g.bool(n.a, t, mid)
-		g.place(mid)
-		g.bool(n.b, t, f)
-	case '!':
-		g.bool(n.a, f, t)
-	default:
-		n.test(g, t, f)
-	}
-}
-
-// The tests, as libpcap words them for raw IPv6.
-
-func ldb(g *gen, off uint32) { g.op(unix.BPF_LD|unix.BPF_B|unix.BPF_ABS, off) }
-func ldh(g *gen, off uint32) { g.op(unix.BPF_LD|unix.BPF_H|unix.BPF_ABS, off) }
-func ldw(g *gen, off uint32) { g.op(unix.BPF_LD|unix.BPF_W|unix.BPF_ABS, off) }
-
-// isIPv6 goes on if the packet is IPv6, else to f.
-func isIPv6(g *gen, f label) {
-	ldb(g, 0)
-	g.op(unix.BPF_ALU|unix.BPF_AND|unix.BPF_K, 0xf0)
-	g.jump(unix.BPF_JEQ, 0x60, next, f)
-}
-
-const fragmentHeader = 44
-
-// ip6Proto: the next header is p, or a fragment header whose next is p.
-func ip6Proto(p uint32) func(g *gen, t, f label) {
-	return func(g *gen, t, f label) {
-		isIPv6(g, f)
-		ldb(g, 6)
-		g.jump(unix.BPF_JEQ, p, t, next)
-		g.jump(unix.BPF_JEQ, fragmentHeader, next, f)
-		ldb(g, 40)
-		g.jump(unix.BPF_JEQ, p, t, f)
-	}
-}
-
-// address compares the 16 bytes at off with a, under the prefix of bits.
-func address(g *gen, off uint32, a [16]byte, bits int, t, f label) {
-	words := (bits + 31) / 32
-	if words == 0 {
-		g.always(t)
-		return
-	}
-	for i := 0; i < words; i++ {
-		v := uint32(a[4*i])<<24 | uint32(a[4*i+1])<<16 | uint32(a[4*i+2])<<8 | uint32(a[4*i+3])
-		ldw(g, off+uint32(4*i))
-		if rest := bits - 32*i; rest < 32 {
-			mask := ^uint32(0) << (32 - rest)
-			g.op(unix.BPF_ALU|unix.BPF_AND|unix.BPF_K, mask)
-			v &= mask
-		}
-		to := next
-		if i == words-1 {
-			to = t
-		}
-		g.jump(unix.BPF_JEQ, v, to, f)
-	}
-}
-
-// Directions of host, net and port.
-type direction uint8
 
 const (
-	dirSrcOrDst direction = iota
-	dirSrc
-	dirDst
-	dirSrcAndDst
+	snapLen    = 262144 // what tcpdump's programs return to accept
+	ipv6HdrLen = 40
+	offNext    = 6  // the Next Header field
+	offSrc     = 8  // the source address
+	offDst     = 24 // the destination address
+	memWords   = 16 // classic BPF's scratch memory
 )
 
-// both applies one test at the source's offset and the destination's, as
-// the direction says.
-func both(g *gen, d direction, t, f label, test func(which int, t, f label)) {
-	switch d {
-	case dirSrc:
-		test(0, t, f)
-	case dirDst:
-		test(1, t, f)
-	case dirSrcOrDst:
-		mid := g.newLabel()
-		test(0, t, mid)
-		g.place(mid)
-		test(1, t, f)
-	case dirSrcAndDst:
-		mid := g.newLabel()
-		test(0, mid, f)
-		g.place(mid)
-		test(1, t, f)
-	}
+func (g *gen) label() label {
+	g.at = append(g.at, -1)
+	return label(len(g.at) - 1)
 }
 
-func hostTest(d direction, a [16]byte, bits int) func(g *gen, t, f label) {
-	return func(g *gen, t, f label) {
-		isIPv6(g, f)
-		both(g, d, t, f, func(which int, t, f label) { address(g, 8+16*uint32(which), a, bits, t, f) })
-	}
+func (g *gen) place(l label)              { g.at[l] = len(g.ins) }
+func (g *gen) stmt(code uint16, k uint32) { g.ins = append(g.ins, ginsn{code: code, k: k}) }
+func (g *gen) ja(t label)                 { g.ins = append(g.ins, ginsn{code: unix.BPF_JMP | unix.BPF_JA, jt: t}) }
+func (g *gen) jump(code uint16, k uint32, t, f label) {
+	g.ins = append(g.ins, ginsn{code: unix.BPF_JMP | code, k: k, jt: t, jf: f})
 }
 
-// portTest: a transport of protos (in libpcap's order) whose port at the
-// direction's offset is within [lo, hi]; ports are read right after the
-// fixed header, as libpcap reads them.
-func portTest(protos []uint32, d direction, lo, hi uint32) func(g *gen, t, f label) {
-	return func(g *gen, t, f label) {
-		isIPv6(g, f)
-		ldb(g, 6)
-		body := g.newLabel()
-		for i, p := range protos {
-			if i == len(protos)-1 {
-				g.jump(unix.BPF_JEQ, p, next, f)
-			} else {
-				g.jump(unix.BPF_JEQ, p, body, next)
+// loadAbs loads size bytes at off into A. A load past 2 GiB always
+// fails, and rejects: it is written so, as the kernel refuses such an
+// offset (it reads one of 2^32-4096 and up as an ancillary field).
+func (g *gen) loadAbs(size, off uint32) {
+	if off > 0x7fffffff {
+		g.stmt(unix.BPF_RET|unix.BPF_K, 0)
+		return
+	}
+	g.stmt(unix.BPF_LD|sizeCode(size)|unix.BPF_ABS, off)
+}
+
+func sizeCode(size uint32) uint16 {
+	switch size {
+	case 1:
+		return unix.BPF_B
+	case 2:
+		return unix.BPF_H
+	}
+	return unix.BPF_W
+}
+
+// cmp: the size bytes at off equal v.
+func (g *gen) cmp(size, off, v uint32, t, f label) {
+	g.loadAbs(size, off)
+	g.jump(unix.BPF_JEQ|unix.BPF_K, v, t, f)
+}
+
+func (g *gen) cond(n node, t, f label) error {
+	switch n := n.(type) {
+	case andNode:
+		m := g.label()
+		if err := g.cond(n.l, m, f); err != nil {
+			return err
+		}
+		g.place(m)
+		return g.cond(n.r, t, f)
+	case orNode:
+		m := g.label()
+		if err := g.cond(n.l, t, m); err != nil {
+			return err
+		}
+		g.place(m)
+		return g.cond(n.r, t, f)
+	case notNode:
+		return g.cond(n.x, f, t)
+	case protoNode:
+		if n.name == "ip6" {
+			g.ja(t)
+			return nil
+		}
+		g.proto(transports[n.name], t, f)
+		return nil
+	case primNode:
+		return g.prim(n, t, f)
+	case relNode:
+		return g.relation(n, t, f)
+	case lessNode: // len <= n
+		g.stmt(unix.BPF_LD|unix.BPF_W|unix.BPF_LEN, 0)
+		g.jump(unix.BPF_JGT|unix.BPF_K, n.n, f, t)
+		return nil
+	case greatNode: // len >= n
+		g.stmt(unix.BPF_LD|unix.BPF_W|unix.BPF_LEN, 0)
+		g.jump(unix.BPF_JGE|unix.BPF_K, n.n, t, f)
+		return nil
+	case mcastNode:
+		if n.tok.text == "broadcast" {
+			return fmt.Errorf("'broadcast' never matches here: IPv6 has no broadcast")
+		}
+		if n.q.proto != "ip6" {
+			return fmt.Errorf("link-layer multicast is not available on a link of raw IPv6 packets: say 'ip6 multicast'")
+		}
+		g.cmp(1, offDst, 0xff, t, f)
+		return nil
+	}
+	return fmt.Errorf("filter: internal error: node %T", n)
+}
+
+// proto is libpcap's "ip6 proto v": the next header, or the one after a
+// fragment header (libpcap walks no other extension header).
+func (g *gen) proto(v uint32, t, f label) {
+	frag, after := g.label(), g.label()
+	g.loadAbs(1, offNext)
+	g.jump(unix.BPF_JEQ|unix.BPF_K, v, t, frag)
+	g.place(frag)
+	g.cmp(1, offNext, protoFragment, after, f)
+	g.place(after)
+	g.cmp(1, ipv6HdrLen, v, t, f)
+}
+
+// hosts is "host" and "net": the address under mask, by 32-bit words,
+// where the mask has bits (libpcap's optimizer drops the other words'
+// loads).
+func (g *gen) hosts(dir string, a, m [16]byte, t, f label) {
+	one := func(off uint32, t, f label) {
+		var words []int
+		for w := range 4 {
+			if be32(m[4*w:]) != 0 {
+				words = append(words, w)
 			}
 		}
-		g.place(body)
-		both(g, d, t, f, func(which int, t, f label) {
-			ldh(g, 40+2*uint32(which))
-			if lo == hi {
-				g.jump(unix.BPF_JEQ, lo, t, f)
-				return
+		if len(words) == 0 {
+			g.ja(t)
+			return
+		}
+		for i, w := range words {
+			next := t
+			if i < len(words)-1 {
+				next = g.label()
 			}
-			g.jump(unix.BPF_JGE, lo, next, f)
-			g.jump(unix.BPF_JGT, hi, f, t)
-		})
+			g.loadAbs(4, off+uint32(4*w))
+			if mw := be32(m[4*w:]); mw != 0xffffffff {
+				g.stmt(unix.BPF_ALU|unix.BPF_AND|unix.BPF_K, mw)
+			}
+			g.jump(unix.BPF_JEQ|unix.BPF_K, be32(a[4*w:])&be32(m[4*w:]), next, f)
+			if next != t {
+				g.place(next)
+			}
+		}
+	}
+	switch dir {
+	case "src":
+		one(offSrc, t, f)
+	case "dst":
+		one(offDst, t, f)
+	case "and":
+		m := g.label()
+		one(offSrc, m, f)
+		g.place(m)
+		one(offDst, t, f)
+	default:
+		m := g.label()
+		one(offSrc, t, m)
+		g.place(m)
+		one(offDst, t, f)
 	}
 }
 
-func lengthTest(greater bool, n uint32) func(g *gen, t, f label) {
-	return func(g *gen, t, f label) {
-		g.op(unix.BPF_LD|unix.BPF_W|unix.BPF_LEN, 0)
-		if greater {
-			g.jump(unix.BPF_JGE, n, t, f)
-		} else {
-			g.jump(unix.BPF_JGT, n, f, t)
+func be32(b []byte) uint32 {
+	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+}
+
+// ports is "port" and "portrange": the transport at the IPv6 header's
+// next header, its ports at byte 40 (as libpcap: no extension header is
+// walked). For any transport it is libpcap's "(sctp and PORTS) or (tcp
+// and PORTS) or (udp and PORTS)", whose copies the optimizer skips apart.
+func (g *gen) ports(proto uint32, dir string, lo, hi uint32, t, f label) {
+	if proto == 0 {
+		for i, p := range []uint32{protoSCTP, protoTCP, protoUDP} {
+			next := f
+			if i < 2 {
+				next = g.label()
+			}
+			g.ports(p, dir, lo, hi, t, next)
+			if next != f {
+				g.place(next)
+			}
 		}
+		return
 	}
+	in := g.label()
+	g.cmp(1, offNext, proto, in, f)
+	g.place(in)
+	atom := func(off uint32, t, f label) {
+		g.loadAbs(2, ipv6HdrLen+off)
+		if lo == hi {
+			g.jump(unix.BPF_JEQ|unix.BPF_K, lo, t, f)
+			return
+		}
+		m := g.label()
+		g.jump(unix.BPF_JGE|unix.BPF_K, lo, m, f)
+		g.place(m)
+		g.loadAbs(2, ipv6HdrLen+off)
+		g.jump(unix.BPF_JGT|unix.BPF_K, hi, f, t)
+	}
+	switch dir {
+	case "src":
+		atom(0, t, f)
+	case "dst":
+		atom(2, t, f)
+	case "and":
+		m := g.label()
+		atom(0, m, f)
+		g.place(m)
+		atom(2, t, f)
+	default:
+		m := g.label()
+		atom(0, t, m)
+		g.place(m)
+		atom(2, t, f)
+	}
+}
+
+// protochain is libpcap's gen_protochain for IPv6, instruction for
+// instruction as its optimizer leaves it: a loop over hop-by-hop,
+// destination options, routing and fragment headers (length in 8-byte
+// units) and AH (length in 4-byte units; libpcap sets the offset to
+// the AH's length alone, not added to where it stood, and so does this).
+// The loop jumps backwards, which the kernel would refuse; Run allows it.
+func (g *gen) protochain(v uint32, t, f label) {
+	loop, ext, notExt, ah, done := g.label(), g.label(), g.label(), g.label(), g.label()
+	mem := uint32(0)
+	start := len(g.ins)
+	defer func() { g.opaque = append(g.opaque, [2]int{start, len(g.ins)}) }()
+	g.loadAbs(1, offNext)
+	g.stmt(unix.BPF_LDX|unix.BPF_W|unix.BPF_IMM, ipv6HdrLen)
+	g.place(loop)
+	k := func(v uint32, t, f label) { g.jump(unix.BPF_JEQ|unix.BPF_K, v, t, f) }
+	n1, n2, n3, n4, n5 := g.label(), g.label(), g.label(), g.label(), g.label()
+	k(v, done, n1)
+	g.place(n1)
+	k(protoNoNext, done, n2)
+	g.place(n2)
+	k(protoHopOpts, ext, n3)
+	g.place(n3)
+	k(protoDstOpts, ext, n4)
+	g.place(n4)
+	k(protoRouting, ext, n5)
+	g.place(n5)
+	k(protoFragment, ext, notExt)
+	g.place(ext)
+	g.stmt(unix.BPF_LD|unix.BPF_B|unix.BPF_IND, 0)
+	g.stmt(unix.BPF_ST, mem)
+	g.stmt(unix.BPF_LD|unix.BPF_B|unix.BPF_IND, 1)
+	g.stmt(unix.BPF_ALU|unix.BPF_ADD|unix.BPF_K, 1)
+	g.stmt(unix.BPF_ALU|unix.BPF_MUL|unix.BPF_K, 8)
+	g.stmt(unix.BPF_ALU|unix.BPF_ADD|unix.BPF_X, 0)
+	g.stmt(unix.BPF_MISC|unix.BPF_TAX, 0)
+	g.stmt(unix.BPF_LD|unix.BPF_MEM, mem)
+	g.ja(loop)
+	g.place(notExt)
+	k(protoAH, ah, done)
+	g.place(ah)
+	g.stmt(unix.BPF_MISC|unix.BPF_TXA, 0)
+	g.stmt(unix.BPF_LD|unix.BPF_B|unix.BPF_IND, 0)
+	g.stmt(unix.BPF_ST, mem)
+	g.stmt(unix.BPF_MISC|unix.BPF_TXA, 0)
+	g.stmt(unix.BPF_ALU|unix.BPF_ADD|unix.BPF_K, 1)
+	g.stmt(unix.BPF_MISC|unix.BPF_TAX, 0)
+	g.stmt(unix.BPF_LD|unix.BPF_B|unix.BPF_IND, 0)
+	g.stmt(unix.BPF_ALU|unix.BPF_ADD|unix.BPF_K, 2)
+	g.stmt(unix.BPF_ALU|unix.BPF_MUL|unix.BPF_K, 4)
+	g.stmt(unix.BPF_MISC|unix.BPF_TAX, 0)
+	g.stmt(unix.BPF_LD|unix.BPF_MEM, mem)
+	g.ja(loop)
+	g.place(done)
+	k(v, t, f)
 }

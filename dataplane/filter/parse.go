@@ -1,414 +1,411 @@
 package filter
 
-import (
-	"fmt"
-	"net/netip"
-	"strconv"
-	"strings"
+import "fmt"
+
+// The parser is libpcap's grammar (grammar.y) by recursive descent. Its
+// quirks are kept because expressions written for tcpdump rely on them:
+// and and or have one precedence, left to right; an id after and/or
+// without qualifiers takes the previous primitive's ("host a or b");
+// '%' and '^' have no precedence in libpcap's grammar, so bison shifts
+// and they take everything to their right ("a * b % c + d" is
+// "a * (b % (c + d))"). Where libpcap's LALR(1) parser decides by the
+// next token, this one tries the readings in turn.
+//
+// The parser only builds the tree; names, addresses and qualifiers are
+// checked when code is generated (gen.go), in the order libpcap reports
+// them.
+
+// qual is a primitive's qualifiers; "" is the default.
+type qual struct {
+	proto string // ip6 tcp udp sctp icmp6 ah esp
+	dir   string // src dst or and
+	addr  string // host net port portrange proto protochain gateway
+	none  bool   // libpcap's qerr: no qualifiers to carry
+}
+
+var noQual = qual{none: true}
+
+// Boolean nodes.
+type (
+	andNode  struct{ l, r node }
+	orNode   struct{ l, r node }
+	notNode  struct{ x node }
+	primNode struct { // an id with its qualifiers
+		q      qual
+		tok    token
+		plen   *token // "/N" after an address
+		mask   *token // "mask M" after an IPv4 address
+		barely bool   // a bare IPv6 address where libpcap has no qualifiers
+	}
+	protoNode struct{ name string } // a protocol alone: "tcp"
+	relNode   struct {
+		op   string
+		l, r arth
+	}
+	lessNode  struct{ n uint32 }
+	greatNode struct{ n uint32 }
+	mcastNode struct {
+		q   qual
+		tok token
+	}
 )
 
-// The parser: pcap-filter(7)'s grammar for the primitives that mean
-// something on raw IPv6, with its abbreviations (a bare id takes the
-// qualifiers of the primitive before it: `host a or b`, `tcp port 22 or
-// 80`).
+type node any
 
-type quals struct {
-	proto string // ip6 tcp udp sctp icmp6, or ""
-	dir   direction
-	dirOK bool
-	typ   string // host net port portrange proto, or ""
+// Arithmetic nodes.
+type (
+	numA  struct{ v uint32 }
+	lenA  struct{}
+	loadA struct {
+		proto string
+		idx   arth
+		size  uint32
+		tok   token
+	}
+	binA struct {
+		op   string
+		l, r arth
+	}
+	negA struct{ x arth }
+)
+
+type arth any
+
+// parseError is a syntax error at a token; the parser backtracks over
+// these. Any other error ends the parse.
+type parseError struct {
+	pos int
+	msg string
 }
+
+func (e *parseError) Error() string { return e.msg }
 
 type parser struct {
 	toks []token
 	i    int
-	last *quals // the qualifiers a bare id takes
 }
 
-var errSyntax = fmt.Errorf("syntax error in filter expression")
+func parse(toks []token) (node, error) {
+	p := &parser{toks: toks}
+	n, _, err := p.expr(noQual)
+	if err != nil {
+		return nil, err
+	}
+	if t := p.peek(); t.kw("mask") {
+		return nil, refused(t)
+	} else if t.kind != tEOF {
+		return nil, p.syntax(t)
+	}
+	return n, nil
+}
 
-func (p *parser) peek() token { return p.toks[p.i] }
-
-func (p *parser) take() token {
+func (p *parser) peek() token        { return p.toks[p.i] }
+func (p *parser) peekAt(n int) token { return p.toks[min(p.i+n, len(p.toks)-1)] }
+func (p *parser) next() token {
 	t := p.toks[p.i]
-	if t.kind != tEnd {
+	if t.kind != tEOF {
 		p.i++
 	}
 	return t
 }
 
-func (p *parser) or() (*node, error) {
-	a, err := p.and()
-	for err == nil && p.peek().kind == tOr {
-		p.take()
-		var b *node
-		if b, err = p.and(); err == nil {
-			a = &node{op: '|', a: a, b: b}
+func (p *parser) syntax(t token) error {
+	return &parseError{pos: t.pos, msg: fmt.Sprintf("syntax error in filter expression at %v", t)}
+}
+
+func (p *parser) expect(op string) error {
+	if t := p.peek(); !t.op(op) {
+		return p.syntax(t)
+	}
+	p.next()
+	return nil
+}
+
+// furthest picks, of two failed readings, the error of the one that read
+// further; an error that is not a syntax error wins.
+func furthest(a, b error) error {
+	pa, oka := a.(*parseError)
+	pb, okb := b.(*parseError)
+	switch {
+	case !oka:
+		return a
+	case !okb:
+		return b
+	case pb.pos > pa.pos:
+		return b
+	}
+	return a
+}
+
+func isSyntax(err error) bool { _, ok := err.(*parseError); return ok }
+
+// expr: term { (and|or) (term|id) }, left to right.
+func (p *parser) expr(ctx qual) (node, qual, error) {
+	n, q, err := p.term(ctx)
+	if err != nil {
+		return nil, q, err
+	}
+	for {
+		t := p.peek()
+		if !t.kw("and") && !t.kw("or") && !t.op("&&") && !t.op("||") {
+			return n, q, nil
 		}
-	}
-	return a, err
-}
-
-func (p *parser) and() (*node, error) {
-	a, err := p.unary()
-	for err == nil && p.peek().kind == tAnd {
-		p.take()
-		var b *node
-		if b, err = p.unary(); err == nil {
-			a = &node{op: '&', a: a, b: b}
+		p.next()
+		r, rq, err := p.termOrID(q)
+		if err != nil {
+			return nil, q, err
 		}
+		if t.kw("and") || t.op("&&") {
+			n = andNode{n, r}
+		} else {
+			n = orNode{n, r}
+		}
+		q = rq
 	}
-	return a, err
 }
 
-func (p *parser) unary() (*node, error) {
-	if p.peek().kind == tNot {
-		p.take()
-		a, err := p.unary()
-		return &node{op: '!', a: a}, err
+// termOrID reads what follows and/or: an id carrying q if it reads as
+// one up to the next and/or, else a term.
+func (p *parser) termOrID(q qual) (node, qual, error) {
+	save := p.i
+	n, err := p.id(q)
+	if err == nil {
+		if t := p.peek(); t.kind == tEOF || t.op(")") || t.kw("and") || t.kw("or") || t.op("&&") || t.op("||") {
+			return n, q, nil
+		}
+		err = p.syntax(p.peek())
 	}
-	return p.primary()
+	if !isSyntax(err) {
+		return nil, q, err
+	}
+	idEnd := p.i
+	p.i = save
+	n, tq, terr := p.term(q)
+	if terr == nil {
+		return n, tq, nil
+	}
+	if !isSyntax(terr) {
+		return nil, q, terr
+	}
+	if err := furthest(err, terr); err != terr {
+		p.i = idEnd
+		return nil, q, err
+	}
+	return nil, q, terr
 }
 
-func (p *parser) primary() (*node, error) {
-	start := p.i
-	if n, ok, err := p.relation(); ok || err != nil {
-		return n, err
-	}
-	p.i = start
-	if p.peek().kind == tLParen {
-		p.take()
-		n, err := p.or()
+// id: an address, number or name; not id; ( id {and|or id} ).
+func (p *parser) id(q qual) (node, error) {
+	t := p.peek()
+	switch {
+	case t.kw("not") || t.op("!"):
+		p.next()
+		x, err := p.id(q)
 		if err != nil {
 			return nil, err
 		}
-		if p.take().kind != tRParen {
-			return nil, errSyntax
+		return notNode{x}, nil
+	case t.op("("):
+		p.next()
+		n, err := p.id(q)
+		if err != nil {
+			return nil, err
+		}
+		for {
+			c := p.peek()
+			if !c.kw("and") && !c.kw("or") && !c.op("&&") && !c.op("||") {
+				break
+			}
+			p.next()
+			r, err := p.id(q)
+			if err != nil {
+				return nil, err
+			}
+			if c.kw("and") || c.op("&&") {
+				n = andNode{n, r}
+			} else {
+				n = orNode{n, r}
+			}
+		}
+		return n, p.expect(")")
+	case t.kind == tNum || t.kind == tID || t.kind == tEID:
+		p.next()
+		return primNode{q: q, tok: t}, nil
+	case t.kind == tHID || t.kind == tHID6:
+		p.next()
+		n := primNode{q: q, tok: t}
+		if c := p.peek(); c.op("/") {
+			p.next()
+			l := p.next()
+			if l.kind != tNum {
+				return nil, p.syntax(l)
+			}
+			n.plen = &l
+		} else if c.kw("mask") && t.kind == tHID {
+			p.next()
+			m := p.next()
+			if m.kind != tHID {
+				return nil, p.syntax(m)
+			}
+			n.mask = &m
 		}
 		return n, nil
 	}
-	return p.primitive()
+	return nil, p.syntax(t)
 }
 
-// relation parses `ARITH RELOP ARITH`; ok is false if what is here is not
-// one (it is then parsed again as something else).
-func (p *parser) relation() (*node, bool, error) {
-	l, err := p.arith(0)
-	if err != nil && err != errSyntax {
-		return nil, true, err // an accessor's own error
-	}
-	if err != nil || p.peek().kind != tOp || swapped[p.peek().s] == "" && p.peek().s != "=" {
-		return nil, false, nil
-	}
-	rel := p.take().s
-	r, err := p.arith(0)
-	if err != nil {
-		return nil, true, err
-	}
-	if l, err = fold(l); err == nil {
-		r, err = fold(r)
-	}
-	if err != nil {
-		return nil, true, err
-	}
-	return &node{test: relation(l, rel, r)}, true, nil
-}
+var pnames = map[string]bool{"ip6": true, "icmp6": true, "tcp": true, "udp": true, "sctp": true, "ah": true, "esp": true}
 
-var levels = [][]string{{"|", "^"}, {"&"}, {"<<", ">>"}, {"+", "-"}, {"*", "/", "%"}}
-
-func (p *parser) arith(level int) (*arith, error) {
-	if level == len(levels) {
-		return p.operand()
+// term: not term; ( expr ); head id; a protocol; arth relop arth; less,
+// greater, multicast.
+func (p *parser) term(ctx qual) (node, qual, error) {
+	t := p.peek()
+	if err := refused(t); err != nil {
+		return nil, ctx, err
 	}
-	a, err := p.arith(level + 1)
-	for err == nil && p.peek().kind == tOp && contains(levels[level], p.peek().s) {
-		op := p.take().s
-		var b *arith
-		if b, err = p.arith(level + 1); err == nil {
-			a = &arith{op: op, a: a, b: b}
+	switch {
+	case t.kw("not") || t.op("!"):
+		p.next()
+		n, q, err := p.term(ctx)
+		if err != nil {
+			return nil, q, err
+		}
+		return notNode{n}, q, nil
+	case t.op("("):
+		save := p.i
+		n, rerr := p.relation()
+		if rerr == nil {
+			return n, noQual, nil
+		}
+		if !isSyntax(rerr) {
+			return nil, ctx, rerr
+		}
+		relEnd := p.i
+		p.i = save
+		p.next()
+		n, _, err := p.expr(ctx)
+		if err == nil {
+			err = p.expect(")")
+		}
+		if err == nil {
+			return n, ctx, nil
+		}
+		if e := furthest(err, rerr); e == rerr {
+			p.i = relEnd
+			return nil, ctx, rerr
+		}
+		return nil, ctx, err
+	case t.kind == tNum || t.op("-") || t.kw("len"):
+		n, err := p.relation()
+		return n, noQual, err
+	case t.kw("less") || t.kw("greater"):
+		p.next()
+		c := p.next()
+		if c.kind != tNum {
+			return nil, ctx, p.syntax(c)
+		}
+		if t.kw("less") {
+			return lessNode{c.num}, noQual, nil
+		}
+		return greatNode{c.num}, noQual, nil
+	case t.kw("multicast") || t.kw("broadcast"):
+		p.next()
+		return mcastNode{tok: t}, noQual, nil
+	case t.kind == tHID6:
+		// Not libpcap's: a bare IPv6 address with no qualifiers to carry
+		// is a host.
+		n, err := p.id(qual{})
+		if pn, ok := n.(primNode); ok {
+			pn.barely = true
+			n = pn
+		}
+		return n, qual{}, err
+	case t.kind == tKW && pnames[t.text]:
+		if p.peekAt(1).op("[") {
+			n, err := p.relation()
+			return n, noQual, err
+		}
+		if c := p.peekAt(1); c.kw("multicast") || c.kw("broadcast") {
+			p.next()
+			p.next()
+			return mcastNode{q: qual{proto: t.text}, tok: c}, noQual, nil
+		}
+		if !isHeadWord(p.peekAt(1)) {
+			p.next()
+			return protoNode{t.text}, noQual, nil
 		}
 	}
-	return a, err
+	if !isHeadWord(t) && !(t.kind == tKW && pnames[t.text]) {
+		return nil, ctx, p.syntax(t)
+	}
+	q, err := p.head()
+	if err != nil {
+		return nil, ctx, err
+	}
+	n, err := p.id(q)
+	return n, q, err
 }
 
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
+func isHeadWord(t token) bool {
+	switch {
+	case t.kw("src"), t.kw("dst"), t.kw("host"), t.kw("net"), t.kw("port"),
+		t.kw("portrange"), t.kw("proto"), t.kw("protochain"), t.kw("gateway"):
+		return true
 	}
 	return false
 }
 
-// accessors are the headers `proto[off:size]` reads: where each starts
-// and the next header it needs.
-var accessors = map[string]struct{ base, proto uint32 }{
-	"ip6": {0, 0}, "icmp6": {40, 58}, "tcp": {40, 6}, "udp": {40, 17}, "sctp": {40, 132},
+// head: [protocol] (dir [host|net|port|portrange] | host|net|port|portrange
+// | proto | protochain | gateway).
+func (p *parser) head() (qual, error) {
+	var q qual
+	if t := p.peek(); t.kind == tKW && pnames[t.text] {
+		q.proto = p.next().text
+	}
+	t := p.peek()
+	if t.kw("src") || t.kw("dst") {
+		p.next()
+		q.dir = t.text
+		c, d := p.peek(), p.peekAt(1)
+		other := map[string]string{"src": "dst", "dst": "src"}[t.text]
+		if (c.kw("or") || c.kw("and") || c.op("||") || c.op("&&")) && d.kw(other) {
+			p.next()
+			p.next()
+			q.dir = "or"
+			if c.kw("and") || c.op("&&") {
+				q.dir = "and"
+			}
+		}
+		if a := p.peek(); a.kw("host") || a.kw("net") || a.kw("port") || a.kw("portrange") {
+			q.addr = p.next().text
+		}
+		return q, nil
+	}
+	if isHeadWord(t) {
+		q.addr = p.next().text
+		return q, nil
+	}
+	return q, p.syntax(t)
 }
 
-func (p *parser) operand() (*arith, error) {
-	t := p.take()
-	switch {
-	case t.kind == tOp && t.s == "-":
-		a, err := p.operand()
-		return &arith{op: "neg", a: a}, err
-	case t.kind == tNum:
-		return &arith{op: "n", n: t.n}, nil
-	case t.kind == tLParen:
-		a, err := p.arith(0)
-		if err == nil && p.take().kind != tRParen {
-			err = errSyntax
-		}
-		return a, err
-	case t.kind == tWord && t.s == "len":
-		return &arith{op: "len"}, nil
-	case t.kind == tWord && p.peek().kind == tLBrack:
-		acc, ok := accessors[t.s]
-		if !ok {
-			return nil, unavailable(t.s)
-		}
-		p.take()
-		off, err := p.arith(0)
-		if err != nil {
-			return nil, err
-		}
-		size := 1
-		if p.peek().kind == tColon {
-			p.take()
-			s := p.take()
-			if s.kind != tNum || s.n != 1 && s.n != 2 && s.n != 4 {
-				return nil, fmt.Errorf("data size must be 1, 2, or 4")
-			}
-			size = int(s.n)
-		}
-		if p.take().kind != tRBrack {
-			return nil, errSyntax
-		}
-		return &arith{op: "load", a: off, size: size, base: acc.base, proto: acc.proto}, nil
-	case t.kind == tWord:
-		if v, ok := constants[t.s]; ok {
-			return &arith{op: "n", n: v}, nil
-		}
+// refused: the words of other links and of IPv4, an error wherever they
+// stand.
+func refused(t token) error {
+	if t.kind != tKW {
+		return nil
 	}
-	return nil, errSyntax
-}
-
-// constants are libpcap's names for offsets and values.
-var constants = map[string]uint32{
-	"icmp6type": 0, "icmp6code": 1, "tcpflags": 13,
-	"tcp-fin": 0x01, "tcp-syn": 0x02, "tcp-rst": 0x04, "tcp-push": 0x08, "tcp-ack": 0x10, "tcp-urg": 0x20,
-	"tcp-ece": 0x40, "tcp-cwr": 0x80,
-	"icmp6-destinationunreach": 1, "icmp6-packettoobig": 2, "icmp6-timeexceeded": 3, "icmp6-parameterproblem": 4,
-	"icmp6-echo": 128, "icmp6-echoreply": 129, "icmp6-multicastlistenerquery": 130,
-	"icmp6-multicastlistenerreportv1": 131, "icmp6-multicastlistenerdone": 132,
-	"icmp6-routersolicit": 133, "icmp6-routeradvert": 134, "icmp6-neighborsolicit": 135,
-	"icmp6-neighboradvert": 136, "icmp6-redirect": 137, "icmp6-multicastlistenerreportv2": 143,
-}
-
-var protoNumbers = map[string]uint32{"ip6": 0, "tcp": 6, "udp": 17, "sctp": 132, "icmp6": 58}
-
-// unavailable is the error of a primitive of another family or layer.
-func unavailable(w string) error {
-	switch w {
-	case "ip", "arp", "rarp", "icmp", "igmp", "igrp", "pim", "vrrp", "carp", "atalk", "aarp", "decnet", "iso",
-		"stp", "ipx", "netbeui", "lat", "sca", "moprc", "mopdl", "clnp", "esis", "isis", "l1", "l2", "iih", "lsp",
-		"snp", "csnp", "psnp":
-		return fmt.Errorf("'%s' never matches here: the router carries IPv6 only", w)
-	case "ether", "fddi", "tr", "wlan", "link", "vlan", "mpls", "pppoed", "pppoes", "geneve", "llc", "inbound",
-		"outbound", "ifname", "on", "rnr", "rulenum", "reason", "rset", "ruleset", "srnr", "subrulenum", "action",
-		"broadcast", "multicast", "gateway", "protochain", "vxlan":
-		return fmt.Errorf("'%s' is not available on a link of raw IPv6 packets", w)
+	switch t.text {
+	case "ip", "arp", "rarp", "icmp", "igmp", "igrp", "pim", "vrrp", "carp":
+		return fmt.Errorf("'%s' (IPv4) never matches here: the router carries IPv6 only", t.text)
+	case "mask":
+		return fmt.Errorf("'mask' is IPv4's: give an IPv6 prefix as ADDRESS/LENGTH")
 	}
-	return errSyntax
-}
-
-func (p *parser) primitive() (*node, error) {
-	var q quals
-	any := false
-	for {
-		t := p.peek()
-		if t.kind != tWord {
-			break
+	if _, ok := keywords[t.text]; ok && !pnames[t.text] && !isHeadWord(t) {
+		switch t.text {
+		case "and", "or", "not", "len", "less", "greater", "multicast", "broadcast":
+			return nil
 		}
-		switch w := t.s; {
-		case q.proto == "" && q.typ == "" && !q.dirOK && protoNumbers[w] != 0 || w == "ip6" && q.proto == "":
-			q.proto = w
-		case (w == "src" || w == "dst") && !q.dirOK && q.typ == "":
-			q.dir, q.dirOK = dirSrc, true
-			if w == "dst" {
-				q.dir = dirDst
-			}
-			p.take()
-			any = true
-			if k := p.peek().kind; (k == tOr || k == tAnd) && p.toks[p.i+1].kind == tWord &&
-				(p.toks[p.i+1].s == "src" || p.toks[p.i+1].s == "dst") && p.toks[p.i+1].s != w {
-				q.dir = dirSrcOrDst
-				if k == tAnd {
-					q.dir = dirSrcAndDst
-				}
-				p.i += 2
-			}
-			continue
-		case w == "host" || w == "net" || w == "port" || w == "portrange" || w == "proto":
-			if q.typ != "" {
-				return nil, errSyntax
-			}
-			q.typ = w
-			p.take()
-			return p.id(q, p.take())
-		case w == "less" || w == "greater":
-			if any || q.proto != "" {
-				return nil, errSyntax
-			}
-			p.take()
-			n := p.take()
-			if n.kind != tNum {
-				return nil, errSyntax
-			}
-			return &node{test: lengthTest(w == "greater", n.n)}, nil
-		default:
-			if any || q.proto != "" {
-				goto done
-			}
-			if e := unavailable(w); e != errSyntax {
-				return nil, e
-			}
-			goto done
-		}
-		p.take()
-		any = true
+		return fmt.Errorf("'%s' is not available on a link of raw IPv6 packets", t.text)
 	}
-done:
-	switch {
-	case q.dirOK:
-		q.typ = "host"
-		return p.id(q, p.take())
-	case q.proto != "":
-		if q.proto == "ip6" {
-			return &node{test: func(g *gen, t, f label) { isIPv6(g, f); g.always(t) }}, nil
-		}
-		return &node{test: ip6Proto(protoNumbers[q.proto])}, nil
-	}
-	t := p.take()
-	if t.kind != tWord && t.kind != tNum {
-		return nil, errSyntax
-	}
-	if p.last != nil {
-		return p.id(*p.last, t)
-	}
-	return p.id(quals{typ: "host"}, t)
-}
-
-// id makes the test of a primitive's id under its qualifiers.
-func (p *parser) id(q quals, t token) (*node, error) {
-	if t.kind != tWord && t.kind != tNum {
-		return nil, errSyntax
-	}
-	if q.typ == "" {
-		q.typ = "host"
-	}
-	p.last = &q
-	switch q.typ {
-	case "host", "net":
-		if q.proto != "" && q.proto != "ip6" {
-			return nil, fmt.Errorf("'%s' modifier applied to %s", q.proto, q.typ)
-		}
-		pfx, err := prefixOf(t.s, q.typ == "net")
-		if err != nil {
-			return nil, err
-		}
-		return &node{test: hostTest(q.dir, pfx.Addr().As16(), pfx.Bits())}, nil
-	case "port", "portrange":
-		protos := []uint32{132, 6, 17}
-		switch q.proto {
-		case "tcp", "udp", "sctp":
-			protos = []uint32{protoNumbers[q.proto]}
-		case "icmp6":
-			return nil, fmt.Errorf("'icmp6' modifier applied to %s", q.typ)
-		}
-		lo, hi, err := portsOf(t.s, q.typ == "portrange")
-		if err != nil {
-			return nil, err
-		}
-		return &node{test: portTest(protos, q.dir, lo, hi)}, nil
-	case "proto":
-		if q.proto != "" && q.proto != "ip6" || q.dirOK {
-			return nil, fmt.Errorf("'%s' modifier applied to proto", q.proto)
-		}
-		n, ok := map[string]uint32{"\\tcp": 6, "\\udp": 17, "\\icmp6": 58, "\\sctp": 132}[t.s]
-		if !ok {
-			v, err := strconv.ParseUint(t.s, 0, 8)
-			if err != nil {
-				return nil, fmt.Errorf("unknown ip proto '%s'", t.s)
-			}
-			n = uint32(v)
-		}
-		return &node{test: ip6Proto(n)}, nil
-	}
-	return nil, errSyntax
-}
-
-func prefixOf(s string, isNet bool) (netip.Prefix, error) {
-	if strings.Contains(s, "/") {
-		if !isNet {
-			return netip.Prefix{}, fmt.Errorf("mask syntax for networks only")
-		}
-		pfx, err := netip.ParsePrefix(s)
-		if err != nil || !pfx.Addr().Is6() {
-			return netip.Prefix{}, fmt.Errorf("invalid IPv6 prefix '%s'", s)
-		}
-		if pfx.Masked() != pfx {
-			return netip.Prefix{}, fmt.Errorf("non-network bits set in \"%s\"", s)
-		}
-		return pfx, nil
-	}
-	a, err := netip.ParseAddr(s)
-	switch {
-	case err == nil && a.Is4():
-		return netip.Prefix{}, fmt.Errorf("'%s' is IPv4: the router carries IPv6 only", s)
-	case err != nil || a.Zone() != "":
-		return netip.Prefix{}, fmt.Errorf("unknown host '%s'", s)
-	}
-	return netip.PrefixFrom(a, 128), nil
-}
-
-// services are the port names a filter takes (libpcap asks
-// /etc/services; these are the routing protocols' and the common ones).
-var services = map[string]uint32{
-	"bgp": 179, "domain": 53, "http": 80, "https": 443, "ssh": 22, "telnet": 23, "ntp": 123, "snmp": 161,
-	"syslog": 514, "dhcpv6-client": 546, "dhcpv6-server": 547, "ripng": 521, "bfd-control": 3784,
-	"bfd-echo": 3785, "ldp": 646, "netconf": 830,
-}
-
-func portsOf(s string, isRange bool) (uint32, uint32, error) {
-	one := func(w string) (uint32, error) {
-		if n, ok := services[w]; ok {
-			return n, nil
-		}
-		n, err := strconv.ParseUint(w, 0, 32)
-		if err != nil {
-			return 0, fmt.Errorf("unknown port '%s'", w)
-		}
-		if n > 65535 {
-			return 0, fmt.Errorf("illegal port number %d > 65535", n)
-		}
-		return uint32(n), nil
-	}
-	if !isRange {
-		n, err := one(s)
-		return n, n, err
-	}
-	a, b, ok := strings.Cut(s, "-")
-	if !ok {
-		return 0, 0, fmt.Errorf("illegal port range '%s'", s)
-	}
-	lo, err := one(a)
-	if err != nil {
-		return 0, 0, err
-	}
-	hi, err := one(b)
-	if err != nil {
-		return 0, 0, err
-	}
-	return min(lo, hi), max(lo, hi), nil
+	return nil
 }

@@ -1,84 +1,118 @@
 package filter
 
-import (
-	"encoding/binary"
+import "golang.org/x/sys/unix"
 
-	"golang.org/x/sys/unix"
-)
+// The interpreter is classic BPF as the kernel and libpcap's bpf_filter
+// run it: A and X 32-bit, 16 words of scratch memory, every load checked
+// against the packet (one past the end, or an unknown instruction,
+// rejects: returns 0), division by a zero X rejects. It differs where
+// they refuse a program rather than run it: a jump backwards (libpcap's
+// protochain loops so) is followed, a run that has not ended after
+// maxSteps instructions rejects, and a shift counts modulo 32, as x86
+// does for both.
 
-// Run interprets classic BPF program prog on packet pkt, as the kernel's
-// interpreter does: it returns the length to keep, 0 to reject; a load
-// past the packet's end or a division by zero rejects. It allocates
-// nothing. prog is trusted to be valid (Compile's are; libpcap's are).
+// maxSteps bounds a run: a forward-only program takes at most its length;
+// protochain's loop takes about a dozen a header.
+const maxSteps = 1 << 20
+
+// Run interprets prog, any classic BPF program, on pkt (its wire length
+// is len(pkt)) and returns what the program returned: the bytes to
+// accept, 0 to reject.
 func Run(prog []unix.SockFilter, pkt []byte) uint32 {
 	var a, x uint32
-	var mem [16]uint32
-	n := uint32(len(pkt))
-	for pc := 0; pc < len(prog); pc++ {
-		ins := &prog[pc]
-		k := ins.K
-		switch ins.Code {
-		case unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, unix.BPF_LD | unix.BPF_W | unix.BPF_IND:
-			off := k
-			if ins.Code&0xe0 == unix.BPF_IND {
-				off += x
-			}
-			if off > n || n-off < 4 {
-				return 0
-			}
-			a = binary.BigEndian.Uint32(pkt[off:])
-		case unix.BPF_LD | unix.BPF_H | unix.BPF_ABS, unix.BPF_LD | unix.BPF_H | unix.BPF_IND:
-			off := k
-			if ins.Code&0xe0 == unix.BPF_IND {
-				off += x
-			}
-			if off > n || n-off < 2 {
-				return 0
-			}
-			a = uint32(binary.BigEndian.Uint16(pkt[off:]))
-		case unix.BPF_LD | unix.BPF_B | unix.BPF_ABS, unix.BPF_LD | unix.BPF_B | unix.BPF_IND:
-			off := k
-			if ins.Code&0xe0 == unix.BPF_IND {
-				off += x
-			}
-			if off >= n {
-				return 0
-			}
-			a = uint32(pkt[off])
-		case unix.BPF_LD | unix.BPF_W | unix.BPF_LEN:
-			a = n
-		case unix.BPF_LDX | unix.BPF_W | unix.BPF_LEN:
-			x = n
-		case unix.BPF_LD | unix.BPF_IMM:
-			a = k
-		case unix.BPF_LDX | unix.BPF_IMM:
-			x = k
-		case unix.BPF_LD | unix.BPF_MEM:
-			a = mem[k&15]
-		case unix.BPF_LDX | unix.BPF_MEM:
-			x = mem[k&15]
-		case unix.BPF_LDX | unix.BPF_B | unix.BPF_MSH:
-			if k >= n {
-				return 0
-			}
-			x = uint32(pkt[k]&0xf) * 4
-		case unix.BPF_ST:
-			mem[k&15] = a
-		case unix.BPF_STX:
-			mem[k&15] = x
+	var mem [memWords]uint32
+	n := uint64(len(pkt))
+	pc := uint32(0)
+	for range maxSteps {
+		if uint64(pc) >= uint64(len(prog)) {
+			return 0
+		}
+		in := &prog[pc]
+		pc++
+		switch in.Code {
 		case unix.BPF_RET | unix.BPF_K:
-			return k
+			return in.K
 		case unix.BPF_RET | unix.BPF_A:
 			return a
+		case unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, unix.BPF_LD | unix.BPF_H | unix.BPF_ABS, unix.BPF_LD | unix.BPF_B | unix.BPF_ABS:
+			v, ok := load(pkt, n, uint64(in.K), in.Code&0x18)
+			if !ok {
+				return 0
+			}
+			a = v
+		case unix.BPF_LD | unix.BPF_W | unix.BPF_IND, unix.BPF_LD | unix.BPF_H | unix.BPF_IND, unix.BPF_LD | unix.BPF_B | unix.BPF_IND:
+			v, ok := load(pkt, n, uint64(x+in.K), in.Code&0x18)
+			if !ok {
+				return 0
+			}
+			a = v
+		case unix.BPF_LD | unix.BPF_W | unix.BPF_LEN:
+			a = uint32(n)
+		case unix.BPF_LDX | unix.BPF_W | unix.BPF_LEN:
+			x = uint32(n)
+		case unix.BPF_LD | unix.BPF_IMM:
+			a = in.K
+		case unix.BPF_LDX | unix.BPF_W | unix.BPF_IMM:
+			x = in.K
+		case unix.BPF_LD | unix.BPF_MEM:
+			if in.K >= memWords {
+				return 0
+			}
+			a = mem[in.K]
+		case unix.BPF_LDX | unix.BPF_W | unix.BPF_MEM:
+			if in.K >= memWords {
+				return 0
+			}
+			x = mem[in.K]
+		case unix.BPF_LDX | unix.BPF_B | unix.BPF_MSH:
+			if uint64(in.K) >= n {
+				return 0
+			}
+			x = uint32(pkt[in.K]&0xf) << 2
+		case unix.BPF_ST:
+			if in.K >= memWords {
+				return 0
+			}
+			mem[in.K] = a
+		case unix.BPF_STX:
+			if in.K >= memWords {
+				return 0
+			}
+			mem[in.K] = x
 		case unix.BPF_MISC | unix.BPF_TAX:
 			x = a
 		case unix.BPF_MISC | unix.BPF_TXA:
 			a = x
 		case unix.BPF_JMP | unix.BPF_JA:
-			pc += int(k)
+			pc += in.K // wraps: libpcap's protochain jumps back so
+		case unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K:
+			pc += branch(a == in.K, in)
+		case unix.BPF_JMP | unix.BPF_JGT | unix.BPF_K:
+			pc += branch(a > in.K, in)
+		case unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K:
+			pc += branch(a >= in.K, in)
+		case unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K:
+			pc += branch(a&in.K != 0, in)
+		case unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_X:
+			pc += branch(a == x, in)
+		case unix.BPF_JMP | unix.BPF_JGT | unix.BPF_X:
+			pc += branch(a > x, in)
+		case unix.BPF_JMP | unix.BPF_JGE | unix.BPF_X:
+			pc += branch(a >= x, in)
+		case unix.BPF_JMP | unix.BPF_JSET | unix.BPF_X:
+			pc += branch(a&x != 0, in)
+		case unix.BPF_ALU | unix.BPF_NEG:
+			a = -a
 		default:
+			if in.Code&0x07 != unix.BPF_ALU {
+				return 0
+			}
+			v := in.K
+			if in.Code&unix.BPF_X != 0 {
+				v = x
+			}
 			var ok bool
-			if a, pc, ok = step(ins, a, x, pc); !ok {
+			if a, ok = alu(in.Code&0xf0, a, v); !ok {
 				return 0
 			}
 		}
@@ -86,63 +120,64 @@ func Run(prog []unix.SockFilter, pkt []byte) uint32 {
 	return 0
 }
 
-// step runs an ALU or conditional jump instruction; ok is false for a
-// division by zero or an instruction the interpreter does not know.
-func step(ins *unix.SockFilter, a, x uint32, pc int) (uint32, int, bool) {
-	v := ins.K
-	if ins.Code&unix.BPF_X != 0 {
-		v = x
+func branch(c bool, in *unix.SockFilter) uint32 {
+	if c {
+		return uint32(in.Jt)
 	}
-	switch ins.Code & 0x07 {
-	case unix.BPF_ALU:
-		switch ins.Code & 0xf0 {
-		case unix.BPF_ADD:
-			return a + v, pc, true
-		case unix.BPF_SUB:
-			return a - v, pc, true
-		case unix.BPF_MUL:
-			return a * v, pc, true
-		case unix.BPF_DIV:
-			if v == 0 {
-				return 0, pc, false
-			}
-			return a / v, pc, true
-		case unix.BPF_MOD:
-			if v == 0 {
-				return 0, pc, false
-			}
-			return a % v, pc, true
-		case unix.BPF_OR:
-			return a | v, pc, true
-		case unix.BPF_AND:
-			return a & v, pc, true
-		case unix.BPF_XOR:
-			return a ^ v, pc, true
-		case unix.BPF_LSH:
-			return a << (v & 31), pc, v < 32
-		case unix.BPF_RSH:
-			return a >> (v & 31), pc, v < 32
-		case unix.BPF_NEG:
-			return -a, pc, true
+	return uint32(in.Jf)
+}
+
+// load reads size (BPF_W, BPF_H or BPF_B) bytes at off, big-endian.
+func load(pkt []byte, n, off uint64, size uint16) (uint32, bool) {
+	switch size {
+	case unix.BPF_W:
+		if off+4 > n {
+			return 0, false
 		}
-	case unix.BPF_JMP:
-		var cond bool
-		switch ins.Code & 0xf0 {
-		case unix.BPF_JEQ:
-			cond = a == v
-		case unix.BPF_JGT:
-			cond = a > v
-		case unix.BPF_JGE:
-			cond = a >= v
-		case unix.BPF_JSET:
-			cond = a&v != 0
-		default:
-			return a, pc, false
+		return uint32(pkt[off])<<24 | uint32(pkt[off+1])<<16 | uint32(pkt[off+2])<<8 | uint32(pkt[off+3]), true
+	case unix.BPF_H:
+		if off+2 > n {
+			return 0, false
 		}
-		if cond {
-			return a, pc + int(ins.Jt), true
+		return uint32(pkt[off])<<8 | uint32(pkt[off+1]), true
+	case unix.BPF_B:
+		if off >= n {
+			return 0, false
 		}
-		return a, pc + int(ins.Jf), true
+		return uint32(pkt[off]), true
 	}
-	return a, pc, false
+	return 0, false
+}
+
+// alu applies op; false for a division by zero or an unknown op.
+func alu(op uint16, a, v uint32) (uint32, bool) {
+	switch op {
+	case unix.BPF_ADD:
+		return a + v, true
+	case unix.BPF_SUB:
+		return a - v, true
+	case unix.BPF_MUL:
+		return a * v, true
+	case unix.BPF_DIV:
+		if v == 0 {
+			return 0, false
+		}
+		return a / v, true
+	case unix.BPF_MOD:
+		if v == 0 {
+			return 0, false
+		}
+		return a % v, true
+	case unix.BPF_AND:
+		return a & v, true
+	case unix.BPF_OR:
+		return a | v, true
+	case unix.BPF_XOR:
+		return a ^ v, true
+	case unix.BPF_LSH:
+		return a << (v & 31), true
+	case unix.BPF_RSH:
+		return a >> (v & 31), true
+	}
+	return 0, false
 }
