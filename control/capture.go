@@ -179,6 +179,10 @@ loop:
 		}
 	}
 	s.r.DP.StopCapture(c)
+	// what the ring holds was taken before the end: it goes out too (the
+	// client's end and a wake may be seen in either order)
+	for failed == nil && (q.count == 0 || written < q.count) && c.Next(put) {
+	}
 	if failed != nil {
 		return false // the client went away
 	}

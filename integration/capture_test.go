@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -281,6 +282,9 @@ func TestCaptureSlowReader(t *testing.T) {
 	read := uint64(0)
 	for {
 		if _, _, err := ng.ReadPacketData(); err != nil {
+			if err != io.EOF {
+				t.Errorf("reading the stream after %d packets: %v", read, err)
+			}
 			break
 		}
 		read++
