@@ -2,6 +2,7 @@ package control
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -142,7 +143,12 @@ func (s *session) captureCmd(args [][]byte) *cmdErr {
 // reports whether the client is still there for the exit status.
 func (s *session) streamCapture(in *bufio.Reader) bool {
 	q := s.capture
-	c := s.r.DP.StartCapture(q.spec)
+	c, err := s.r.DP.StartCapture(q.spec)
+	if err != nil {
+		s.errOut("Error: " + err.Error() + ".")
+		s.flush()
+		return true
+	}
 	start := time.Now()
 	gone := make(chan struct{})
 	go func() {
@@ -166,7 +172,12 @@ func (s *session) streamCapture(in *bufio.Reader) bool {
 loop:
 	for failed == nil && (q.count == 0 || written < q.count) {
 		if c.Next(put) {
-			continue
+			select {
+			case <-gone: // Ctrl-C while packets keep coming
+				break loop
+			default:
+				continue
+			}
 		}
 		if failed = w.Flush(); failed == nil {
 			failed = s.out.Flush()
@@ -189,8 +200,10 @@ loop:
 	end := time.Now()
 	for i := range c.Links() {
 		st := c.Stats(i)
+		taken, lost := st.Taken.Load(), st.Lost.Load()
 		_ = w.WriteInterfaceStats(i, pcapgo.NgInterfaceStatistics{LastUpdate: end, StartTime: start, EndTime: end,
-			PacketsReceived: st.Taken.Load(), PacketsDropped: st.Lost.Load()}) // as Flush reports
+			PacketsReceived: taken, PacketsDropped: lost, // as Flush reports
+			Comment: fmt.Sprintf("urouter: the filter took %d packets (isb_ifrecv); %d were lost to a reader that did not keep up (isb_ifdrop)", taken, lost)})
 	}
 	_ = w.Flush() // a client gone: nobody to tell
 	s.flush()

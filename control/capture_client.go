@@ -27,14 +27,27 @@ import (
 func captureMain(o options, socket string, args []string) int {
 	var rest []string
 	file := ""
+	// -w is the client's, before the filter (whose words are the
+	// filter's, a "-w" among them too)
 	for i := 1; i < len(args); i++ {
-		if args[i] == "-w" {
+		switch args[i] {
+		case "-w":
 			if i+1 == len(args) {
 				fmt.Fprintln(os.Stderr, "Error: argument \"-w\" is required: a file, or - for stdout")
 				return 255
 			}
 			file = args[i+1]
 			i++
+			continue
+		case "dev", "count", "snaplen":
+			if i+1 < len(args) {
+				rest = append(rest, args[i])
+				i++
+			}
+		case "drops", "in", "out", "help":
+		default:
+			rest = append(rest, args[i:]...)
+			i = len(args)
 			continue
 		}
 		rest = append(rest, args[i])

@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"fmt"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -9,13 +10,14 @@ import (
 )
 
 // Packet capture: copies of the packets a capture takes, at the packet
-// path's own points (as read, before they are parsed; as written, just
-// before the port's write; as dropped, with why), into the capture's ring,
-// which its reader (the control socket's session streaming pcapng) empties.
+// path's own points (as read, before they are parsed; as the port took
+// them; as dropped, with why), into the capture's ring, which its reader
+// (the control socket's session streaming pcapng) empties.
 //
-// With no capture running, a batch pays one atomic load (the set of
-// captures, nil). A capture's filter runs on every packet of the links it
-// takes; a packet it takes is copied into a free slot of the ring. A full
+// With no capture running and no trace armed, a batch pays one atomic
+// load (the taps, nil). A capture's filter runs on every packet of the
+// links it takes; a packet it takes is copied into a free slot of the
+// ring, whose memory is made when the capture starts. A full
 // ring loses the packet and counts it: a slow reader never slows the
 // packet path, and nothing here takes a lock.
 
@@ -40,11 +42,11 @@ type CaptureSpec struct {
 	Drops   bool    // the packets the router drops, with the reason
 	Filter  Filter  // nil: every packet
 	Snaplen int     // the bytes of a packet kept (0: all of it)
-	Slots   int     // the ring's size in packets (0: DefaultCaptureSlots)
+	Slots   int     // the ring's size in packets (0: as CaptureBytes says)
 }
 
-// DefaultCaptureSlots is a capture's ring: a few batches of every link
-// at once, so that a reader that keeps up loses nothing to bursts.
+// DefaultCaptureSlots is a capture's ring at most: a few batches of every
+// link at once, so that a reader that keeps up loses nothing to bursts.
 const DefaultCaptureSlots = 4096
 
 // Captured is one packet a capture took.
@@ -66,7 +68,7 @@ type Captured struct {
 type Capture struct {
 	spec  CaptureSpec
 	links []*Link // those it captures, in the order given
-	pos   []int16 // by link index: its place in links, -1 if not captured
+	pos   []int32 // by link index: its place in links, -1 if not captured
 	ring  captureRing
 	stats []CaptureStats // by place in links
 	wake  chan struct{}
@@ -84,9 +86,20 @@ type captureSet struct {
 	drops bool // some capture takes drops
 }
 
+// MaxCaptures bounds the captures running at once, and so the memory
+// their rings hold (CaptureBytes each).
+const MaxCaptures = 8
+
+// CaptureBytes is a capture ring's memory, made when it starts: its slots
+// are Snaplen bytes each (what a packet can be at most, when the snaplen
+// is larger), and as many as fit, from 256 to Slots.
+const CaptureBytes = 32 << 20
+
+var ErrTooManyCaptures = fmt.Errorf("%d captures run already", MaxCaptures)
+
 // StartCapture starts a capture; its packets are read with Next until
 // StopCapture.
-func (dp *Dataplane) StartCapture(spec CaptureSpec) *Capture {
+func (dp *Dataplane) StartCapture(spec CaptureSpec) (*Capture, error) {
 	c := &Capture{spec: spec, wake: make(chan struct{}, 1)}
 	c.links = spec.Links
 	if len(c.links) == 0 {
@@ -96,60 +109,85 @@ func (dp *Dataplane) StartCapture(spec CaptureSpec) *Capture {
 	for _, l := range c.links {
 		maxIndex = max(maxIndex, l.Index)
 	}
-	c.pos = make([]int16, maxIndex+1)
+	c.pos = make([]int32, maxIndex+1)
 	for i := range c.pos {
 		c.pos[i] = -1
 	}
 	for i, l := range c.links {
-		c.pos[l.Index] = int16(i)
+		c.pos[l.Index] = int32(i)
 	}
 	c.stats = make([]CaptureStats, len(c.links))
+	if c.spec.Snaplen <= 0 || c.spec.Snaplen > maxPacket {
+		c.spec.Snaplen = maxPacket
+	}
 	slots := spec.Slots
 	if slots <= 0 {
-		slots = DefaultCaptureSlots
+		slots = min(DefaultCaptureSlots, max(256, CaptureBytes/c.spec.Snaplen))
 	}
-	c.ring.init(slots)
-	dp.capMu.Lock()
-	defer dp.capMu.Unlock()
-	old := dp.captures.Load()
-	set := &captureSet{}
-	if old != nil {
-		set.caps = slices.Clone(old.caps)
+	dp.tapMu.Lock()
+	defer dp.tapMu.Unlock()
+	cur := dp.taps.Load()
+	caps := slices.Clone(cur.captures())
+	if len(caps) == MaxCaptures {
+		return nil, ErrTooManyCaptures
 	}
-	set.caps = append(set.caps, c)
-	dp.publishCaptures(set)
-	return c
+	c.ring.init(slots, c.spec.Snaplen)
+	dp.publishTaps(append(caps, c), cur.tracer())
+	return c, nil
 }
 
-// StopCapture takes capture c out of the packet path at once.
+// StopCapture takes capture c out of the packet path: once it returns, no
+// worker adds to it (what the ring holds can still be read).
 func (dp *Dataplane) StopCapture(c *Capture) {
-	dp.capMu.Lock()
-	defer dp.capMu.Unlock()
-	old := dp.captures.Load()
-	if old == nil {
-		return
-	}
-	set := &captureSet{caps: slices.DeleteFunc(slices.Clone(old.caps), func(x *Capture) bool { return x == c })}
-	dp.publishCaptures(set)
+	dp.tapMu.Lock()
+	cur := dp.taps.Load()
+	dp.publishTaps(slices.DeleteFunc(slices.Clone(cur.captures()), func(x *Capture) bool { return x == c }), cur.tracer())
+	dp.tapMu.Unlock()
+	dp.synchronize() // the batches that had it are done
 }
 
-// publishCaptures makes set the captures running (under capMu): nil when
-// there are none, so a batch sees none in one load.
-func (dp *Dataplane) publishCaptures(set *captureSet) {
-	if len(set.caps) == 0 {
-		dp.captures.Store(nil)
+// taps are what watches the packet path: the captures running and the
+// trace armed; a batch loads them once.
+type taps struct {
+	caps *captureSet // nil: none
+	tr   *Tracer     // nil: none armed
+}
+
+func (t *taps) captures() []*Capture {
+	if t == nil || t.caps == nil {
+		return nil
+	}
+	return t.caps.caps
+}
+
+func (t *taps) tracer() *Tracer {
+	if t == nil || t.tr == nil || t.tr.left.Load() <= 0 {
+		return nil
+	}
+	return t.tr
+}
+
+// publishTaps makes caps and tr what watches the packet path (under
+// tapMu): nil when neither is, so a batch sees nothing in one load.
+func (dp *Dataplane) publishTaps(caps []*Capture, tr *Tracer) {
+	var set *captureSet
+	if len(caps) > 0 {
+		set = &captureSet{caps: caps}
+		for _, c := range caps {
+			set.drops = set.drops || c.spec.Drops
+		}
+	}
+	if set == nil && tr == nil {
+		dp.taps.Store(nil)
 		return
 	}
-	for _, c := range set.caps {
-		set.drops = set.drops || c.spec.Drops
-	}
-	dp.captures.Store(set)
+	dp.taps.Store(&taps{caps: set, tr: tr})
 }
 
 // Captures is how many captures run.
 func (dp *Dataplane) Captures() int {
-	if set := dp.captures.Load(); set != nil {
-		return len(set.caps)
+	if t := dp.taps.Load(); t != nil && t.caps != nil {
+		return len(t.caps.caps)
 	}
 	return 0
 }
@@ -205,13 +243,9 @@ func (set *captureSet) capture(l *Link, d Direction, b []byte, dropped bool, why
 			st.Lost.Add(1)
 			continue
 		}
-		keep := len(p)
-		if c.spec.Snaplen > 0 {
-			keep = min(keep, c.spec.Snaplen)
-		}
 		vh := port.DecodeVnet(b)
 		s.pk = Captured{Link: l.Index, Dir: d, Dropped: dropped, Reason: why, Time: time.Now().UnixNano(),
-			Len: len(p), Data: append(s.pk.Data[:0], p[:keep]...)}
+			Len: len(p), Data: s.buf[:copy(s.buf, p)]}
 		if vh.GSO() {
 			s.pk.GSOType, s.pk.GSOSize = vh.GSOType, vh.GSOSize
 		}
@@ -260,10 +294,22 @@ func (w *worker) dropped(k *pkt, why DropReason) {
 // Discovery, packets that waited for their neighbour) or dropped there,
 // with a load of its own.
 func (dp *Dataplane) captureOff(l *Link, d Direction, b []byte, dropped bool, why DropReason) {
-	if set := dp.captures.Load(); set != nil && (!dropped || set.drops) {
-		set.capture(l, d, b, dropped, why)
+	if t := dp.taps.Load(); t != nil && t.caps != nil && (!dropped || t.caps.drops) {
+		t.caps.capture(l, d, b, dropped, why)
 	}
 }
+
+// loadTaps loads what watches the packet path for a batch.
+func (w *worker) loadTaps() {
+	w.caps, w.tr = nil, nil
+	if t := w.dp.taps.Load(); t != nil {
+		w.caps, w.tr = t.caps, t.tr
+	}
+}
+
+// dropTaps forgets them after the batch, so that an idle worker keeps no
+// stopped capture's ring.
+func (w *worker) dropTaps() { w.caps, w.tr = nil, nil }
 
 // captureRing is a bounded lock-free queue of many writers and one reader
 // (Vyukov's): a slot's sequence says whose turn it is, so a writer claims
@@ -281,17 +327,22 @@ type captureRing struct {
 type captureSlot struct {
 	seq atomic.Uint64
 	pk  Captured
+	buf []byte // the slot's own piece of the ring's memory
 }
 
-func (r *captureRing) init(n int) {
+// init makes a ring of n slots (a power of two at least) of snap bytes
+// each, in one allocation.
+func (r *captureRing) init(n, snap int) {
 	size := 1
 	for size < n {
 		size <<= 1
 	}
 	r.slots = make([]captureSlot, size)
 	r.mask = uint64(size - 1)
+	mem := make([]byte, size*snap)
 	for i := range r.slots {
 		r.slots[i].seq.Store(uint64(i))
+		r.slots[i].buf = mem[i*snap : (i+1)*snap : (i+1)*snap]
 	}
 }
 

@@ -28,6 +28,15 @@ type seen struct {
 	next    uint8
 }
 
+func start(t testing.TB, r *rig, spec dataplane.CaptureSpec) *dataplane.Capture {
+	t.Helper()
+	c, err := r.dp.StartCapture(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func drain(c *dataplane.Capture) []seen {
 	var got []seen
 	for c.Next(func(_ int, p *dataplane.Captured) {
@@ -46,7 +55,7 @@ func drain(c *dataplane.Capture) []seen {
 // a filter takes only what it matches; a stopped capture sees nothing.
 func TestCapture(t *testing.T) {
 	r := newRig(t)
-	c := r.dp.StartCapture(dataplane.CaptureSpec{Links: []*dataplane.Link{r.ta, r.tb}, In: true, Out: true, Drops: true})
+	c := start(t, r, dataplane.CaptureSpec{Links: []*dataplane.Link{r.ta, r.tb}, In: true, Out: true, Drops: true})
 	fwd := craft(t, append([]gopacket.SerializableLayer{ipv6(host1, host2, layers.IPProtocolUDP, 64)}, udp(8)...)...)
 	expired := craft(t, append([]gopacket.SerializableLayer{ipv6(host1, host2, layers.IPProtocolUDP, 1)}, udp(8)...)...)
 	noRoute := craft(t, append([]gopacket.SerializableLayer{ipv6(host1, net.ParseIP("2001:db8:66::1"), layers.IPProtocolUDP, 64)}, udp(8)...)...)
@@ -75,7 +84,7 @@ func TestCapture(t *testing.T) {
 	r.recv(r.ta)
 	r.recv(r.tb)
 
-	icmp := r.dp.StartCapture(dataplane.CaptureSpec{In: true, Out: true, Filter: matchFunc(func(p []byte) bool { return p[6] == 58 })})
+	icmp := start(t, r, dataplane.CaptureSpec{In: true, Out: true, Filter: matchFunc(func(p []byte) bool { return p[6] == 58 })})
 	defer r.dp.StopCapture(icmp)
 	r.run(fwd, expired)
 	if got := drain(icmp); len(got) != 1 || got[0].next != 58 || got[0].dir != dataplane.DirOut {
@@ -92,7 +101,7 @@ func TestCapture(t *testing.T) {
 // for, counted, and forwarding goes on.
 func TestCaptureFull(t *testing.T) {
 	r := newRig(t)
-	c := r.dp.StartCapture(dataplane.CaptureSpec{Links: []*dataplane.Link{r.ta}, In: true, Slots: 8})
+	c := start(t, r, dataplane.CaptureSpec{Links: []*dataplane.Link{r.ta}, In: true, Slots: 8})
 	defer r.dp.StopCapture(c)
 	var pkts [][]byte
 	for i := 0; i < 20; i++ {
@@ -116,7 +125,7 @@ func TestCaptureFull(t *testing.T) {
 // lost, none twice.
 func TestCaptureRace(t *testing.T) {
 	r := newRig(t)
-	c := r.dp.StartCapture(dataplane.CaptureSpec{Links: []*dataplane.Link{r.ta}, In: true, Slots: 64})
+	c := start(t, r, dataplane.CaptureSpec{Links: []*dataplane.Link{r.ta}, In: true, Slots: 64})
 	defer r.dp.StopCapture(c)
 	const workers, batches = 4, 200
 	var wg sync.WaitGroup
@@ -210,8 +219,43 @@ func TestTrace(t *testing.T) {
 	if w := recs[0].Steps[4].Text; !strings.HasPrefix(w, "dev "+name+" ") || !strings.HasSuffix(w, "done") {
 		t.Errorf("write step %q", w)
 	}
+	r.recv(r.tb)
+	r.recv(r.tc)
+
+	// a flow's datagrams leave as one super-packet, but traced ones alone,
+	// each with its own steps to its write
+	r.dp.ClearTrace()
+	r.dp.ArmTrace(2, nil, nil)
+	r.run(multi, multi, multi, multi)
+	recs, _ = r.dp.Traces()
+	if len(recs) != 2 || stages(recs[0]) != "read parse decide forward write" || stages(recs[1]) != stages(recs[0]) {
+		t.Errorf("traced datagrams of one flow: %d records, %v", len(recs), recs)
+	}
 	r.dp.ClearTrace()
 	if recs, _ := r.dp.Traces(); len(recs) != 0 {
 		t.Errorf("%d records after clear", len(recs))
+	}
+}
+
+// TestCaptureLimit: captures past MaxCaptures are refused, and a stopped
+// one makes room.
+func TestCaptureLimit(t *testing.T) {
+	r := newRig(t)
+	var cs []*dataplane.Capture
+	for i := 0; i < dataplane.MaxCaptures; i++ {
+		cs = append(cs, start(t, r, dataplane.CaptureSpec{In: true, Snaplen: 128}))
+	}
+	if _, err := r.dp.StartCapture(dataplane.CaptureSpec{In: true}); err != dataplane.ErrTooManyCaptures {
+		t.Fatalf("capture %d: %v, want %v", dataplane.MaxCaptures+1, err, dataplane.ErrTooManyCaptures)
+	}
+	r.dp.StopCapture(cs[0])
+	if r.dp.Captures() != dataplane.MaxCaptures-1 {
+		t.Errorf("%d captures after one stopped", r.dp.Captures())
+	}
+	for _, c := range cs[1:] {
+		r.dp.StopCapture(c)
+	}
+	if r.dp.Captures() != 0 {
+		t.Errorf("%d captures after all stopped", r.dp.Captures())
 	}
 }

@@ -33,12 +33,11 @@ type Dataplane struct {
 	// router's gateway probing); it must not block.
 	neighWatch atomic.Pointer[func(l *Link, addr netip.Addr, from, to ndisc.State)]
 
-	// captures are the packet captures running (capture.go), nil when
-	// none is; changed under capMu
-	captures atomic.Pointer[captureSet]
-	capMu    sync.Mutex
-	// tracer is the armed trace (trace.go), nil when none is
-	tracer atomic.Pointer[Tracer]
+	// taps are the captures running and the trace armed (capture.go,
+	// trace.go), nil when neither is: a batch's one load; changed under
+	// tapMu (and a trace's last packet disarms it by compare-and-swap)
+	taps   atomic.Pointer[taps]
+	tapMu  sync.Mutex
 	traces traceLog // the traced packets' records
 
 	mu      sync.Mutex // link I/O set-up and tear-down

@@ -61,7 +61,7 @@ func (w *worker) forward(n int) {
 	in := w.in
 	c := w.ctr(in)
 	up := in.carries()
-	w.caps, w.tr = w.dp.captures.Load(), w.dp.tracer.Load() // nil, nil: neither runs
+	w.loadTaps() // one atomic load: nil when nothing watches
 	if w.caps != nil {
 		w.captureBatch(n)
 	}
@@ -133,6 +133,7 @@ func (w *worker) forward(n int) {
 	if len(w.traced) > 0 {
 		w.traceDone()
 	}
+	w.dropTaps()
 }
 
 func (k *pkt) drop(why DropReason) { k.act, k.reason = actDrop, why }

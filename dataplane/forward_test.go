@@ -425,7 +425,7 @@ func BenchmarkForward(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			c := r.dp.StartCapture(dataplane.CaptureSpec{In: true, Out: true, Drops: true, Filter: f})
+			c := start(b, r, dataplane.CaptureSpec{In: true, Out: true, Drops: true, Filter: f})
 			b.Cleanup(func() { r.dp.StopCapture(c) })
 		})
 	})

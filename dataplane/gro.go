@@ -22,15 +22,15 @@ const udpChecksumOffset = 6
 // that can leave as one UDP super-packet; i+1 if none can join it.
 func (w *worker) coalescable(i, n int) int {
 	k := &w.pk[i]
-	if !k.udpCoalescable() || !k.egress.offloads.UDP {
-		return i + 1
+	if !k.udpCoalescable() || !k.egress.offloads.UDP || k.tr != nil {
+		return i + 1 // a traced packet goes alone, its steps its own
 	}
 	size := len(k.p) - ipv6Len - header.UDPMinimumSize
 	total := len(k.p)
 	j := i + 1
 	for ; j < n; j++ {
 		o := &w.pk[j]
-		if o.act != actForward || o.egress != k.egress || !o.udpCoalescable() {
+		if o.act != actForward || o.egress != k.egress || !o.udpCoalescable() || o.tr != nil {
 			break
 		}
 		osize := len(o.p) - ipv6Len - header.UDPMinimumSize

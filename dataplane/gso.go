@@ -42,7 +42,7 @@ func (k *pkt) gsoHeaderLen() (int, bool) {
 func (w *worker) segment(k *pkt, out *Link) {
 	if !k.vh.GSO() {
 		if k.vh.Flags&port.NeedsCsum != 0 && !completeChecksum(k.p, int(k.vh.CsumStart), int(k.vh.CsumOffset)) {
-			w.drop(w.in, DropLength)
+			w.dropPacket(k, DropLength)
 			return
 		}
 		k.b[0] &^= port.NeedsCsum // done
@@ -52,7 +52,7 @@ func (w *worker) segment(k *pkt, out *Link) {
 	hdr, ok := k.gsoHeaderLen()
 	size := int(k.vh.GSOSize)
 	if !ok || size == 0 {
-		w.drop(w.in, DropLength)
+		w.dropPacket(k, DropLength)
 		return
 	}
 	tcp := k.vh.GSOType == unix.VIRTIO_NET_HDR_GSO_TCPV6

@@ -266,7 +266,8 @@ func answersItself(k *pkt) bool {
 // kernel's side. Its unicast TCP teaches the session peers (copp.go).
 func (w *worker) forwardOwn(n int) {
 	m, in := w.own, w.in
-	w.caps, w.tr = w.dp.captures.Load(), nil // captured as they leave; not traced
+	w.loadTaps() // captured as they leave; not traced
+	w.tr = nil
 	links := w.dp.Links.snap.Load()
 	now := coarseNow()
 	for i := 0; i < n; i++ {
@@ -316,6 +317,7 @@ func (w *worker) forwardOwn(n int) {
 		}
 	}
 	w.flush()
+	w.dropTaps()
 }
 
 // ownMartian: what the kernel may not send out of a mirror (multicast

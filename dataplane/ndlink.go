@@ -90,7 +90,9 @@ func (n *ndLink) Unreachable(target netip.Addr, pkts [][]byte) {
 	if n.tx == nil {
 		n.tx = newSender(n.dp, l)
 	}
-	n.tx.caps = n.dp.captures.Load()
+	n.tx.loadTaps()
+	n.tx.tr = nil
+	defer n.tx.dropTaps()
 	for _, b := range pkts {
 		k := pkt{b: b}
 		if !n.tx.parse(&k) {

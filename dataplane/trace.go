@@ -17,7 +17,7 @@ import (
 // packet path, a step per stage (read, parse, the decision as `route get
 // -d` explains it, what the decision made of the packet, its neighbour,
 // its write), each stamped in nanoseconds. With no trace armed a batch
-// pays one atomic load (the armed trace, nil); a packet traced pays what
+// pays one atomic load (the taps, with the captures); a packet traced pays what
 // its record costs, allocations and the decision explained again, which
 // only COUNT packets do.
 
@@ -52,8 +52,9 @@ type TraceRecord struct {
 	ID    uint64
 	Link  string // the link it came in by
 	Steps []TraceStep
-	// the decision's key and, for StageDecide, how it was reached (the
-	// batch's own result in Explain.Result: what the packet took)
+	// the decision's key and, for StageDecide, how it is reached, explained
+	// again as route get -d explains it; what the batch's own decision
+	// made of the packet is the step after it
 	Key     decide.Key
 	Explain *decide.Explanation
 }
@@ -89,12 +90,16 @@ func (dp *Dataplane) ArmTrace(count int, l *Link, f Filter) {
 		t.link = l.Index
 	}
 	t.left.Store(int64(min(count, MaxTraces)))
-	dp.tracer.Store(t)
+	dp.tapMu.Lock()
+	defer dp.tapMu.Unlock()
+	dp.publishTaps(dp.taps.Load().captures(), t)
 }
 
 // ClearTrace disarms the trace and forgets the records.
 func (dp *Dataplane) ClearTrace() {
-	dp.tracer.Store(nil)
+	dp.tapMu.Lock()
+	dp.publishTaps(dp.taps.Load().captures(), nil)
+	dp.tapMu.Unlock()
 	dp.traces.mu.Lock()
 	dp.traces.records = nil
 	dp.traces.mu.Unlock()
@@ -104,7 +109,7 @@ func (dp *Dataplane) ClearTrace() {
 // the armed trace still takes.
 func (dp *Dataplane) Traces() ([]*TraceRecord, int) {
 	left := 0
-	if t := dp.tracer.Load(); t != nil {
+	if t := dp.taps.Load().tracer(); t != nil {
 		left = int(max(t.left.Load(), 0))
 	}
 	dp.traces.mu.Lock()
@@ -126,9 +131,28 @@ func (t *Tracer) take(dp *Dataplane, l *Link, b []byte) bool {
 		}
 		if t.left.CompareAndSwap(n, n-1) {
 			if n == 1 {
-				dp.tracer.CompareAndSwap(t, nil)
+				dp.disarm(t)
 			}
 			return true
+		}
+	}
+}
+
+// disarm takes spent trace t out of the packet path without the lock
+// (its last packet's worker does it): a publish under the lock that
+// raced it leaves t out too, as spent.
+func (dp *Dataplane) disarm(t *Tracer) {
+	for {
+		cur := dp.taps.Load()
+		if cur == nil || cur.tr != t {
+			return
+		}
+		var next *taps
+		if cur.caps != nil {
+			next = &taps{caps: cur.caps}
+		}
+		if dp.taps.CompareAndSwap(cur, next) {
+			return
 		}
 	}
 }
@@ -166,8 +190,8 @@ func gsoText(vh *port.VnetHdr) string {
 
 // traceParse records what parse made of a traced packet.
 func (k *pkt) traceParse() {
-	if k.act == actDrop {
-		return // the drop step says why
+	if k.act == actDrop || k.act == actError {
+		return // the drop step says why (an error in its options: not parsed further)
 	}
 	p := k.p
 	var ports string

@@ -148,6 +148,12 @@ func (w *worker) queue(out *Link, b []byte, via netip.Addr, packets int) {
 	port := out.portOf()
 	if port == nil {
 		w.drop(w.in, DropLinkDown)
+		if w.caps != nil && w.caps.drops {
+			w.caps.capture(out, DirOut, b, true, DropLinkDown)
+		}
+		if w.cur != nil {
+			w.cur.add(StageDrop, "%s", DropLinkDown)
+		}
 		return
 	}
 	if w.nout == maxOut {
@@ -183,17 +189,15 @@ func (w *worker) flush() {
 // dropped, and the rest still go.
 func (w *worker) write(l *Link, port port.Port, n int) {
 	c := w.ctr(l)
-	if w.caps != nil {
-		for _, b := range w.wb[:n] {
-			w.caps.capture(l, DirOut, b, false, 0)
-		}
-	}
 	for done := 0; done < n; {
 		m, err := port.WriteBatch(w.id, w.wb[done:n], w.wv[done:n])
 		for _, j := range w.wi[done : done+m] {
 			o := &w.out[j]
 			c.TxPackets.add(uint64(o.packets))
 			c.TxBytes.add(uint64(len(o.b) - vnetHdrLen)) // counted as Linux counts: the IPv6 packet
+			if w.caps != nil {                           // the packet a port took is unchanged past its virtio_net_hdr
+				w.caps.capture(l, DirOut, o.b, false, 0)
+			}
 			if o.tr != nil {
 				traceWrote(o, l, nil)
 			}
@@ -202,7 +206,11 @@ func (w *worker) write(l *Link, port port.Port, n int) {
 		if err != nil || m == 0 { // a port that wrote nothing and said nothing: lost too
 			c.Drops[DropWrite].add(1)
 			c.TxErrors.add(1)
-			if o := &w.out[w.wi[done]]; o.tr != nil {
+			o := &w.out[w.wi[done]]
+			if w.caps != nil && w.caps.drops {
+				w.caps.capture(l, DirOut, o.b, true, DropWrite)
+			}
+			if o.tr != nil {
 				if err == nil {
 					err = errNothingWritten
 				}

@@ -295,6 +295,18 @@ func TestCaptureSlowReader(t *testing.T) {
 	}
 	t.Logf("a reader that stopped: %d packets read, %d lost of %d", read, lost, taken)
 
+	// Ctrl-C while packets keep coming: the stream ends at once
+	_, file := tempFile(t, "busy.pcapng")
+	c = startCapture(t, l.d, nil, "dev", "ta", "-w", file)
+	flood := startIn(t, l.h1, "ping", "-6", "-f", "-c", "1000000", "2001:db8:2::2")
+	time.Sleep(300 * time.Millisecond)
+	_ = c.cmd.Process.Signal(syscall.SIGINT)
+	c.wait(t, 5*time.Second)
+	flood.stop()
+	if n := len(tcpdumpRead(t, file)); n < 100 {
+		t.Errorf("a capture of a flood ended with %d packets", n)
+	}
+
 	// a reader that goes away (tcpdump quits): the client ends, and the
 	// daemon forgets the capture
 	r, w, err = os.Pipe()

@@ -11,9 +11,12 @@ import "golang.org/x/sys/unix"
 // maxSteps instructions rejects, and a shift counts modulo 32, as x86
 // does for both.
 
-// maxSteps bounds a run: a forward-only program takes at most its length;
-// protochain's loop takes about a dozen a header.
-const maxSteps = 1 << 20
+// maxSteps bounds a run: a forward-only program takes at most its length
+// (4096 at most); protochain's loop takes about a dozen a header, and on
+// a crafted AH (whose length libpcap's loop takes for the offset) it would
+// not end: a bound near the longest program keeps a hostile packet's cost
+// to microseconds on the worker that filters it.
+const maxSteps = 8192
 
 // Run interprets prog, any classic BPF program, on pkt (its wire length
 // is len(pkt)) and returns what the program returned: the bytes to
@@ -41,7 +44,7 @@ func Run(prog []unix.SockFilter, pkt []byte) uint32 {
 			}
 			a = v
 		case unix.BPF_LD | unix.BPF_W | unix.BPF_IND, unix.BPF_LD | unix.BPF_H | unix.BPF_IND, unix.BPF_LD | unix.BPF_B | unix.BPF_IND:
-			v, ok := load(pkt, n, uint64(x+in.K), in.Code&0x18)
+			v, ok := load(pkt, n, uint64(x)+uint64(in.K), in.Code&0x18)
 			if !ok {
 				return 0
 			}
