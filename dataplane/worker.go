@@ -195,7 +195,8 @@ func (w *worker) write(l *Link, port port.Port, n int) {
 			o := &w.out[j]
 			c.TxPackets.add(uint64(o.packets))
 			c.TxBytes.add(uint64(len(o.b) - vnetHdrLen)) // counted as Linux counts: the IPv6 packet
-			if w.caps != nil {                           // the packet a port took is unchanged past its virtio_net_hdr
+			// the packet a port took is unchanged past its virtio_net_hdr
+			if w.caps != nil {
 				w.caps.capture(l, DirOut, o.b, false, 0)
 			}
 			if o.tr != nil {
