@@ -2,6 +2,7 @@ package control
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"strconv"
@@ -35,9 +36,19 @@ type captureReq struct {
 
 const maxSnaplen = 262144 // tcpdump's default, more than any packet here
 
+const (
+	cwDev = iota + 1
+	cwDrops
+	cwIn
+	cwOut
+	cwCount
+	cwSnaplen
+	cwHelp
+)
+
 var captureWords = sync.OnceValue(func() keywords {
-	return newKeywords([]kw{{"dev", false, 1}, {"drops", false, 2}, {"in", false, 3}, {"out", false, 4},
-		{"count", false, 5}, {"snaplen", false, 6}, {"help", false, 7}})
+	return newKeywords([]kw{{"dev", false, cwDev}, {"drops", false, cwDrops}, {"in", false, cwIn}, {"out", false, cwOut},
+		{"count", false, cwCount}, {"snaplen", false, cwSnaplen}, {"help", false, cwHelp}})
 })
 
 const captureUsage = "Usage: urouter capture [ dev LINK ]... [ drops ] [ in | out ] [ count N ] [ snaplen N ]\n" +
@@ -50,12 +61,11 @@ func (s *session) parseCapture(args [][]byte) (*captureReq, *cmdErr) {
 	q := &captureReq{}
 	ws := argv{args: args}
 	seen := map[int32]bool{}
-	dir := false
 words:
 	for ; ws.i < len(args); ws.i++ {
 		w := args[ws.i]
-		switch captureWords().of(w) {
-		case 1:
+		switch k := captureWords().of(w); k {
+		case cwDev:
 			v, err := ws.next()
 			if err != nil {
 				return nil, err
@@ -68,13 +78,13 @@ words:
 				seen[l.Index] = true
 				q.spec.Links = append(q.spec.Links, l)
 			}
-		case 2:
+		case cwDrops:
 			q.spec.Drops = true
-		case 3:
-			q.spec.In, dir = true, true
-		case 4:
-			q.spec.Out, dir = true, true
-		case 5, 6:
+		case cwIn:
+			q.spec.In = true
+		case cwOut:
+			q.spec.Out = true
+		case cwCount, cwSnaplen:
 			v, err := ws.next()
 			if err != nil {
 				return nil, err
@@ -83,46 +93,42 @@ words:
 			if e != nil || n == 0 {
 				return nil, invarg("a positive number is expected\n", v)
 			}
-			if captureWords().of(w) == 5 {
+			if k == cwCount {
 				q.count = int(n)
 			} else {
 				q.spec.Snaplen = int(min(n, maxSnaplen))
 			}
-		case 7:
+		case cwHelp:
 			return nil, parseErr("%s", captureUsage)
 		default:
 			break words
 		}
 	}
-	if !dir && !q.spec.Drops {
+	if !q.spec.In && !q.spec.Out && !q.spec.Drops {
 		q.spec.In, q.spec.Out = true, true
 	}
-	var parts []string
-	for _, a := range args[ws.i:] {
-		parts = append(parts, string(a))
-	}
-	q.expr = strings.Join(parts, " ")
-	f, err := compileFilter(q.expr)
-	if err != nil {
+	var err *cmdErr
+	if q.expr, q.spec.Filter, err = compileFilter(args[ws.i:]); err != nil {
 		return nil, err
 	}
-	q.spec.Filter = f
 	if q.spec.Snaplen == 0 {
 		q.spec.Snaplen = maxSnaplen
 	}
 	return q, nil
 }
 
-// compileFilter compiles a tcpdump expression; "" takes every packet.
-func compileFilter(expr string) (dataplane.Filter, *cmdErr) {
+// compileFilter compiles the words of a tcpdump expression, and returns
+// it as one line; none takes every packet.
+func compileFilter(words [][]byte) (string, dataplane.Filter, *cmdErr) {
+	expr := string(bytes.Join(words, []byte(" ")))
 	if strings.TrimSpace(expr) == "" {
-		return nil, nil
+		return expr, nil, nil
 	}
 	p, err := filter.Compile(expr)
 	if err != nil {
-		return nil, &cmdErr{msg: "Error: filter \"" + expr + "\": " + err.Error(), code: 1}
+		return "", nil, &cmdErr{msg: "Error: filter \"" + expr + "\": " + err.Error(), code: 1}
 	}
-	return p, nil
+	return expr, p, nil
 }
 
 func (s *session) captureCmd(args [][]byte) *cmdErr {

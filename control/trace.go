@@ -72,11 +72,7 @@ func (s *session) traceAdd(args [][]byte) *cmdErr {
 		}
 		rest = rest[2:]
 	}
-	parts := make([]string, len(rest))
-	for i, a := range rest {
-		parts[i] = string(a)
-	}
-	f, err := compileFilter(strings.Join(parts, " "))
+	_, f, err := compileFilter(rest)
 	if err != nil {
 		return err
 	}

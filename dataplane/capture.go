@@ -227,29 +227,38 @@ func (c *Capture) takes(l *Link, d Direction, dropped bool) int {
 // capture offers packet b (virtio_net_hdr and packet) on link l to the
 // captures of set.
 func (set *captureSet) capture(l *Link, d Direction, b []byte, dropped bool, why DropReason) {
+	for _, c := range set.caps {
+		if i := c.takes(l, d, dropped); i >= 0 {
+			c.offer(i, l, d, b, dropped, why)
+		}
+	}
+}
+
+// offer puts packet b in the ring of c, whose place for link l is i, if
+// its filter takes it.
+func (c *Capture) offer(i int, l *Link, d Direction, b []byte, dropped bool, why DropReason) {
 	if len(b) < vnetHdrLen {
 		return
 	}
 	p := b[vnetHdrLen:]
-	for _, c := range set.caps {
-		i := c.takes(l, d, dropped)
-		if i < 0 || c.spec.Filter != nil && !c.spec.Filter.Match(p) {
-			continue
-		}
-		st := &c.stats[i]
-		st.Taken.Add(1)
-		s := c.ring.claim()
-		if s == nil {
-			st.Lost.Add(1)
-			continue
-		}
-		vh := port.DecodeVnet(b)
-		s.pk = Captured{Link: l.Index, Dir: d, Dropped: dropped, Reason: why, Time: time.Now().UnixNano(),
-			Len: len(p), Data: s.buf[:copy(s.buf, p)]}
-		if vh.GSO() {
-			s.pk.GSOType, s.pk.GSOSize = vh.GSOType, vh.GSOSize
-		}
-		c.ring.publish(s)
+	if c.spec.Filter != nil && !c.spec.Filter.Match(p) {
+		return
+	}
+	st := &c.stats[i]
+	st.Taken.Add(1)
+	s := c.ring.claim()
+	if s == nil {
+		st.Lost.Add(1)
+		return
+	}
+	vh := port.DecodeVnet(b)
+	s.pk = Captured{Link: l.Index, Dir: d, Dropped: dropped, Reason: why, Time: time.Now().UnixNano(),
+		Len: len(p), Data: s.buf[:copy(s.buf, p)]}
+	if vh.GSO() {
+		s.pk.GSOType, s.pk.GSOSize = vh.GSOType, vh.GSOSize
+	}
+	c.ring.publish(s)
+	if len(c.wake) == 0 { // a reader asleep: wake it (the send takes the channel's lock)
 		select {
 		case c.wake <- struct{}{}:
 		default: // woken already
@@ -257,18 +266,17 @@ func (set *captureSet) capture(l *Link, d Direction, b []byte, dropped bool, why
 	}
 }
 
-// captureBatch offers the n packets a worker read to the captures.
+// captureBatch offers the n packets a worker read to the captures, each
+// capture's interest in the link found once for the batch.
 func (w *worker) captureBatch(n int) {
-	for i := 0; i < n; i++ {
-		w.caps.capture(w.in, DirIn, w.bufs[i][:w.sizes[i]], false, 0)
-	}
-}
-
-// captureDrop offers a packet the worker drops, going d on its link, to
-// the captures of drops.
-func (w *worker) captureDrop(k *pkt, d Direction) {
-	if w.caps != nil && w.caps.drops {
-		w.caps.capture(w.in, d, k.b, true, k.reason)
+	for _, c := range w.caps.caps {
+		i := c.takes(w.in, DirIn, false)
+		if i < 0 {
+			continue
+		}
+		for j := 0; j < n; j++ {
+			c.offer(i, w.in, DirIn, w.bufs[j][:w.sizes[j]], false, 0)
+		}
 	}
 }
 
@@ -276,34 +284,37 @@ func (w *worker) captureDrop(k *pkt, d Direction) {
 // captures of drops and to its trace.
 func (w *worker) dropPacket(k *pkt, why DropReason) {
 	w.drop(w.in, why)
-	w.dropped(k, why)
+	w.dropped(w.in, DirIn, k.b, k.tr, why)
 }
 
-// dropped offers packet k, dropped for why and counted, to the captures
-// of drops and to its trace.
-func (w *worker) dropped(k *pkt, why DropReason) {
+// dropped offers packet b, going d on link l and dropped for why (counted
+// by the caller), to the captures of drops and to its trace tr, if any.
+func (w *worker) dropped(l *Link, d Direction, b []byte, tr *TraceRecord, why DropReason) {
 	if w.caps != nil && w.caps.drops {
-		w.caps.capture(w.in, DirIn, k.b, true, why)
+		w.caps.capture(l, d, b, true, why)
 	}
-	if k.tr != nil {
-		k.tr.add(StageDrop, "%s", why)
-	}
-}
-
-// captureOff offers a packet sent off the packet path (Neighbour
-// Discovery, packets that waited for their neighbour) or dropped there,
-// with a load of its own.
-func (dp *Dataplane) captureOff(l *Link, d Direction, b []byte, dropped bool, why DropReason) {
-	if t := dp.taps.Load(); t != nil && t.caps != nil && (!dropped || t.caps.drops) {
-		t.caps.capture(l, d, b, dropped, why)
+	if tr != nil {
+		tr.add(StageDrop, "%s", why)
 	}
 }
 
-// loadTaps loads what watches the packet path for a batch.
-func (w *worker) loadTaps() {
+// captureOff offers a packet the link sends or reads off the packet path
+// (Neighbour Discovery), with a load of its own.
+func (dp *Dataplane) captureOff(l *Link, d Direction, b []byte) {
+	if t := dp.taps.Load(); t != nil && t.caps != nil {
+		t.caps.capture(l, d, b, false, 0)
+	}
+}
+
+// loadTaps loads what watches the packet path for a batch: the captures,
+// and the trace if the batch can be traced.
+func (w *worker) loadTaps(traced bool) {
 	w.caps, w.tr = nil, nil
 	if t := w.dp.taps.Load(); t != nil {
-		w.caps, w.tr = t.caps, t.tr
+		w.caps = t.caps
+		if traced {
+			w.tr = t.tr
+		}
 	}
 }
 

@@ -402,7 +402,7 @@ func (e *ether) writeTo(mac ndisc.MAC, pkts [][]byte) error {
 // packet), which the packet path never sees, to the captures.
 func (e *ether) capture(d Direction, b []byte) {
 	if l := e.link.Load(); l != nil && e.dp != nil {
-		e.dp.captureOff(l, d, b, false, 0)
+		e.dp.captureOff(l, d, b)
 	}
 }
 

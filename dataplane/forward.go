@@ -61,7 +61,7 @@ func (w *worker) forward(n int) {
 	in := w.in
 	c := w.ctr(in)
 	up := in.carries()
-	w.loadTaps() // one atomic load: nil when nothing watches
+	w.loadTaps(true) // one atomic load: nil when nothing watches
 	if w.caps != nil {
 		w.captureBatch(n)
 	}
@@ -108,8 +108,7 @@ func (w *worker) forward(n int) {
 		w.cur = k.tr
 		switch k.act {
 		case actDrop:
-			w.captureDrop(k, DirIn)
-			w.drop(in, k.reason)
+			w.dropPacket(k, k.reason)
 		case actForward:
 			if k.redirect {
 				w.redirect(k)
@@ -123,8 +122,7 @@ func (w *worker) forward(n int) {
 		case actLocal:
 			w.local(k)
 		case actError:
-			w.captureDrop(k, DirIn)
-			w.drop(in, k.reason)
+			w.dropPacket(k, k.reason)
 			w.icmpError(k)
 		}
 	}

@@ -20,7 +20,7 @@ func (w *worker) local(k *pkt) {
 	in := w.in
 	m := w.toKernel(k)
 	if now := epochNow(); w.own == nil && !w.police(in, w.dp.peers.coppClass(k.p, &k.l4, m != nil, now), now) {
-		w.dropped(k, DropPoliced) // counted by police
+		w.dropped(in, DirIn, k.b, k.tr, DropPoliced) // counted by police
 		return
 	}
 	if m != nil {

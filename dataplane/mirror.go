@@ -266,8 +266,7 @@ func answersItself(k *pkt) bool {
 // kernel's side. Its unicast TCP teaches the session peers (copp.go).
 func (w *worker) forwardOwn(n int) {
 	m, in := w.own, w.in
-	w.loadTaps() // captured as they leave; not traced
-	w.tr = nil
+	w.loadTaps(false) // captured as they leave; not traced
 	links := w.dp.Links.snap.Load()
 	now := coarseNow()
 	for i := 0; i < n; i++ {

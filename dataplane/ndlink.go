@@ -90,8 +90,7 @@ func (n *ndLink) Unreachable(target netip.Addr, pkts [][]byte) {
 	if n.tx == nil {
 		n.tx = newSender(n.dp, l)
 	}
-	n.tx.loadTaps()
-	n.tx.tr = nil
+	n.tx.loadTaps(false)
 	defer n.tx.dropTaps()
 	for _, b := range pkts {
 		k := pkt{b: b}
@@ -99,8 +98,8 @@ func (n *ndLink) Unreachable(target netip.Addr, pkts [][]byte) {
 			continue
 		}
 		k.error(DropNeighbour, header.ICMPv6DstUnreachable, header.ICMPv6AddressUnreachable, 0)
-		n.tx.captureDrop(&k, DirOut)
 		n.tx.drop(l, DropNeighbour)
+		n.tx.dropped(l, DirOut, k.b, nil, DropNeighbour)
 		n.tx.icmpError(&k)
 	}
 	n.tx.flush()

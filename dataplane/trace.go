@@ -3,6 +3,7 @@ package dataplane
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,11 +72,13 @@ type Tracer struct {
 	log    *traceLog
 }
 
-// traceLog keeps the records of the packets traced, the last maxTraces.
+// traceLog keeps the records of the packets traced, the last MaxTraces:
+// once full, a ring whose oldest is at first.
 type traceLog struct {
 	mu      sync.Mutex
 	next    uint64
 	records []*TraceRecord
+	first   int
 }
 
 // MaxTraces bounds the records a router keeps, and a trace's count.
@@ -101,7 +104,7 @@ func (dp *Dataplane) ClearTrace() {
 	dp.publishTaps(dp.taps.Load().captures(), nil)
 	dp.tapMu.Unlock()
 	dp.traces.mu.Lock()
-	dp.traces.records = nil
+	dp.traces.records, dp.traces.first = nil, 0
 	dp.traces.mu.Unlock()
 }
 
@@ -112,9 +115,10 @@ func (dp *Dataplane) Traces() ([]*TraceRecord, int) {
 	if t := dp.taps.Load().tracer(); t != nil {
 		left = int(max(t.left.Load(), 0))
 	}
-	dp.traces.mu.Lock()
-	defer dp.traces.mu.Unlock()
-	return append([]*TraceRecord(nil), dp.traces.records...), left
+	lg := &dp.traces
+	lg.mu.Lock()
+	defer lg.mu.Unlock()
+	return append(slices.Clone(lg.records[lg.first:]), lg.records[:lg.first]...), left
 }
 
 // take reports whether the trace takes packet b (virtio_net_hdr and
@@ -162,10 +166,12 @@ func (lg *traceLog) keep(r *TraceRecord) {
 	defer lg.mu.Unlock()
 	lg.next++
 	r.ID = lg.next
-	if len(lg.records) == MaxTraces {
-		lg.records = append(lg.records[:0], lg.records[1:]...)
+	if len(lg.records) < MaxTraces {
+		lg.records = append(lg.records, r)
+		return
 	}
-	lg.records = append(lg.records, r)
+	lg.records[lg.first] = r
+	lg.first = (lg.first + 1) % MaxTraces
 }
 
 // traceRead starts a record for packet k of the batch, read on queue q,
@@ -215,14 +221,10 @@ func (w *worker) traceDecision(k *pkt, key *decide.Key) {
 	k.tr.add(StageDecide, "")
 }
 
-// traceAct records what became of a traced packet, once the batch is
-// decided: where it goes, or why it is dropped.
+// traceAct records where a traced packet goes once the batch is decided
+// (a drop records itself, in dropPacket).
 func (w *worker) traceAct(k *pkt) {
 	switch k.act {
-	case actDrop:
-		k.tr.add(StageDrop, "%s", k.reason)
-	case actError:
-		k.tr.add(StageDrop, "%s", k.reason)
 	case actForward:
 		hl := k.p.HopLimit()
 		k.tr.add(StageForward, "dev %s via %s hoplimit %d", k.egress.Name, k.via, hl)

@@ -148,12 +148,7 @@ func (w *worker) queue(out *Link, b []byte, via netip.Addr, packets int) {
 	port := out.portOf()
 	if port == nil {
 		w.drop(w.in, DropLinkDown)
-		if w.caps != nil && w.caps.drops {
-			w.caps.capture(out, DirOut, b, true, DropLinkDown)
-		}
-		if w.cur != nil {
-			w.cur.add(StageDrop, "%s", DropLinkDown)
-		}
+		w.dropped(out, DirOut, b, w.cur, DropLinkDown)
 		return
 	}
 	if w.nout == maxOut {
@@ -208,9 +203,7 @@ func (w *worker) write(l *Link, port port.Port, n int) {
 			c.Drops[DropWrite].add(1)
 			c.TxErrors.add(1)
 			o := &w.out[w.wi[done]]
-			if w.caps != nil && w.caps.drops {
-				w.caps.capture(l, DirOut, o.b, true, DropWrite)
-			}
+			w.dropped(l, DirOut, o.b, nil, DropWrite) // its trace says so at its write
 			if o.tr != nil {
 				if err == nil {
 					err = errNothingWritten
