@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"os/exec"
@@ -168,8 +169,9 @@ func TestClientThatDoesNotRead(t *testing.T) {
 	}
 }
 
-func median(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
+// median of xs (the upper one of an even count)
+func median[T cmp.Ordered](xs []T) T {
+	s := slices.Clone(xs)
 	slices.Sort(s)
 	return s[len(s)/2]
 }

@@ -150,7 +150,7 @@ func randomRuleRounds(t *testing.T) {
 }
 
 // envInt is the number in environment variable name, or def.
-func envInt(t *testing.T, name string, def int) int {
+func envInt(t testing.TB, name string, def int) int {
 	v := os.Getenv(name)
 	if v == "" {
 		return def
