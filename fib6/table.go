@@ -13,8 +13,13 @@ import (
 // load the published trie. Writers take the table's own mutex, so writers
 // to different tables run in parallel.
 type Table struct {
+	// What every lookup reads, on a cache line of its own: a writer's
+	// commit changes the fields below, and would otherwise take the line
+	// from the readers' caches at every publish.
 	id   uint32
 	trie *trie
+	_    [lineSize - 16]byte
+
 	gen  atomic.Uint64
 	size atomic.Int64 // routes
 

@@ -19,7 +19,8 @@ type Tables struct {
 	main  *Table
 	local *Table
 	watch atomic.Pointer[Watcher]
-	gen   atomic.Uint64 // publishes of every table
+	_     [lineSize]byte // main and local are read per lookup; gen changes per publish
+	gen   atomic.Uint64  // publishes of every table
 }
 
 // NewTables returns the registry with local (255), main (254) and default
