@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"urouter/dataplane"
 	"urouter/fib6"
 	"urouter/router"
 	"urouter/rules"
@@ -46,10 +47,11 @@ type session struct {
 	// config that begins with saveHeader), whose gateways are not checked
 	// again
 	restoring bool
-	made      []byte    // the words of what the router chose for the last command (" id N", " index N address MAC"), for its record
-	clock     time.Time // a replayed record's time (zero: now)
-	adopt     adopter   // a replay of a feed's routes: the feed to give them
-	startup   *Startup  // the daemon's start, for status
+	made      []byte           // the words of what the router chose for the last command (" id N", " index N address MAC"), for its record
+	clock     time.Time        // a replayed record's time (zero: now)
+	adopt     adopter          // a replay of a feed's routes: the feed to give them
+	startup   *Startup         // the daemon's start, for status
+	pace      *dataplane.Pacer // a batch's, when it yields to the data plane
 }
 
 // txnFor returns the open transaction of table t, committing any other.
@@ -81,6 +83,10 @@ func (s *session) commitRules() {
 		s.rtxn = nil
 	}
 }
+
+// paceEvery is how many lines of a batch go between its pacer's looks at
+// the clock.
+const paceEvery = 32
 
 // run executes the command lines of in, and returns the exit status: a
 // single command's own, or a batch's (1 if a command failed, 255 if one
@@ -123,6 +129,9 @@ func (s *session) run(in *bufio.Reader) int {
 		e := s.exec(line)
 		if s.monitor != nil || s.capture != nil {
 			return 0
+		}
+		if s.pace != nil && s.line%paceEvery == 0 {
+			s.pace.Step(s.commit)
 		}
 		if e == nil || s.opt.restore && e.errno == syscall.EEXIST {
 			continue
@@ -298,6 +307,11 @@ func (srv *Server) serveConn(c net.Conn) {
 	}
 	pc.holding, pc.pause = func() bool { return s.txn != nil || s.rtxn != nil }, s.commit
 	s.state, s.startup = srv.State, &srv.Status
+	if opt.batch && srv.R.DP != nil {
+		if s.pace = srv.R.DP.NewPacer(); s.pace != nil {
+			defer s.pace.Done()
+		}
+	}
 	status := s.run(in)
 	if s.state != nil {
 		if err := s.state.leave(s); err != nil {

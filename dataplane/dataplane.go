@@ -24,6 +24,9 @@ type Dataplane struct {
 	// redirects are limited per destination and per source
 	redirects redirectLimits
 	noForward atomic.Bool // net.ipv6.conf.all.forwarding is 0
+	// controlShare: a control-plane writer's share of one CPU while the
+	// workers forward, in millionths (see Pacer); 0 is no limit
+	controlShare atomic.Uint64
 	// copp are the router-wide limits each link's buckets take (under
 	// mu); peers the neighbours the kernel has sessions with
 	copp  [NumCoPPClasses]CoPPLimit
@@ -131,6 +134,17 @@ func (dp *Dataplane) snapshot() []*worker {
 		return *p
 	}
 	return nil
+}
+
+// Batches counts the batches the workers have read: a control-plane
+// writer tells from it whether the data plane is busy (see control's
+// pacer). It reads each worker's epoch, two steps a batch.
+func (dp *Dataplane) Batches() uint64 {
+	var n uint64
+	for _, w := range dp.snapshot() {
+		n += w.epoch.Load() / 2
+	}
+	return n
 }
 
 // Remove takes a link out of the registry and stops its I/O: after it

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"urouter/dataplane"
 )
 
 // FPM frames, as FRR's dplane_fpm_nl sends them: a 4-byte header (version
@@ -157,6 +159,12 @@ func (f *FPM) session(c net.Conn, sess Session) {
 	buf := make([]byte, 1<<20)
 	var msgs []Msg
 	have := 0
+	var pace *dataplane.Pacer // a storm from zebra yields to the traffic as a batch does
+	if ap.r.DP != nil {
+		if pace = ap.r.DP.NewPacer(); pace != nil {
+			defer pace.Done()
+		}
+	}
 	for {
 		n, err := c.Read(buf[have:])
 		have += n
@@ -170,6 +178,9 @@ func (f *FPM) session(c net.Conn, sess Session) {
 				return // a newer connection took over
 			}
 			settle.Reset(f.timers.Settle)
+			if pace != nil {
+				pace.Step(nil) // ApplyIn published all it did
+			}
 		}
 		if bad != nil {
 			ap.Stats.Malformed.Add(1)

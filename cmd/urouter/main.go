@@ -49,8 +49,13 @@ func daemon(args []string) int {
 	fpmAddr := fs.String("fpm", "", "accept zebra's FPM connection on [ADDR]:PORT (FRR's default is 127.0.0.1:2620); off unless given")
 	fpmHold := fs.Duration("fpm-hold", feed.DefaultHold, "after zebra reconnects, keep what its last session installed and it has not said again at least this long (a graceful-restart time), then sweep it once the session is quiet")
 	mirrorTables := fs.String("mirror-table", "", "follow these kernel tables (ids, comma-separated) of the daemon's netns into the router's tables of the same ids")
+	controlShare := fs.Float64("control-share", 20, "percent of one CPU a batch takes at most while the data plane forwards (100: no limit); the rest of the machine stays the traffic's")
 	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://ADDR:PORT/metrics; off unless given")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *controlShare <= 0 || *controlShare > 100 {
+		fmt.Fprintf(os.Stderr, "urouter daemon: --control-share %v: a percentage in (0, 100]\n", *controlShare)
 		return 2
 	}
 	if os.Getenv("GOGC") == "" {
@@ -68,6 +73,7 @@ func daemon(args []string) int {
 		}
 	}
 	r.SetICMPDestBurst(*destBurst)
+	r.DP.SetControlShare(*controlShare / 100)
 	r.SetRouterProbeInterval(*probe)
 	sock := control.SocketPath(*socket)
 	srv, err := control.Listen(sock, r)

@@ -1,0 +1,81 @@
+package dataplane
+
+import (
+	"runtime"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// A control-plane writer yields to the data plane. On a small machine the
+// goroutine applying a long batch (a route storm, a full table) competes
+// with the forwarding workers, and with the hosts' own traffic, for the
+// same cores: a CPU it takes is one forwarding loses. So while the
+// workers are busy (they read busyBatches batches or more in a slice), a
+// writer works a slice of paceSlice CPU time, publishes what it did, and
+// sleeps so that it takes at most its share of one CPU. When nothing is
+// forwarded, or the share is 100%, a writer runs flat out.
+
+const (
+	paceSlice   = 500 * time.Microsecond
+	busyBatches = 4 // ~8,000 batches/s: traffic, not a ping every 10 ms
+)
+
+// SetControlShare sets the share of one CPU, in (0, 1], a control-plane
+// writer takes at most while the workers forward; 1 is no limit.
+func (dp *Dataplane) SetControlShare(share float64) {
+	dp.controlShare.Store(uint64(share * 1e6))
+}
+
+// Pacer paces one writer goroutine.
+type Pacer struct {
+	dp    *Dataplane
+	share float64
+	start time.Duration // the thread's CPU time at the slice's start
+	seen  uint64        // the workers' batches then
+}
+
+// NewPacer returns the calling goroutine's pacer, or nil when the share
+// limits nothing. It locks the goroutine to its thread until Done, so
+// that the thread's CPU time is the writer's: a slice is measured in CPU,
+// not wall time, because on a busy machine the writer is itself kept off
+// the CPU for part of a slice, and a wall-clock share would give it less
+// than its share.
+func (dp *Dataplane) NewPacer() *Pacer {
+	share := float64(dp.controlShare.Load()) / 1e6
+	if share <= 0 || share >= 1 {
+		return nil
+	}
+	runtime.LockOSThread()
+	return &Pacer{dp: dp, share: share, start: threadCPU(), seen: dp.Batches()}
+}
+
+// Done ends the pacing (on the goroutine that made the pacer).
+func (p *Pacer) Done() { runtime.UnlockOSThread() }
+
+// Step is called between the writer's units of work (every few lines of
+// a batch). Once a slice is used up and the workers are busy, it calls
+// publish (the writer's commit: nothing is held while it sleeps, and what
+// the slice did reaches the packets), then sleeps.
+func (p *Pacer) Step(publish func()) {
+	ran := threadCPU() - p.start
+	if ran < paceSlice {
+		return
+	}
+	if p.dp.Batches()-p.seen >= busyBatches {
+		if publish != nil {
+			publish()
+		}
+		time.Sleep(time.Duration(float64(ran) * (1 - p.share) / p.share))
+	}
+	p.start, p.seen = threadCPU(), p.dp.Batches()
+}
+
+// threadCPU is the CPU time of the calling thread.
+func threadCPU() time.Duration {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
+		return 0 // never on Linux; a pacer then never sleeps
+	}
+	return time.Duration(ts.Nano())
+}

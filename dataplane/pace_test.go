@@ -1,0 +1,57 @@
+package dataplane
+
+import (
+	"testing"
+	"time"
+)
+
+// TestPacer: while the workers read batches, a writer that calls Step
+// between units of work takes about its share of a CPU (here 25%); when
+// they read none, it never sleeps; a share of 100% makes no pacer.
+func TestPacer(t *testing.T) {
+	dp := &Dataplane{}
+	w := &worker{}
+	ws := []*worker{w}
+	dp.workers.Store(&ws)
+	if dp.NewPacer() != nil {
+		t.Fatal("a pacer without a share")
+	}
+	dp.SetControlShare(1)
+	if dp.NewPacer() != nil {
+		t.Fatal("a pacer at 100%")
+	}
+	dp.SetControlShare(0.25)
+
+	// work spins for about d of CPU
+	work := func(d time.Duration) {
+		end := threadCPU() + d
+		for threadCPU() < end {
+		}
+	}
+	run := func(busy bool) (cpu, wall time.Duration) {
+		p := dp.NewPacer()
+		defer p.Done()
+		publishes := 0
+		start, c0 := time.Now(), threadCPU()
+		for i := 0; i < 400; i++ {
+			work(50 * time.Microsecond)
+			if busy {
+				w.epoch.Add(2 * busyBatches) // the workers read batches meanwhile
+			}
+			p.Step(func() { publishes++ })
+		}
+		cpu, wall = threadCPU()-c0, time.Since(start)
+		if busy && publishes < 30 || !busy && publishes != 0 {
+			t.Errorf("busy %v: %d publishes", busy, publishes)
+		}
+		return cpu, wall
+	}
+	cpu, wall := run(false)
+	if share := float64(cpu) / float64(wall); share < 0.5 {
+		t.Errorf("idle data plane: the writer ran %.0f%% of the time, want it flat out", share*100)
+	}
+	cpu, wall = run(true)
+	if share := float64(cpu) / float64(wall); share > 0.3 || share < 0.1 {
+		t.Errorf("busy data plane: the writer ran %.0f%% of the time (%v of %v), want about 25%%", share*100, cpu, wall)
+	}
+}
