@@ -100,7 +100,18 @@ func BenchmarkRouteStorm(b *testing.B) {
 				out, _, _ := runCmd("ip", "netns", "exec", h2, "ss", "-ltnH", "sport = :5201")
 				return st == 0 && out != ""
 			})
-			iperf := func() float64 {
+			var idleCPU, stormCPU []float64 // the machine's busy share during iperf3
+			iperf := func(under bool) float64 {
+				b0, t0 := machineCPU()
+				defer func() {
+					b1, t1 := machineCPU()
+					share := float64(b1-b0) / float64(max(t1-t0, 1))
+					if under {
+						stormCPU = append(stormCPU, share)
+					} else {
+						idleCPU = append(idleCPU, share)
+					}
+				}()
 				out, errs, st := runCmd("ip", "netns", "exec", h1, "iperf3", "-6", "-c", "2001:db8:22::2", "-p", "5201", "-t", strconv.Itoa(secs), "-J")
 				bps, ok := iperfReceived(out)
 				if st != 0 || !ok {
@@ -113,7 +124,7 @@ func BenchmarkRouteStorm(b *testing.B) {
 			for i := 0; i < b.N*rounds; i++ {
 				for _, under := range [][]bool{{false, true}, {true, false}}[i%2] {
 					if !under {
-						idle = append(idle, iperf())
+						idle = append(idle, iperf(false))
 						continue
 					}
 					var stop atomic.Bool
@@ -134,7 +145,7 @@ func BenchmarkRouteStorm(b *testing.B) {
 						}
 					}()
 					ping := startIn(b, h1, "ping", "-6", "-q", "-i", "0.01", "-w", strconv.Itoa(secs), "2001:db8:22::2")
-					stormy = append(stormy, iperf())
+					stormy = append(stormy, iperf(true))
 					stop.Store(true)
 					wg.Wait()
 					if werr != nil {
@@ -151,8 +162,8 @@ func BenchmarkRouteStorm(b *testing.B) {
 			b.ReportMetric(median(rates), "changes/s")
 			b.ReportMetric(median(idle)/1e9, "Gbit/s-idle")
 			b.ReportMetric(float64(sent-got), "pings-lost")
-			b.Logf("%s: iperf3 idle %.2f Gbit/s, under the storm %.2f (%.3fx), %.0f changes/s, pings %d sent %d lost",
-				impl, median(idle)/1e9, median(stormy)/1e9, ratio, median(rates), sent, sent-got)
+			b.Logf("%s: iperf3 idle %.2f Gbit/s, under the storm %.2f (%.3fx), %.0f changes/s, pings %d sent %d lost; CPUs busy %.0f%% idle, %.0f%% under the storm",
+				impl, median(idle)/1e9, median(stormy)/1e9, ratio, median(rates), sent, sent-got, median(idleCPU)*100, median(stormCPU)*100)
 		})
 	}
 }
@@ -179,4 +190,23 @@ func writeStorm(tb testing.TB, file string, ps []string, inUse string) int {
 		tb.Fatal(err)
 	}
 	return n
+}
+
+// machineCPU reads /proc/stat's first line: the jiffies all CPUs were busy
+// (not idle or waiting on I/O), and all of them.
+func machineCPU() (busy, total uint64) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	fs := strings.Fields(line)[1:]
+	for i, f := range fs[:min(len(fs), 8)] { // guest time is in user time already
+		v, _ := strconv.ParseUint(f, 10, 64)
+		total += v
+		if i != 3 && i != 4 { // idle, iowait
+			busy += v
+		}
+	}
+	return busy, total
 }
