@@ -13,7 +13,8 @@ import (
 // lowest dense node above all of them (copying the dense nodes in between),
 // or of the root.
 func (x *trieTxn) commit() {
-	if x.ops >= compactOps {
+	x.settle()
+	if x.ops >= compactOps && x.ops != x.bulk.builtOps {
 		x.compactDense(x.root, 0, key{})
 	}
 	if !x.owns(x.root) {

@@ -23,6 +23,7 @@ type trieTxn struct {
 	// node, deferred: when the transaction makes no other change, commit
 	// does just this store, and nothing above the node is copied.
 	pending pendingStore
+	bulk    bulkLoad
 }
 
 // pendingStore is a deferred store of entry e into entry index entry of
@@ -79,6 +80,7 @@ func (t *trie) begin(x *trieTxn, id uint64) {
 	x.root = t.root.Load()
 	x.ops = 0
 	x.pending.n = nil
+	x.bulk = bulkLoad{}
 	if x.dirty == nil {
 		x.dirty = make(map[uint32]unsafe.Pointer)
 	}
@@ -153,6 +155,11 @@ func (x *trieTxn) copyDense(d *dnode, lvl int, k key) *dnode {
 
 // get returns the route set stored for exactly (k, plen) in the view.
 func (x *trieTxn) get(k key, plen int) *rset {
+	if x.bulk.on {
+		if r, ok := x.bulkGet(k, plen); ok {
+			return r
+		}
+	}
 	x.materialize()
 	d := x.root
 	for lvl := 0; lvl < 3; lvl++ {
@@ -212,6 +219,9 @@ func nodeGet(n *cnode, depth int, k key, plen int) *rset {
 
 // set stores val for exactly (k, plen); nil deletes. k must be masked.
 func (x *trieTxn) set(k key, plen int, val *rset) {
+	if x.bulk.on && x.bulkSet(k, plen, val) {
+		return
+	}
 	x.materialize()
 	x.ops++
 	x.setDense(0, k, plen, val)
@@ -220,6 +230,11 @@ func (x *trieTxn) set(k key, plen int, val *rset) {
 // insert stores val for (k, plen) unless something is stored there; then
 // it changes nothing and returns that.
 func (x *trieTxn) insert(k key, plen int, val *rset) *rset {
+	if x.bulk.on {
+		if r, ok := x.bulkInsert(k, plen, val); ok {
+			return r
+		}
+	}
 	x.ifAbsent, x.found = true, nil
 	x.set(k, plen, val)
 	x.ifAbsent = false

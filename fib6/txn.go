@@ -35,6 +35,9 @@ func (t *Table) begin() *Txn {
 	x.changes = x.changes[:0]
 	x.watched = t.watch.Load() != nil
 	t.trie.begin(&x.tx, t.lastTxn)
+	if t.size.Load() == 0 {
+		x.tx.startBulk()
+	}
 	return x
 }
 
@@ -369,6 +372,7 @@ func (x *Txn) Lookup(dst netip.Addr) *Attrs {
 func (x *Txn) Get(dst, src netip.Addr, score Score) (netip.Prefix, *Attrs, bool) {
 	a := dst.As16()
 	var buf [16]match
+	x.tx.settle()
 	return get(matchesIn(&x.tx, denseEntry(x.tx.root), keyOf(&a), buf[:0]), src, score)
 }
 

@@ -1,0 +1,288 @@
+package fib6
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"slices"
+	"testing"
+	"unsafe"
+
+	"urouter/nexthop"
+)
+
+// sameTrie reports the first difference between two tries' structures:
+// node kinds, classes, vectors, flags, defaults, locals, tails, owners and
+// the route sets stored (as eq compares them: tables intern their own),
+// so that a bulk-built trie can be held to be exactly the one the
+// incremental path builds.
+func sameTrie(a, b unsafe.Pointer, where string, eq func(r, s *rset) bool) error {
+	if tagOf(a) != tagOf(b) {
+		return fmt.Errorf("%s: kinds %d and %d", where, tagOf(a), tagOf(b))
+	}
+	sameLocals := func(l, m *locals) error {
+		if l.len() != m.len() || l != nil && m != nil && (l.short != m.short || l.owner != m.owner || !slices.EqualFunc(l.vals, m.vals, eq)) {
+			return fmt.Errorf("%s: locals differ: %+v and %+v", where, l, m)
+		}
+		return nil
+	}
+	switch tagOf(a) {
+	case tagRset:
+		if !eq(asRset(a), asRset(b)) {
+			return fmt.Errorf("%s: route sets differ", where)
+		}
+	case tagTail:
+		if ta, tb := *asTail(a), *asTail(b); ta.k != tb.k || ta.plen != tb.plen || ta.fringe != tb.fringe || !eq(ta.val, tb.val) || !eq(ta.dflt, tb.dflt) {
+			return fmt.Errorf("%s: tails %+v and %+v", where, *asTail(a), *asTail(b))
+		}
+	case tagDense:
+		d, e := asDense(a), asDense(b)
+		if !eq(d.dflt, e.dflt) || d.fringe != e.fringe || !slices.EqualFunc(d.fval, e.fval, eq) || d.owner != e.owner {
+			return fmt.Errorf("%s: dense nodes differ", where)
+		}
+		if err := sameLocals(d.loc, e.loc); err != nil {
+			return err
+		}
+		for s := range d.slots {
+			if err := sameTrie(d.slots[s], e.slots[s], fmt.Sprintf("%s/%d", where, s), eq); err != nil {
+				return err
+			}
+		}
+	case tagNode:
+		n, m := asNode(a), asNode(b)
+		if n.cum != m.cum || n.flags != m.flags || n.cls != m.cls || n.vec != m.vec || !eq(n.dflt, m.dflt) || n.cold().owner != m.cold().owner {
+			return fmt.Errorf("%s: nodes differ: %+v and %+v", where, *n, *m)
+		}
+		if err := sameLocals(n.cold().loc, m.cold().loc); err != nil {
+			return err
+		}
+		for i := 0; i < n.entries(); i++ {
+			if err := sameTrie(n.entryAt(i), m.entryAt(i), fmt.Sprintf("%s.%d", where, i), eq); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func sameTries(t *testing.T, a, b *trie, eq func(r, s *rset) bool) {
+	t.Helper()
+	if err := sameTrie(denseEntry(a.root.Load()), denseEntry(b.root.Load()), "", eq); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func sameSet(r, s *rset) bool { return r == s }
+
+// sameRoutes compares route sets of two tables by their routes.
+func sameRoutes(r, s *rset) bool {
+	if r == nil || s == nil {
+		return r == s
+	}
+	return r.hasSrc == s.hasSrc && r.choice == s.choice && slices.EqualFunc(r.routes, s.routes, func(a, b *attrsRef) bool { return sameAttrs(&a.Attrs, &b.Attrs) })
+}
+
+// TestBulkRealTable loads the real table bottom-up and incrementally and
+// holds the two tries to be the same, then to stay the same through the
+// same deletes and adds in small transactions.
+func TestBulkRealTable(t *testing.T) {
+	ps := loadRealTable(t)
+	sets := testSets(5)
+	bulk, inc := newTrie(), newTrie()
+	ref := refTrie{}
+	var x, y trieTxn
+	bulk.begin(&x, 1)
+	x.startBulk()
+	inc.begin(&y, 1)
+	for i, p := range ps {
+		k := prefixKey(p)
+		if x.insert(k, p.Bits(), sets[i%5]) != nil || y.insert(k, p.Bits(), sets[i%5]) != nil {
+			t.Fatalf("%s found", p)
+		}
+		ref[p] = sets[i%5]
+	}
+	if x.bulk.b == nil {
+		t.Fatal("the load was not built bottom-up")
+	}
+	x.commit()
+	y.commit()
+	sameTries(t, bulk, inc, sameSet)
+	r := rand.New(rand.NewPCG(3, 3))
+	checkTrie(t, bulk, ref, r)
+	for i := 0; i < 40; i++ {
+		bulk.begin(&x, uint64(2+i))
+		inc.begin(&y, uint64(2+i))
+		for j := 0; j < 1+r.IntN(200); j++ {
+			p := ps[r.IntN(len(ps))]
+			v := sets[r.IntN(5)]
+			if r.IntN(2) == 0 {
+				v = nil
+				delete(ref, p)
+			} else {
+				p = netip.PrefixFrom(probe(r, p), min(128, p.Bits()+r.IntN(30))).Masked()
+				ref[p] = v
+			}
+			x.set(prefixKey(p), p.Bits(), v)
+			y.set(prefixKey(p), p.Bits(), v)
+		}
+		x.commit()
+		y.commit()
+		sameTries(t, bulk, inc, sameSet)
+	}
+	checkTrie(t, bulk, ref, r)
+}
+
+// loadOps draws a load of n routes for an empty table, in prefix order
+// with what real loads bring now and then: more routes of a destination,
+// a replace, a duplicate; and at settleAt one change that ends the
+// bottom-up build (a route out of order, a delete, a lookup in the view).
+func loadOps(r *rand.Rand, n, settleAt int) []func(*Txn, *refTable) (error, error) {
+	var seeds []netip.Prefix
+	routes := make([]Route, n)
+	for i := range routes {
+		routes[i] = randRoute(r, seeds)
+		seeds = append(seeds, routes[i].Dst)
+	}
+	slices.SortStableFunc(routes, func(a, b Route) int { return comparePrefix(a.Dst, b.Dst) })
+	var ops []func(*Txn, *refTable) (error, error)
+	put := func(rt Route, mode putMode) {
+		ops = append(ops, func(x *Txn, m *refTable) (error, error) { return x.put(rt, mode), m.put(rt, mode) })
+	}
+	for i, rt := range routes {
+		if i == settleAt {
+			switch r.IntN(3) {
+			case 0:
+				put(routes[r.IntN(i)], modeAdd)
+			case 1:
+				q := Match{Dst: routes[r.IntN(i)].Dst}
+				ops = append(ops, func(x *Txn, m *refTable) (error, error) {
+					_, want := m.del(q)
+					_, got := x.Delete(q)
+					return got, want
+				})
+			case 2:
+				ops = append(ops, func(x *Txn, m *refTable) (error, error) {
+					x.Lookup(rt.Dst.Addr())
+					return nil, nil
+				})
+			}
+		}
+		mode := modeAdd
+		switch d := r.IntN(60); {
+		case d == 0:
+			mode = modeReplace
+		case d == 1:
+			mode = modeAppend
+		case d == 2:
+			mode = modePrepend
+		case d == 3 && i > 0:
+			put(routes[i-1], modeAdd) // a duplicate, or another metric
+		}
+		put(rt, mode)
+	}
+	return ops
+}
+
+// TestBulkModel loads random tables into empty tables (small ones, below
+// the bottom-up threshold, and large ones), one bottom-up and one the
+// incremental way (a lookup in the view first settles it), against the
+// model; then churns them: lookups, dumps, sizes, generations, watcher
+// changes and the tries' structures must agree throughout.
+func TestBulkModel(t *testing.T) {
+	for seed := uint64(1); seed <= 12; seed++ {
+		r := rand.New(rand.NewPCG(seed, 11))
+		n := []int{1, 40, 1000, 3000, 6000}[seed%5]
+		settleAt := -1
+		if seed%3 == 0 {
+			settleAt = n * 2 / 3
+		}
+		ops := loadOps(r, n, settleAt)
+		var seen [2][]Change
+		tabs := [2]*Table{}
+		for i := range tabs {
+			w := Watcher(func(_ *Table, cs []Change) { seen[i] = append(seen[i], cs...) })
+			tabs[i] = newTable(100, nil)
+			tabs[i].watch.Store(&w)
+		}
+		models := [2]*refTable{newRefTable(), newRefTable()}
+		for i, tab := range tabs {
+			x := tab.Begin()
+			if i == 1 {
+				x.Lookup(netip.IPv6Unspecified())
+			}
+			for _, op := range ops {
+				if got, want := op(x, models[i]); !sameErr(got, want) {
+					t.Fatalf("seed %d: got %v want %v", seed, got, want)
+				}
+			}
+			if i == 0 && n*2/3 > compactOps && x.tx.bulk.b == nil && x.tx.bulk.builtOps == 0 {
+				t.Fatalf("seed %d: the load was not built bottom-up", seed)
+			}
+			x.Commit()
+		}
+		var seeds []netip.Prefix
+		for round := 0; ; round++ {
+			for i, tab := range tabs {
+				checkTable(t, tab, models[i], r)
+			}
+			sameTries(t, tabs[0].trie, tabs[1].trie, sameRoutes)
+			if tabs[0].Generation() != tabs[1].Generation() || tabs[0].Len() != tabs[1].Len() {
+				t.Fatalf("seed %d: generations %d, %d, sizes %d, %d", seed, tabs[0].Generation(), tabs[1].Generation(), tabs[0].Len(), tabs[1].Len())
+			}
+			if !slices.EqualFunc(seen[0], seen[1], func(a, b Change) bool { return a.Op == b.Op && sameRoute(a.Route, b.Route) }) {
+				t.Fatalf("seed %d: watchers heard different changes", seed)
+			}
+			if round == 10 {
+				break
+			}
+			// the same churn for both
+			var churn []Route
+			for i := 0; i < 1+r.IntN(80); i++ {
+				churn = append(churn, nextRoute(r, models[0], &seeds))
+			}
+			modes := make([]int, len(churn))
+			for i := range modes {
+				modes[i] = r.IntN(5)
+			}
+			for i, tab := range tabs {
+				x := tab.Begin()
+				for j, rt := range churn {
+					var got, want error
+					if modes[j] == 4 {
+						_, want = models[i].del(Match{Dst: rt.Dst, Src: rt.Src})
+						_, got = x.Delete(Match{Dst: rt.Dst, Src: rt.Src})
+					} else {
+						want, got = models[i].put(rt, putMode(modes[j])), x.put(rt, putMode(modes[j]))
+					}
+					if !sameErr(got, want) {
+						t.Fatalf("seed %d churn %v: got %v want %v", seed, rt, got, want)
+					}
+				}
+				x.Commit()
+			}
+		}
+	}
+}
+
+// TestBulkSingle: one route into an empty table is the one stored slot
+// the incremental path makes, and a lone transaction's lookup of it
+// inside the view answers before commit.
+func TestBulkSingle(t *testing.T) {
+	tab := newTable(100, nil)
+	root := tab.trie.root.Load()
+	x := tab.Begin()
+	rt := Route{Dst: netip.MustParsePrefix("2001:db8::/32"), Attrs: Attrs{Nexthop: nexthop.Nexthop{Link: 1}}}
+	if err := x.Add(rt); err != nil {
+		t.Fatal(err)
+	}
+	if x.Lookup(netip.MustParseAddr("2001:db8::1")) == nil {
+		t.Fatal("the view misses the route")
+	}
+	x.Commit()
+	if tab.trie.root.Load() != root {
+		t.Fatal("one route copied the root")
+	}
+	if tab.Lookup(netip.MustParseAddr("2001:db8::1"), netip.Addr{}) == nil || tab.Len() != 1 {
+		t.Fatal("the route is missing")
+	}
+}
