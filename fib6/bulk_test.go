@@ -190,76 +190,80 @@ func loadOps(r *rand.Rand, n, settleAt int) []func(*Txn, *refTable) (error, erro
 // changes and the tries' structures must agree throughout.
 func TestBulkModel(t *testing.T) {
 	for seed := uint64(1); seed <= 12; seed++ {
-		r := rand.New(rand.NewPCG(seed, 11))
 		n := []int{1, 40, 1000, 3000, 6000}[seed%5]
 		settleAt := -1
 		if seed%3 == 0 {
 			settleAt = n * 2 / 3
 		}
-		ops := loadOps(r, n, settleAt)
-		var seen [2][]Change
-		tabs := [2]*Table{}
-		for i := range tabs {
-			w := Watcher(func(_ *Table, cs []Change) { seen[i] = append(seen[i], cs...) })
-			tabs[i] = newTable(100, nil)
-			tabs[i].watch.Store(&w)
+		checkBulkLoad(t, rand.New(rand.NewPCG(seed, 11)), n, settleAt, 10)
+	}
+}
+
+// checkBulkLoad loads n routes (see loadOps) into two empty tables, one
+// bottom-up, one the incremental way, then churns both for rounds
+// transactions, holding them to the model and to each other.
+func checkBulkLoad(t *testing.T, r *rand.Rand, n, settleAt, rounds int) {
+	t.Helper()
+	ops := loadOps(r, n, settleAt)
+	var seen [2][]Change
+	tabs := [2]*Table{}
+	for i := range tabs {
+		w := Watcher(func(_ *Table, cs []Change) { seen[i] = append(seen[i], cs...) })
+		tabs[i] = newTable(100, nil)
+		tabs[i].watch.Store(&w)
+	}
+	models := [2]*refTable{newRefTable(), newRefTable()}
+	for i, tab := range tabs {
+		x := tab.Begin()
+		if i == 1 {
+			x.Lookup(netip.IPv6Unspecified()) // settles: incremental from here
 		}
-		models := [2]*refTable{newRefTable(), newRefTable()}
+		for _, op := range ops {
+			if got, want := op(x, models[i]); !sameErr(got, want) {
+				t.Fatalf("load: got %v want %v", got, want)
+			}
+		}
+		if i == 0 && n >= 2*compactOps && (settleAt < 0 || settleAt >= 2*compactOps) && x.tx.bulk.b == nil && x.tx.bulk.builtOps == 0 {
+			t.Fatal("the load was not built bottom-up")
+		}
+		x.Commit()
+	}
+	var seeds []netip.Prefix
+	for round := 0; ; round++ {
+		for i, tab := range tabs {
+			checkTable(t, tab, models[i], r)
+		}
+		sameTries(t, tabs[0].trie, tabs[1].trie, sameRoutes)
+		if tabs[0].Generation() != tabs[1].Generation() || tabs[0].Len() != tabs[1].Len() {
+			t.Fatalf("round %d: generations %d, %d, sizes %d, %d", round, tabs[0].Generation(), tabs[1].Generation(), tabs[0].Len(), tabs[1].Len())
+		}
+		if !slices.EqualFunc(seen[0], seen[1], func(a, b Change) bool { return a.Op == b.Op && sameRoute(a.Route, b.Route) }) {
+			t.Fatalf("round %d: watchers heard different changes", round)
+		}
+		if round == rounds {
+			return
+		}
+		// the same churn for both
+		churn := make([]Route, 1+r.IntN(80))
+		modes := make([]int, len(churn))
+		for i := range churn {
+			churn[i], modes[i] = nextRoute(r, models[0], &seeds), r.IntN(5)
+		}
 		for i, tab := range tabs {
 			x := tab.Begin()
-			if i == 1 {
-				x.Lookup(netip.IPv6Unspecified())
-			}
-			for _, op := range ops {
-				if got, want := op(x, models[i]); !sameErr(got, want) {
-					t.Fatalf("seed %d: got %v want %v", seed, got, want)
+			for j, rt := range churn {
+				var got, want error
+				if modes[j] == 4 {
+					_, want = models[i].del(Match{Dst: rt.Dst, Src: rt.Src})
+					_, got = x.Delete(Match{Dst: rt.Dst, Src: rt.Src})
+				} else {
+					want, got = models[i].put(rt, putMode(modes[j])), x.put(rt, putMode(modes[j]))
 				}
-			}
-			if i == 0 && n*2/3 > compactOps && x.tx.bulk.b == nil && x.tx.bulk.builtOps == 0 {
-				t.Fatalf("seed %d: the load was not built bottom-up", seed)
+				if !sameErr(got, want) {
+					t.Fatalf("churn %v: got %v want %v", rt, got, want)
+				}
 			}
 			x.Commit()
-		}
-		var seeds []netip.Prefix
-		for round := 0; ; round++ {
-			for i, tab := range tabs {
-				checkTable(t, tab, models[i], r)
-			}
-			sameTries(t, tabs[0].trie, tabs[1].trie, sameRoutes)
-			if tabs[0].Generation() != tabs[1].Generation() || tabs[0].Len() != tabs[1].Len() {
-				t.Fatalf("seed %d: generations %d, %d, sizes %d, %d", seed, tabs[0].Generation(), tabs[1].Generation(), tabs[0].Len(), tabs[1].Len())
-			}
-			if !slices.EqualFunc(seen[0], seen[1], func(a, b Change) bool { return a.Op == b.Op && sameRoute(a.Route, b.Route) }) {
-				t.Fatalf("seed %d: watchers heard different changes", seed)
-			}
-			if round == 10 {
-				break
-			}
-			// the same churn for both
-			var churn []Route
-			for i := 0; i < 1+r.IntN(80); i++ {
-				churn = append(churn, nextRoute(r, models[0], &seeds))
-			}
-			modes := make([]int, len(churn))
-			for i := range modes {
-				modes[i] = r.IntN(5)
-			}
-			for i, tab := range tabs {
-				x := tab.Begin()
-				for j, rt := range churn {
-					var got, want error
-					if modes[j] == 4 {
-						_, want = models[i].del(Match{Dst: rt.Dst, Src: rt.Src})
-						_, got = x.Delete(Match{Dst: rt.Dst, Src: rt.Src})
-					} else {
-						want, got = models[i].put(rt, putMode(modes[j])), x.put(rt, putMode(modes[j]))
-					}
-					if !sameErr(got, want) {
-						t.Fatalf("seed %d churn %v: got %v want %v", seed, rt, got, want)
-					}
-				}
-				x.Commit()
-			}
 		}
 	}
 }

@@ -150,19 +150,20 @@ func (x *trieTxn) settle() {
 	if bl.b != nil {
 		bl.b.add(bl.last)
 		x.root = asDense(bl.b.finish())
-		bl.b = nil
+		bl.b, bl.last = nil, bulkEntry{}
 		bl.builtOps = x.ops
 		return
 	}
-	// A small load: the incremental path, each change seeing the count
-	// of changes it would have seen.
+	// A small load: replayed through the incremental path in order, each
+	// prefix seeing its place in the load as the count of changes so far
+	// (which decides between queued and copied dense stores).
 	ops := x.ops
 	for i, e := range append(bl.early, bl.last) {
 		x.ops = i + 1
 		x.setDense(0, e.k, e.plen, e.val)
 	}
 	x.ops = ops
-	bl.early = nil
+	bl.early, bl.last = nil, bulkEntry{}
 }
 
 // builder builds a trie from prefixes in prefix order. It keeps a frame
