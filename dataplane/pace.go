@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"runtime"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -27,12 +28,51 @@ func (dp *Dataplane) SetControlShare(share float64) {
 	dp.controlShare.Store(uint64(share * 1e6))
 }
 
-// Pacer paces one writer goroutine.
+// Pacer paces one writer goroutine, and the CPU its helpers charge it.
 type Pacer struct {
 	dp    *Dataplane
 	share float64
 	start time.Duration // the thread's CPU time at the slice's start
 	seen  uint64        // the workers' batches then
+	// helpers: CPU time the writer's helpers (a batch's parser) spent for
+	// it, charged through a Meter; helped what of it the slice has seen
+	helpers atomic.Int64
+	helped  int64
+}
+
+// Meter charges a pacer with the CPU time of a helper goroutine.
+type Meter struct {
+	p    *Pacer
+	last time.Duration
+}
+
+// Meter returns a meter of the calling goroutine, locked to its thread
+// until Done. A nil pacer gives a nil meter, whose methods do nothing.
+func (p *Pacer) Meter() *Meter {
+	if p == nil {
+		return nil
+	}
+	runtime.LockOSThread()
+	return &Meter{p: p, last: threadCPU()}
+}
+
+// Charge adds the CPU time the goroutine spent since its last charge.
+func (m *Meter) Charge() {
+	if m == nil {
+		return
+	}
+	now := threadCPU()
+	m.p.helpers.Add(int64(now - m.last))
+	m.last = now
+}
+
+// Done charges what is left and ends the metering.
+func (m *Meter) Done() {
+	if m == nil {
+		return
+	}
+	m.Charge()
+	runtime.UnlockOSThread()
 }
 
 // NewPacer returns the calling goroutine's pacer, or nil when the share
@@ -58,10 +98,12 @@ func (p *Pacer) Done() { runtime.UnlockOSThread() }
 // publish (the writer's commit: nothing is held while it sleeps, and what
 // the slice did reaches the packets), then sleeps.
 func (p *Pacer) Step(publish func()) {
-	ran := threadCPU() - p.start
+	helped := p.helpers.Load()
+	ran := threadCPU() - p.start + time.Duration(helped-p.helped)
 	if ran < paceSlice {
 		return
 	}
+	p.helped = helped
 	if p.dp.Batches()-p.seen >= busyBatches {
 		if publish != nil {
 			publish()

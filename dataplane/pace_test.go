@@ -55,3 +55,45 @@ func TestPacer(t *testing.T) {
 		t.Errorf("busy data plane: the writer ran %.0f%% of the time (%v of %v), want about 25%%", share*100, cpu, wall)
 	}
 }
+
+// TestPacerMeter: the CPU a helper goroutine charges counts as the
+// writer's own, so a writer whose parsing is done by a helper still takes
+// its share in all (25%: each half of the work about 12.5%).
+func TestPacerMeter(t *testing.T) {
+	dp := &Dataplane{}
+	w := &worker{}
+	ws := []*worker{w}
+	dp.workers.Store(&ws)
+	dp.SetControlShare(0.25)
+	work := func(d time.Duration) {
+		end := threadCPU() + d
+		for threadCPU() < end {
+		}
+	}
+	p := dp.NewPacer()
+	defer p.Done()
+	todo, done := make(chan bool), make(chan time.Duration)
+	go func() {
+		m := p.Meter()
+		c0 := threadCPU()
+		for range todo {
+			work(25 * time.Microsecond)
+			m.Charge()
+		}
+		m.Done()
+		done <- threadCPU() - c0
+	}()
+	start, c0 := time.Now(), threadCPU()
+	for i := 0; i < 400; i++ {
+		todo <- true
+		work(25 * time.Microsecond)
+		w.epoch.Add(2 * busyBatches)
+		p.Step(nil)
+	}
+	close(todo)
+	cpu := threadCPU() - c0 + <-done
+	wall := time.Since(start)
+	if share := float64(cpu) / float64(wall); share > 0.35 || share < 0.1 {
+		t.Errorf("the writer and its helper ran %.0f%% of a CPU (%v of %v), want about 25%%", share*100, cpu, wall)
+	}
+}
