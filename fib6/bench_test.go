@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -230,7 +231,9 @@ func BenchmarkPublish(b *testing.B) {
 }
 
 // BenchmarkLookupUnderWrites: fib6 lookups while the table is idle, and
-// while one goroutine publishes changes without pause.
+// while one goroutine publishes changes without pause. It runs the
+// collector as the daemon does (GCPercent); gogc100-idle and -writing
+// are the same under Go's default, for comparison.
 func BenchmarkLookupUnderWrites(b *testing.B) {
 	ps := realTable(b)
 	addrs := probes(ps, 1<<16)
@@ -273,8 +276,16 @@ func BenchmarkLookupUnderWrites(b *testing.B) {
 		close(stop)
 		wg.Wait()
 	}
-	b.Run("idle", func(b *testing.B) { run(b, false) })
-	b.Run("writing", func(b *testing.B) { run(b, true) })
+	gc := func(percent int, f func(*testing.B)) func(*testing.B) {
+		return func(b *testing.B) {
+			defer debug.SetGCPercent(debug.SetGCPercent(percent))
+			f(b)
+		}
+	}
+	b.Run("idle", gc(GCPercent, func(b *testing.B) { run(b, false) }))
+	b.Run("writing", gc(GCPercent, func(b *testing.B) { run(b, true) }))
+	b.Run("gogc100-idle", gc(100, func(b *testing.B) { run(b, false) }))
+	b.Run("gogc100-writing", gc(100, func(b *testing.B) { run(b, true) }))
 }
 
 // BenchmarkParallelTables: 200,000 routes into one table by one writer,

@@ -16,6 +16,7 @@ import (
 	"urouter/control"
 	"urouter/dataplane/port"
 	"urouter/feed"
+	"urouter/fib6"
 	"urouter/metrics"
 	"urouter/router"
 )
@@ -59,11 +60,7 @@ func daemon(args []string) int {
 		return 2
 	}
 	if os.Getenv("GOGC") == "" {
-		// A full table is a few MB of long-lived nodes, and a batch load
-		// allocates them in a burst: collecting at 5x the live heap
-		// rather than 2x keeps the collector from doubling the cost of a
-		// load. The packet path allocates nothing either way.
-		debug.SetGCPercent(400)
+		debug.SetGCPercent(fib6.GCPercent)
 	}
 	r := router.New()
 	for i, k := range knobs {
