@@ -76,78 +76,156 @@ func (t *trie) lookup(a *[16]byte) *rset {
 	}
 }
 
-// batchWidth is how many lookups lookupKeys advances together.
-const batchWidth = 16
+// batchWidth is how many lookups lookupKeys interleaves: a whole packet
+// batch, so that there are enough independent misses to keep the memory
+// system busy.
+const batchWidth = 64
 
 // lookupKeys does lookup for every address (as bytes, the way the
-// dataplane takes them from packets), at most batchWidth of them, advancing
-// them a level at a time so that their memory accesses overlap: a single
-// lookup waits on one cache miss per level; a batch waits on one per level
-// for all of them. Table.LookupKeys splits larger batches.
+// dataplane takes them from packets), at most batchWidth of them.
+// Table.LookupKeys splits larger batches.
+//
+// A single lookup waits on each of its cache misses in turn. Here the walks
+// advance in passes over the list of those still going, and a pass touches
+// at most one cold line per walk whose value only the next pass reads: by
+// then the line has come in, while the pass itself issued a miss for every
+// walk in a few instructions each, so the out-of-order window holds many of
+// them at once. A compressed level is two passes: the node's header (its
+// vector word, counts and dflt), then its entry. Walks that end in a tail
+// or in a node's short locals finish in passes of their own after the others.
 func (t *trie) lookupKeys(as [][16]byte, out []*rset) {
 	n := len(as)
 	if n > batchWidth {
 		panic("fib6: lookupKeys batch wider than batchWidth")
 	}
+	var (
+		es     [batchWidth]unsafe.Pointer // walk j's entry
+		best   [batchWidth]*rset          // walk j's answer so far
+		lv     [batchWidth]uint8          // the byte walk j reads next
+		act    [batchWidth]uint8          // walks still going
+		tails  [batchWidth]uint8          // walks ended at a tail
+		shorts [batchWidth]uint8          // walks ended at a slot without entry, in a node with short locals
+	)
+	na, nt, ns := 0, 0, 0
+	// The root and the dense nodes below it are few and stay in cache:
+	// walk them without passes.
 	root := t.root.Load()
-	var es [batchWidth]unsafe.Pointer
-	var best [batchWidth]*rset
-	for j := 0; j < n; j++ {
-		es[j] = root.slot(as[j][0])
+	for j := range n {
+		a := &as[j]
+		var b *rset
+		e := root.slot(a[0])
+		i := 1
+		for tagOf(e) == tagDense && i < 16 {
+			d := asDense(e)
+			if r := d.dflt; r != nil {
+				b = r
+			}
+			e = d.slot(a[i])
+			i++
+		}
+		es[j&(batchWidth-1)], best[j&(batchWidth-1)], lv[j&(batchWidth-1)] = e, b, uint8(i)
+		act[na] = uint8(j)
+		na++
 	}
-	for i := 1; i < 16; i++ {
-		busy := false
-		for j := 0; j < n; j++ {
+	for na > 0 {
+		// Issue: touch the line each walk reads next; finish those whose
+		// entry ends them.
+		k := 0
+		for _, j := range act[:na] {
+			j &= batchWidth - 1
 			e := es[j]
 			switch tagOf(e) {
 			case tagNode:
 				nd := asNode(e)
-				if d := nd.dflt; d != nil {
-					best[j] = d
-				}
-				o := as[j][i]
-				w := o >> 6
-				bit := uint64(1) << (o & 63)
-				m := nd.vec[w&3]
-				if m&bit == 0 {
-					if nd.flags&hasLocals != 0 {
-						if r := nd.cold().loc.shortBest(o); r != nil {
-							best[j] = r
-						}
-					}
-					es[j] = nil
-					continue
-				}
-				es[j] = atomic.LoadPointer((*unsafe.Pointer)(unsafe.Add(unsafe.Pointer(nd), cnodeSize+uintptr(int(nd.cum[w&3])+bits.OnesCount64(m&(bit-1)))*8)))
-				busy = true
+				atomic.LoadUint64((*uint64)(unsafe.Pointer(nd)))
+				atomic.LoadPointer((*unsafe.Pointer)(unsafe.Pointer(&nd.dflt)))
 			case tagDense:
+				atomic.LoadPointer(&asDense(e).slots[as[j][lv[j]&15]])
+			case tagRset:
+				best[j] = asRset(e)
+				continue
+			case tagTail:
+				tl := asTail(e)
+				atomic.LoadUint64(&tl.k.hi)
+				atomic.LoadPointer((*unsafe.Pointer)(unsafe.Pointer(&tl.dflt)))
+				tails[nt] = uint8(j)
+				nt++
+				continue
+			default:
+				continue
+			}
+			act[k] = uint8(j)
+			k++
+		}
+		na = k
+		// Work: step each walk down one level, loading its next entry.
+		k = 0
+		for _, j := range act[:na] {
+			j &= batchWidth - 1
+			e := es[j]
+			i := lv[j]
+			o := as[j][i&15]
+			lv[j] = i + 1
+			if tagOf(e) == tagDense {
 				d := asDense(e)
 				if r := d.dflt; r != nil {
 					best[j] = r
 				}
-				es[j] = d.slot(as[j][i])
-				busy = true
+				es[j] = d.slot(o)
+				act[k] = uint8(j)
+				k++
+				continue
 			}
+			nd := asNode(e)
+			if d := nd.dflt; d != nil {
+				best[j] = d
+			}
+			w := o >> 6
+			bit := uint64(1) << (o & 63)
+			m := nd.vec[w&3]
+			if m&bit == 0 {
+				if nd.flags&hasLocals != 0 {
+					c := nd.cold()
+					atomic.LoadPointer((*unsafe.Pointer)(unsafe.Pointer(&c.loc)))
+					es[j] = unsafe.Pointer(c)
+					lv[j] = o
+					shorts[ns] = uint8(j)
+					ns++
+				}
+				continue
+			}
+			es[j] = atomic.LoadPointer((*unsafe.Pointer)(unsafe.Add(unsafe.Pointer(nd), cnodeSize+uintptr(int(nd.cum[w&3])+bits.OnesCount64(m&(bit-1)))*8)))
+			act[k] = uint8(j)
+			k++
 		}
-		if !busy {
-			break
+		na = k
+	}
+	// Short locals: the node's cold part was touched; touch its locals,
+	// then load the one covering the slot (lv holds the slot now).
+	for _, j := range shorts[:ns] {
+		j &= batchWidth - 1
+		l := (*cnodeCold)(es[j]).loc
+		if l != nil {
+			atomic.LoadUint64(&l.short[0])
+		}
+		es[j] = unsafe.Pointer(l)
+	}
+	for _, j := range shorts[:ns] {
+		j &= batchWidth - 1
+		if r := (*locals)(es[j]).shortBest(lv[j]); r != nil {
+			best[j] = r
 		}
 	}
-	for j := 0; j < n; j++ {
-		r := best[j]
-		switch e := es[j]; tagOf(e) {
-		case tagRset:
-			r = asRset(e)
-		case tagTail:
-			tl := asTail(e)
-			if tl.matches(keyOf(&as[j])) {
-				r = tl.val
-			} else if tl.dflt != nil {
-				r = tl.dflt
-			}
+	for _, j := range tails[:nt] {
+		j &= batchWidth - 1
+		tl := asTail(es[j])
+		if tl.matches(keyOf(&as[j])) {
+			best[j] = tl.val
+		} else if tl.dflt != nil {
+			best[j] = tl.dflt
 		}
-		out[j] = r
 	}
+	copy(out[:n], best[:n])
 }
 
 // match is one prefix that contains an address, as matches reports it.
