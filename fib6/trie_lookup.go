@@ -86,30 +86,35 @@ const batchWidth = 64
 // Table.LookupKeys splits larger batches.
 //
 // A single lookup waits on each of its cache misses in turn. Here the walks
-// advance in passes over the list of those still going, and a pass touches
-// at most one cold line per walk whose value only the next pass reads: by
-// then the line has come in, while the pass itself issued a miss for every
-// walk in a few instructions each, so the out-of-order window holds many of
-// them at once. A compressed level is two passes: the node's header (its
-// vector word, counts and dflt), then its entry. Walks that end in a tail
-// or in a node's short locals finish in passes of their own after the others.
+// advance a level at a time in passes over the list of those still going,
+// and a pass touches at most one cold line per walk, whose value only the
+// next pass reads: by then the line has come in, and the pass, a few
+// instructions per walk, had many walks' misses outstanding at once. A
+// compressed level is two passes: the node's header (vector word, counts,
+// dflt), then its entry. A walk that ends at a slot without entry in a
+// node with short locals takes two more steps alongside the others: the
+// node's cold part, then its locals.
 func (t *trie) lookupKeys(as [][16]byte, out []*rset) {
 	n := len(as)
 	if n > batchWidth {
 		panic("fib6: lookupKeys batch wider than batchWidth")
 	}
+	const mask = batchWidth - 1
 	var (
-		es     [batchWidth]unsafe.Pointer // walk j's entry
-		best   [batchWidth]*rset          // walk j's answer so far
-		lv     [batchWidth]uint8          // the byte walk j reads next
-		act    [batchWidth]uint8          // walks still going
-		tails  [batchWidth]uint8          // walks ended at a tail
-		shorts [batchWidth]uint8          // walks ended at a slot without entry, in a node with short locals
+		es    [batchWidth]unsafe.Pointer // walk j's entry, or its node's cold part, or locals
+		best  [batchWidth]*rset          // walk j's answer so far
+		slot  [batchWidth]uint8          // the slot a walk to short locals looks up
+		act   [batchWidth]uint8          // walks going down
+		tails [batchWidth]uint8          // walks ended at a tail
+		colds [batchWidth]uint8          // walks whose node's cold part is touched
+		locs  [batchWidth]uint8          // walks whose locals are touched
 	)
-	na, nt, ns := 0, 0, 0
-	// The root and the dense nodes below it are few and stay in cache:
-	// walk them without passes.
+	// The root and the dense nodes below it are few and stay in cache: walk
+	// them without passes. Every walk leaves them at the same level (dense
+	// nodes are at depth 0, 8 and 16 only); one that does not is looked up
+	// on its own.
 	root := t.root.Load()
+	na, lvl := 0, 0
 	for j := range n {
 		a := &as[j]
 		var b *rset
@@ -123,106 +128,110 @@ func (t *trie) lookupKeys(as [][16]byte, out []*rset) {
 			e = d.slot(a[i])
 			i++
 		}
-		es[j&(batchWidth-1)], best[j&(batchWidth-1)], lv[j&(batchWidth-1)] = e, b, uint8(i)
-		act[na] = uint8(j)
+		if isKid(e) && tagOf(e) != tagTail {
+			if lvl == 0 {
+				lvl = i
+			}
+			if i != lvl || tagOf(e) == tagDense {
+				b, e = t.lookup(a), nil
+			}
+		}
+		es[j&mask], best[j&mask] = e, b
+		act[na&mask] = uint8(j)
 		na++
 	}
-	for na > 0 {
-		// Issue: touch the line each walk reads next; finish those whose
+	nt, nc, nl := 0, 0, 0
+	for i := lvl; na+nc+nl > 0; i++ {
+		// Issue: touch each walk's node header; finish the walks whose
 		// entry ends them.
 		k := 0
 		for _, j := range act[:na] {
-			j &= batchWidth - 1
-			e := es[j]
-			switch tagOf(e) {
-			case tagNode:
-				nd := asNode(e)
-				atomic.LoadUint64((*uint64)(unsafe.Pointer(nd)))
-				atomic.LoadPointer((*unsafe.Pointer)(unsafe.Pointer(&nd.dflt)))
-			case tagDense:
-				atomic.LoadPointer(&asDense(e).slots[as[j][lv[j]&15]])
-			case tagRset:
-				best[j] = asRset(e)
-				continue
-			case tagTail:
-				tl := asTail(e)
-				atomic.LoadUint64(&tl.k.hi)
-				atomic.LoadPointer((*unsafe.Pointer)(unsafe.Pointer(&tl.dflt)))
-				tails[nt] = uint8(j)
-				nt++
-				continue
-			default:
+			e := es[j&mask]
+			if tagOf(e) == tagNode {
+				atomic.LoadUint64((*uint64)(unsafe.Add(e, -tagNode)))
+				atomic.LoadUint64((*uint64)(unsafe.Add(e, 32-tagNode)))
+				act[k&mask] = j
+				k++
 				continue
 			}
-			act[k] = uint8(j)
-			k++
+			switch tagOf(e) {
+			case tagDense:
+				act[k&mask] = j
+				k++
+			case tagRset:
+				best[j&mask] = asRset(e)
+			case tagTail:
+				atomic.LoadUint64((*uint64)(unsafe.Add(e, -tagTail)))
+				atomic.LoadUint64((*uint64)(unsafe.Add(e, 32-tagTail)))
+				tails[nt&mask] = j
+				nt++
+			}
 		}
 		na = k
-		// Work: step each walk down one level, loading its next entry.
+		// The cold parts are in: touch the locals.
+		for _, j := range colds[:nc] {
+			if l := (*cnodeCold)(es[j&mask]).loc; l != nil {
+				atomic.LoadUint64(&l.short[0])
+				es[j&mask] = unsafe.Pointer(l)
+				locs[nl&mask] = j
+				nl++
+			}
+		}
+		nc = 0
+		// Work: step each walk down a level, loading its next entry.
 		k = 0
 		for _, j := range act[:na] {
-			j &= batchWidth - 1
-			e := es[j]
-			i := lv[j]
+			e := es[j&mask]
 			o := as[j][i&15]
-			lv[j] = i + 1
-			if tagOf(e) == tagDense {
+			if tagOf(e) == tagDense { // a compressed node's dense kid: none yet
 				d := asDense(e)
 				if r := d.dflt; r != nil {
-					best[j] = r
+					best[j&mask] = r
 				}
-				es[j] = d.slot(o)
-				act[k] = uint8(j)
+				es[j&mask] = d.slot(o)
+				act[k&mask] = j
 				k++
 				continue
 			}
 			nd := asNode(e)
+			b := best[j&mask]
 			if d := nd.dflt; d != nil {
-				best[j] = d
+				b = d
 			}
-			w := o >> 6
+			best[j&mask] = b
+			w := o >> 6 & 3
 			bit := uint64(1) << (o & 63)
-			m := nd.vec[w&3]
+			m := nd.vec[w]
 			if m&bit == 0 {
 				if nd.flags&hasLocals != 0 {
 					c := nd.cold()
 					atomic.LoadPointer((*unsafe.Pointer)(unsafe.Pointer(&c.loc)))
-					es[j] = unsafe.Pointer(c)
-					lv[j] = o
-					shorts[ns] = uint8(j)
-					ns++
+					es[j&mask] = unsafe.Pointer(c)
+					slot[j&mask] = o
+					colds[nc&mask] = j
+					nc++
 				}
 				continue
 			}
-			es[j] = atomic.LoadPointer((*unsafe.Pointer)(unsafe.Add(unsafe.Pointer(nd), cnodeSize+uintptr(int(nd.cum[w&3])+bits.OnesCount64(m&(bit-1)))*8)))
-			act[k] = uint8(j)
+			es[j&mask] = atomic.LoadPointer((*unsafe.Pointer)(unsafe.Add(unsafe.Pointer(nd), cnodeSize+uintptr(int(nd.cum[w])+bits.OnesCount64(m&(bit-1)))*8)))
+			act[k&mask] = j
 			k++
 		}
 		na = k
-	}
-	// Short locals: the node's cold part was touched; touch its locals,
-	// then load the one covering the slot (lv holds the slot now).
-	for _, j := range shorts[:ns] {
-		j &= batchWidth - 1
-		l := (*cnodeCold)(es[j]).loc
-		if l != nil {
-			atomic.LoadUint64(&l.short[0])
+		// The locals are in: load the one covering the slot.
+		for _, j := range locs[:nl] {
+			if r := (*locals)(es[j&mask]).shortBest(slot[j&mask]); r != nil {
+				best[j&mask] = r
+			}
 		}
-		es[j] = unsafe.Pointer(l)
-	}
-	for _, j := range shorts[:ns] {
-		j &= batchWidth - 1
-		if r := (*locals)(es[j]).shortBest(lv[j]); r != nil {
-			best[j] = r
-		}
+		nl = 0
 	}
 	for _, j := range tails[:nt] {
-		j &= batchWidth - 1
-		tl := asTail(es[j])
+		tl := asTail(es[j&mask])
 		if tl.matches(keyOf(&as[j])) {
-			best[j] = tl.val
+			best[j&mask] = tl.val
 		} else if tl.dflt != nil {
-			best[j] = tl.dflt
+			best[j&mask] = tl.dflt
 		}
 	}
 	copy(out[:n], best[:n])
