@@ -109,37 +109,42 @@ func (t *trie) lookupKeys(as [][16]byte, out []*rset) {
 		colds [batchWidth]uint8          // walks whose node's cold part is touched
 		locs  [batchWidth]uint8          // walks whose locals are touched
 	)
-	// The root and the dense nodes below it are few and stay in cache: walk
-	// them without passes. Every walk leaves them at the same level (dense
-	// nodes are at depth 0, 8 and 16 only); one that does not is looked up
-	// on its own.
+	// The root and the dense nodes below it (depth 8 and 16) are few and
+	// stay in cache: walk them without passes. Compressed nodes start at
+	// depth 24, so all walks that go on do so from there; a dense node
+	// deeper (there is none) is left to lookup.
 	root := t.root.Load()
-	na, lvl := 0, 0
+	na := 0
 	for j := range n {
 		a := &as[j]
 		var b *rset
 		e := root.slot(a[0])
-		i := 1
-		for tagOf(e) == tagDense && i < 16 {
+		if tagOf(e) == tagDense {
 			d := asDense(e)
 			if r := d.dflt; r != nil {
 				b = r
 			}
-			e = d.slot(a[i])
-			i++
-		}
-		if isKid(e) && tagOf(e) != tagTail {
-			if lvl == 0 {
-				lvl = i
-			}
-			if i != lvl || tagOf(e) == tagDense {
+			e = d.slot(a[1])
+			if tagOf(e) == tagDense {
+				d := asDense(e)
+				if r := d.dflt; r != nil {
+					b = r
+				}
+				e = d.slot(a[2])
+				if tagOf(e) == tagDense {
+					b, e = t.lookup(a), nil
+				}
+			} else if tagOf(e) == tagNode {
 				b, e = t.lookup(a), nil
 			}
+		} else if tagOf(e) == tagNode {
+			b, e = t.lookup(a), nil
 		}
 		es[j&mask], best[j&mask] = e, b
 		act[na&mask] = uint8(j)
 		na++
 	}
+	const lvl = 3
 	nt, nc, nl := 0, 0, 0
 	for i := lvl; na+nc+nl > 0; i++ {
 		// Issue: touch each walk's node header; finish the walks whose
