@@ -34,7 +34,7 @@ type printCache struct {
 	by      map[*fib6.Attrs]*printed
 	scratch bytes.Buffer
 	w       *bufio.Writer
-	dst     []byte
+	dst     []byte // render's
 }
 
 // maxPrinted bounds the cache: a table whose routes share little is
@@ -61,11 +61,12 @@ func (p *routePrinter) addAttrs(dst netip.Prefix, a *fib6.Attrs) {
 		}
 		c.last, c.lastOut = a, pr
 	}
+	// the line is made in the writer's own free space, and so its Write
+	// copies nothing (but when the line does not fit and is made apart)
 	w := p.out.w
-	c.dst = appendDst(c.dst[:0], dst)
-	w.Write(pr.head)
-	w.Write(c.dst)
-	w.Write(pr.tail)
+	b := append(w.AvailableBuffer(), pr.head...)
+	b = appendDst(b, dst)
+	w.Write(append(b, pr.tail...))
 }
 
 // render prints the route through add into the cache's scratch buffer

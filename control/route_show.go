@@ -393,16 +393,6 @@ func (s *session) appendPath(b []byte, nh nexthop.Nexthop, withFlags bool) []byt
 	return b
 }
 
-func appendDst(b []byte, p netip.Prefix) []byte {
-	switch {
-	case p.Bits() == 0:
-		return append(b, "default"...)
-	case p.Bits() == 128:
-		return p.Addr().AppendTo(b)
-	}
-	return p.AppendTo(b)
-}
-
 // flushed reports a flush of n entries as ip -s does (one round: the
 // router deletes them at once).
 func (s *session) flushed(n int) {
