@@ -62,6 +62,7 @@ type readAhead struct {
 	out   chan *aheadChunk // parsed, in order; closed at the input's end
 	free  chan *aheadChunk // chunks the session is done with
 	done  chan struct{}    // closed when the session stops reading
+	ended chan struct{}    // closed when the reader has stopped
 	carry []byte           // the line cut off at the end of the last read
 	words memo             // the object word last seen
 	cmd   memo             // the route command word last seen
@@ -71,7 +72,7 @@ type readAhead struct {
 
 func startReadAhead(in *bufio.Reader) *readAhead {
 	ra := &readAhead{in: in, out: make(chan *aheadChunk, aheadChunks), free: make(chan *aheadChunk, aheadChunks),
-		done: make(chan struct{})}
+		done: make(chan struct{}), ended: make(chan struct{})}
 	for i := 0; i < aheadChunks; i++ {
 		ra.free <- chunkPool.Get().(*aheadChunk)
 	}
@@ -80,6 +81,7 @@ func startReadAhead(in *bufio.Reader) *readAhead {
 }
 
 func (ra *readAhead) run() {
+	defer close(ra.ended)
 	defer close(ra.out)
 	for {
 		var c *aheadChunk
@@ -112,6 +114,11 @@ func (ra *readAhead) fill(c *aheadChunk, size int) bool {
 		n, err := ra.in.Read(c.data[len(c.data) : len(c.data)+size])
 		from := len(c.data)
 		c.data = c.data[:from+n]
+		select {
+		case <-ra.done:
+			return false // nobody reads what follows
+		default:
+		}
 		if i := bytes.LastIndexByte(c.data[from:], '\n'); i >= 0 {
 			start = from + i + 1
 		}
@@ -185,7 +192,11 @@ func (s *session) runAhead(in *bufio.Reader, status int) int {
 		s.conn.ahead = true // read by the reader, which holds nothing
 	}
 	ra := startReadAhead(in)
-	defer ra.stop()
+	// A connection's reader ends when the connection closes, after the
+	// session; any other input (a config file) is the caller's again
+	// when run returns (ApplyConfig asks it how it ended), so its reader
+	// is waited for: it stops after the read it is in.
+	defer ra.stop(s.conn == nil)
 	for {
 		c := s.nextChunk(ra)
 		if c == nil {
@@ -208,11 +219,15 @@ func (s *session) runAhead(in *bufio.Reader, status int) int {
 	}
 }
 
-// stop tells the reader the session reads no more: it ends at its next
-// chunk, or when its input ends (the session's connection closes). The
-// chunks the session is done with go back to the pool.
-func (ra *readAhead) stop() {
+// stop tells the reader the session reads no more: it ends after the
+// read it is in (a connection's, when the connection closes), and if
+// wait, stop waits for that. The chunks the session is done with go back
+// to the pool.
+func (ra *readAhead) stop(wait bool) {
 	close(ra.done)
+	if wait {
+		<-ra.ended
+	}
 	for {
 		select {
 		case c := <-ra.free:

@@ -6,8 +6,12 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"urouter/router"
 )
 
 // pieces reads its input in pieces of random sizes, as a socket may
@@ -102,6 +106,39 @@ func TestBatchAhead(t *testing.T) {
 			if sync != ahead {
 				t.Errorf("%s (force %v): parsed ahead\n%.3000s\nread by the session\n%.3000s", name, force, ahead, sync)
 			}
+		}
+	}
+}
+
+// TestConfigAhead: a long config is parsed ahead too, and one that fails
+// half-way says where, as a short one does (the reader is done with the
+// file when ApplyConfig asks how reading it ended).
+func TestConfigAhead(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("link add d0 type dummy\nlink set d0 up\n")
+	for i := 0; i < 5000; i++ {
+		fmt.Fprintf(&b, "route add 2001:db8:%x::/48 dev d0\n", i)
+	}
+	good := b.String()
+	b.WriteString("route add 2001:db8:1::/48 dev d0\n")
+	for i := 0; i < 3000; i++ {
+		fmt.Fprintf(&b, "route add 2001:db9:%x::/48 dev d0\n", i)
+	}
+	for _, c := range []struct {
+		conf, err string
+		lines     int
+	}{{good, "", 5002}, {b.String(), "RTNETLINK answers: File exists", 5003}} {
+		path := filepath.Join(t.TempDir(), "urouter.conf")
+		if err := os.WriteFile(path, []byte(c.conf), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r := router.New()
+		n, err := ApplyConfig(r, path)
+		if n != c.lines || (err == nil) != (c.err == "") || err != nil && !strings.Contains(err.Error(), c.err) {
+			t.Fatalf("config: %d lines, %v; want %d, %q", n, err, c.lines, c.err)
+		}
+		if got := r.Tables.Main().Len(); got < 5000 || got > 5001 {
+			t.Fatalf("%d routes in main", got)
 		}
 	}
 }
