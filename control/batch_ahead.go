@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"urouter/dataplane"
 )
 
 // A long batch is read and parsed ahead of its session, in a goroutine of
@@ -68,11 +70,12 @@ type readAhead struct {
 	cmd   memo             // the route command word last seen
 	pm    parseMemo
 	timer *time.Timer
+	pace  *dataplane.Pacer // the session's, charged with the reader's CPU
 }
 
-func startReadAhead(in *bufio.Reader) *readAhead {
+func startReadAhead(in *bufio.Reader, pace *dataplane.Pacer) *readAhead {
 	ra := &readAhead{in: in, out: make(chan *aheadChunk, aheadChunks), free: make(chan *aheadChunk, aheadChunks),
-		done: make(chan struct{}), ended: make(chan struct{})}
+		done: make(chan struct{}), ended: make(chan struct{}), pace: pace}
 	for i := 0; i < aheadChunks; i++ {
 		ra.free <- chunkPool.Get().(*aheadChunk)
 	}
@@ -83,6 +86,10 @@ func startReadAhead(in *bufio.Reader) *readAhead {
 func (ra *readAhead) run() {
 	defer close(ra.ended)
 	defer close(ra.out)
+	// the parsing is the batch's work: a batch that yields to the data
+	// plane yields for it too (see dataplane.Pacer)
+	m := ra.pace.Meter()
+	defer m.Done()
 	for {
 		var c *aheadChunk
 		select {
@@ -91,6 +98,7 @@ func (ra *readAhead) run() {
 			return
 		}
 		more := ra.fill(c, aheadRead)
+		m.Charge()
 		select {
 		case ra.out <- c:
 		case <-ra.done:
@@ -191,7 +199,7 @@ func (s *session) runAhead(in *bufio.Reader, status int) int {
 	if s.conn != nil {
 		s.conn.ahead = true // read by the reader, which holds nothing
 	}
-	ra := startReadAhead(in)
+	ra := startReadAhead(in, s.pace)
 	// A connection's reader ends when the connection closes, after the
 	// session; any other input (a config file) is the caller's again
 	// when run returns (ApplyConfig asks it how it ended), so its reader
