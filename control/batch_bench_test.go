@@ -78,3 +78,37 @@ func BenchmarkBatchApply(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkBatchParse is the part of BenchmarkBatchApply that needs no
+// router: each line of $UROUTER_BATCH split into words and, for a route
+// command, its arguments parsed.
+func BenchmarkBatchParse(b *testing.B) {
+	file := os.Getenv("UROUTER_BATCH")
+	if file == "" {
+		b.Skip("UROUTER_BATCH not set")
+	}
+	d, err := os.ReadFile(file)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(d)))
+	var args [][]byte
+	var pm parseMemo
+	var q routeReq
+	for i := 0; i < b.N; i++ {
+		for rest := d; len(rest) > 0; {
+			line := rest
+			if j := bytes.IndexByte(rest, '\n'); j >= 0 {
+				line, rest = rest[:j+1], rest[j+1:]
+			} else {
+				rest = nil
+			}
+			args, _ = splitLine(line, args)
+			if len(args) > 2 && is(args[0], "route") {
+				if err := parseRouteModify(&q, args[2:], &pm); err != nil {
+					b.Fatal(err.msg)
+				}
+			}
+		}
+	}
+}

@@ -278,27 +278,24 @@ func send(uc *net.UnixConn, o options, input io.Reader, keepOpen bool) error {
 
 // answer copies the daemon's frames to stdout and stderr and returns the
 // exit status of its 'x' frame, or 1 and what went wrong with the answer.
-func answer(uc *net.UnixConn, stdoutW, stderr io.Writer) (int, string) {
-	r := bufio.NewReaderSize(uc, 16<<10)
-	stdout := bufio.NewWriterSize(stdoutW, 16<<10)
-	done := func() {
-		_ = stdout.Flush() // the client's own stdout gone: nobody to tell
-	}
-	defer done()
+// A frame's payload goes out as it is read, in writes of up to the read
+// buffer (a dump's frames are big: see bigFrame), with nothing held back:
+// what the daemon sent together is written together.
+func answer(uc *net.UnixConn, stdout, stderr io.Writer) (int, string) {
+	r := bufio.NewReaderSize(uc, answerBuf)
 	var hdr [5]byte
 	for {
 		if _, err := io.ReadFull(r, hdr[:]); err != nil {
 			return 1, "the daemon closed the connection"
 		}
-		n := int64(binary.BigEndian.Uint32(hdr[1:]))
+		n := int(binary.BigEndian.Uint32(hdr[1:]))
 		switch hdr[0] {
 		case 'o':
-			if _, err := io.CopyN(stdout, r, n); err != nil {
+			if !relay(r, n, stdout) {
 				return 1, ""
 			}
 		case 'e':
-			done()
-			if _, err := io.CopyN(stderr, r, n); err != nil {
+			if !relay(r, n, stderr) {
 				return 1, ""
 			}
 		case 'x':
@@ -311,6 +308,28 @@ func answer(uc *net.UnixConn, stdoutW, stderr io.Writer) (int, string) {
 			return 1, "garbled answer from the daemon"
 		}
 	}
+}
+
+// answerBuf is the client's read buffer: a big frame is read into it and
+// written out in a few large writes.
+const answerBuf = 256 << 10
+
+// relay writes the next n bytes of r to w, straight from r's buffer.
+func relay(r *bufio.Reader, n int, w io.Writer) bool {
+	for n > 0 {
+		if r.Buffered() == 0 {
+			if _, err := r.Peek(1); err != nil {
+				return false
+			}
+		}
+		b, _ := r.Peek(min(n, r.Buffered())) // buffered: no error
+		if _, err := w.Write(b); err != nil {
+			return false
+		}
+		_, _ = r.Discard(len(b)) // buffered
+		n -= len(b)
+	}
+	return true
 }
 
 // say writes a message to the client's stderr: if that fails, there is

@@ -97,9 +97,10 @@ func (s *session) monitorCmd(args [][]byte) *cmdErr {
 	return nil
 }
 
-// event is one change a monitor hears.
+// event is one change a monitor hears, or the route changes of one
+// commit (a flush of a full table is one).
 type event struct {
-	route   *fib6.Change
+	routes  *fib6.Changes
 	link    *dataplane.Link
 	addr    netip.Prefix
 	neigh   *ndisc.Info
@@ -157,24 +158,29 @@ func (h *hub) publish(ev event) {
 // publishLocked is publish with h.mu held.
 func (h *hub) publishLocked(ev event) {
 	for s := range h.subs {
-		if ev.route != nil && !s.req.route || ev.neigh != nil && !s.req.neigh ||
+		if ev.routes != nil && !s.req.route || ev.neigh != nil && !s.req.neigh ||
 			ev.link != nil && ev.neigh == nil && !ev.addr.IsValid() && !s.req.link || ev.addr.IsValid() && !s.req.addr {
 			continue
 		}
 		select {
 		case s.ch <- ev:
 		default:
-			s.lost.Add(1) // a monitor that cannot keep up loses events, never blocks the router
+			// a monitor that cannot keep up loses events, never blocks the router
+			if ev.routes != nil {
+				s.lost.Add(uint64(ev.routes.Len()))
+			} else {
+				s.lost.Add(1)
+			}
 		}
 	}
 }
 
-func (h *hub) routeChanges(_ *fib6.Table, cs []fib6.Change) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for i := range cs {
-		h.publishLocked(event{route: &cs[i], deleted: cs[i].Op == fib6.Deleted})
-	}
+// routeChanges hands a commit's changes to the monitors whole, as one
+// event: each monitor's queue then holds commits, not routes, and a
+// monitor that keeps up hears every route of the largest commit (a flush
+// of a full table), in its own goroutine, from the version it deleted.
+func (h *hub) routeChanges(_ *fib6.Table, cs *fib6.Changes) {
+	h.publish(event{routes: cs})
 }
 
 // routerEvent hears the router's link and address changes.
@@ -212,15 +218,16 @@ func (h *hub) stream(s *session, in *bufio.Reader) {
 			if n := sub.lost.Swap(0); n > 0 {
 				fmt.Fprintf(s.out, "(%d events lost)\n", n)
 			}
-			h.format(s, p, ev)
-			if s.out.Flush() != nil {
+			if !h.format(s, p, ev) || s.out.Flush() != nil {
 				return
 			}
 		}
 	}
 }
 
-func (h *hub) format(s *session, p *routePrinter, ev event) {
+// format prints ev; false if the client went away meanwhile (a commit's
+// routes may be many: its buffer fills and is sent as it goes).
+func (h *hub) format(s *session, p *routePrinter, ev event) bool {
 	label := func(l string) {
 		if s.monitor.label {
 			s.out.WriteString(l)
@@ -236,11 +243,18 @@ func (h *hub) format(s *session, p *routePrinter, ev event) {
 		label("[NEIGH]")
 		w.text(del)
 		s.printNeigh(&w, ev.link, *ev.neigh, true)
-	case ev.route != nil:
-		label("[ROUTE]")
-		p.table = ev.route.Table
-		p.deleted = ev.deleted
-		p.add(ev.route.Route)
+	case ev.routes != nil:
+		n := 0
+		for c := range ev.routes.All() {
+			label("[ROUTE]")
+			p.table = c.Table
+			p.deleted = c.Op == fib6.Deleted
+			p.add(c.Route)
+			// the buffer goes out as it fills; a failed write shows here
+			if n++; n%1024 == 0 && s.out.Flush() != nil {
+				return false
+			}
+		}
 	case ev.addr.IsValid():
 		label("[ADDR]")
 		fmt.Fprintf(s.out, "%s%d: %s    inet6 %s scope %s \n       valid_lft forever preferred_lft forever\n",
@@ -250,4 +264,5 @@ func (h *hub) format(s *session, p *routePrinter, ev event) {
 		w.text(del)
 		s.printLink(&w, ev.link, false)
 	}
+	return true
 }

@@ -79,7 +79,13 @@ func (s *session) routeLink(name []byte) (*dataplane.Link, *cmdErr) {
 func (s *session) routeModify(op routeOp, args [][]byte) *cmdErr {
 	var req routeReq
 	q := &req
-	if perr := parseRouteModify(q, args, &s.routes.words); perr != nil {
+	if a := s.ahead; a != nil { // parsed ahead, from these args
+		s.ahead = nil
+		if a.perr != nil {
+			return a.perr
+		}
+		q = &a.req
+	} else if perr := parseRouteModify(q, args, &s.routes.words); perr != nil {
 		return perr
 	}
 	tid := q.table

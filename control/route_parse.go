@@ -68,6 +68,9 @@ func parsePrefix(b []byte) (netip.Prefix, *cmdErr) {
 	if s == "default" || s == "all" || s == "any" {
 		return netip.PrefixFrom(netip.IPv6Unspecified(), 0), nil
 	}
+	if p, ok := parsePrefixFast(b); ok {
+		return p, nil
+	}
 	var p netip.Prefix
 	var err error
 	if containsByte(s, '/') {

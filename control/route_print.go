@@ -26,6 +26,7 @@ type routePrinter struct {
 	// rotate: print the paths of an inline multipath route from this one
 	// on (fibmatch names the flow's path first, as Linux does)
 	rotate int
+	cache  printCache // see addAttrs
 }
 
 func (s *session) printer(f *showFilter) *routePrinter {

@@ -1,6 +1,7 @@
 package control
 
 import (
+	"bufio"
 	"net/netip"
 	"strconv"
 	"time"
@@ -20,7 +21,7 @@ type showFilter struct {
 	monitor   bool         // printing for a monitor: every table shows
 }
 
-func (f *showFilter) selects(r *fib6.Route) bool {
+func (f *showFilter) selects(r *fib6.Attrs) bool {
 	return !f.cached && (!f.metricSet || r.Metric == f.metric) &&
 		(!f.prefsrc.IsValid() || r.PrefSrc.IsValid() && f.prefsrc.Contains(r.PrefSrc))
 }
@@ -266,13 +267,15 @@ func (s *session) routeShow(args [][]byte, flush bool) *cmdErr {
 		s.flushed(n)
 		return nil
 	}
+	defer s.bigOut(ts)()
 	p := s.printer(f)
 	p.begin()
 	for _, t := range ts {
 		p.table = t.ID()
-		t.Dump(f.Filter, func(r fib6.Route) bool {
-			if f.selects(&r) {
-				p.add(r)
+		p.cache = printCache{} // what it prints names the table
+		t.DumpAttrs(f.Filter, func(dst netip.Prefix, a *fib6.Attrs) bool {
+			if f.selects(a) {
+				p.addAttrs(dst, a)
 			}
 			return true
 		})
@@ -280,6 +283,31 @@ func (s *session) routeShow(args [][]byte, flush bool) *cmdErr {
 	p.end()
 	return nil
 }
+
+// bigOut gives a show of many routes a big output buffer, so that it goes
+// out in frames of bigFrame bytes (one write and one read each), not of
+// the session's writeBuf, and returns what ends it. The session's own
+// buffer is emptied first: a write as large as it goes through it
+// whole.
+func (s *session) bigOut(ts []*fib6.Table) func() {
+	n := 0
+	for _, t := range ts {
+		n += t.Len()
+	}
+	if n < bigFrame/64 {
+		return func() {}
+	}
+	s.flush()
+	small := s.out
+	s.out = bufio.NewWriterSize(small, bigFrame)
+	return func() {
+		_ = s.out.Flush() // into small, whose own flush reports
+		s.out = small
+	}
+}
+
+// bigFrame is the frame of a long show: a dump of a full table is ~14 MB.
+const bigFrame = 256 << 10
 
 // routeSave writes the selected routes as commands that a batch, a config
 // file or `route restore` turns back into the same routes. Routes the
@@ -295,7 +323,7 @@ func (s *session) routeSave(args [][]byte) *cmdErr {
 		var last fib6.Route
 		first := true
 		t.Dump(f.Filter, func(r fib6.Route) bool {
-			if r.Proto == fib6.ProtoKernel || !f.selects(&r) {
+			if r.Proto == fib6.ProtoKernel || !f.selects(&r.Attrs) {
 				return true
 			}
 			verb := "route add "
@@ -363,16 +391,6 @@ func (s *session) appendPath(b []byte, nh nexthop.Nexthop, withFlags bool) []byt
 		b = append(b, " onlink"...)
 	}
 	return b
-}
-
-func appendDst(b []byte, p netip.Prefix) []byte {
-	switch {
-	case p.Bits() == 0:
-		return append(b, "default"...)
-	case p.Bits() == 128:
-		return p.Addr().AppendTo(b)
-	}
-	return p.AppendTo(b)
 }
 
 // flushed reports a flush of n entries as ip -s does (one round: the

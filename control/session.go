@@ -52,6 +52,10 @@ type session struct {
 	adopt     adopter          // a replay of a feed's routes: the feed to give them
 	startup   *Startup         // the daemon's start, for status
 	pace      *dataplane.Pacer // a batch's, when it yields to the data plane
+	// conn is the client's connection (nil for a config file); ahead
+	// the line being run, when it was parsed ahead (see runAhead)
+	conn  *pausingConn
+	ahead *aheadLine
 }
 
 // txnFor returns the open transaction of table t, committing any other.
@@ -100,10 +104,10 @@ func (s *session) run(in *bufio.Reader) int {
 	defer s.commit()
 	read := 0
 	for {
-		if read > readBuf*4 && in.Size() < maxLine {
-			// a long batch: read it in bigger gulps (what the small
+		if read > aheadAfter && s.opt.batch {
+			// a long batch: parsed ahead while it runs (what the small
 			// buffer holds is read first)
-			in = bufio.NewReaderSize(in, maxLine)
+			return s.runAhead(in, status)
 		}
 		if in.Buffered() == 0 {
 			s.flush()
@@ -130,23 +134,35 @@ func (s *session) run(in *bufio.Reader) int {
 		if s.monitor != nil || s.capture != nil {
 			return 0
 		}
-		if s.pace != nil && s.line%paceEvery == 0 {
-			s.pace.Step(s.commit)
-		}
-		if e == nil || s.opt.restore && e.errno == syscall.EEXIST {
-			continue
-		}
-		s.flush()
-		s.errOut(e.msg)
-		if !s.opt.batch || e.exits {
-			return e.code // ip's exit(): it ends even a forced batch
-		}
-		s.errOut(fmt.Sprintf("Command failed %s:%d", s.opt.batchName, s.line))
-		status = 1
-		if !s.opt.force {
-			return status
+		s.step()
+		if code, stop := s.outcome(e, &status); stop {
+			return code
 		}
 	}
+}
+
+// step is the pacer's look at the clock, every paceEvery lines.
+func (s *session) step() {
+	if s.pace != nil && s.line%paceEvery == 0 {
+		s.pace.Step(s.commit)
+	}
+}
+
+// outcome reports line s.line's error e, if any, as a batch does, and
+// says whether the run stops there, with what exit status; status is the
+// run's so far (1 once a forced batch had a failure).
+func (s *session) outcome(e *cmdErr, status *int) (int, bool) {
+	if e == nil || s.opt.restore && e.errno == syscall.EEXIST {
+		return 0, false
+	}
+	s.flush()
+	s.errOut(e.msg)
+	if !s.opt.batch || e.exits {
+		return e.code, true // ip's exit(): it ends even a forced batch
+	}
+	s.errOut(fmt.Sprintf("Command failed %s:%d", s.opt.batchName, s.line))
+	*status = 1
+	return 1, !s.opt.force
 }
 
 // flush sends what the session has printed. A client that went away gets
@@ -155,6 +171,11 @@ func (s *session) run(in *bufio.Reader) int {
 func (s *session) flush() {
 	_ = s.out.Flush()
 }
+
+// aheadAfter is how much of a batch a session reads itself before the
+// rest is read and parsed ahead (see runAhead): a short batch is not worth
+// a goroutine. A variable for the tests, which run batches both ways.
+var aheadAfter = readBuf * 4
 
 // A session reads and writes through small buffers (a connection costs
 // their memory, and most carry one short command); a line may be longer
@@ -192,22 +213,46 @@ func (s *session) exec(line []byte) *cmdErr {
 	if len(args) == 0 {
 		return nil
 	}
-	w, rest := args[0], args[1:]
-	if is(w, "-6") && len(rest) > 0 {
+	return s.execWords(line, args, classify(args, &s.object))
+}
+
+// cmdWords are a command line's object word w, its object, and the
+// words after it; inet6 if the line began with -6.
+type cmdWords struct {
+	w     []byte
+	rest  [][]byte
+	obj   string
+	inet6 bool
+}
+
+// classify finds the object of a line's words (at least one); m
+// remembers the last object word.
+func classify(args [][]byte, m *memo) cmdWords {
+	cw := cmdWords{w: args[0], rest: args[1:]}
+	if is(cw.w, "-6") && len(cw.rest) > 0 {
 		// `-6 OBJECT ...`: ip -6 for this line alone (a saved nexthop on a
 		// link alone is IPv6 only so)
+		cw.inet6 = true
+		cw.w, cw.rest = cw.rest[0], cw.rest[1:]
+	}
+	if i := m.of(objectWords(), cw.w); i > 0 {
+		cw.obj = objects[i-1]
+	}
+	if is(cw.w, "nh") {
+		cw.obj = "nexthop" // the issue's alias; iproute2 6.1 lacks it
+	}
+	return cw
+}
+
+// execWords runs the command of line, split into args, whose object
+// classify found.
+func (s *session) execWords(line []byte, args [][]byte, cw cmdWords) *cmdErr {
+	if cw.inet6 {
 		inet6 := s.opt.inet6
 		s.opt.inet6 = true
 		defer func() { s.opt.inet6 = inet6 }()
-		w, rest = rest[0], rest[1:]
 	}
-	obj := ""
-	if i := s.object.of(objectWords(), w); i > 0 {
-		obj = objects[i-1]
-	}
-	if is(w, "nh") {
-		obj = "nexthop" // the issue's alias; iproute2 6.1 lacks it
-	}
+	obj, w, rest := cw.obj, cw.w, cw.rest
 	if obj != "route" {
 		s.commitRoutes()
 	}
@@ -306,6 +351,7 @@ func (srv *Server) serveConn(c net.Conn) {
 		errOut: func(m string) { _, _ = ew.Write([]byte(m + "\n")) }, // as flush
 	}
 	pc.holding, pc.pause = func() bool { return s.txn != nil || s.rtxn != nil }, s.commit
+	s.conn = pc
 	s.state, s.startup = srv.State, &srv.Status
 	if opt.batch && srv.R.DP != nil {
 		if s.pace = srv.R.DP.NewPacer(); s.pace != nil {

@@ -125,10 +125,14 @@ type pausingConn struct {
 	net.Conn
 	holding func() bool
 	pause   func()
+	// ahead: the session's input is read by its reader goroutine (see
+	// runAhead), which holds nothing; the session itself publishes when
+	// it waits for that reader
+	ahead bool
 }
 
 func (p *pausingConn) Read(b []byte) (int, error) {
-	if p.holding == nil || !p.holding() {
+	if p.ahead || p.holding == nil || !p.holding() {
 		return p.Conn.Read(b)
 	}
 	// a deadline fails only on a closed connection, which the call then reports

@@ -208,7 +208,7 @@ func checkBulkLoad(t *testing.T, r *rand.Rand, n, settleAt, rounds int) {
 	var seen [2][]Change
 	tabs := [2]*Table{}
 	for i := range tabs {
-		w := Watcher(func(_ *Table, cs []Change) { seen[i] = append(seen[i], cs...) })
+		w := Watcher(func(_ *Table, cs *Changes) { seen[i] = slices.AppendSeq(seen[i], cs.All()) })
 		tabs[i] = newTable(100, nil)
 		tabs[i].watch.Store(&w)
 	}

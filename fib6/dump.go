@@ -50,9 +50,18 @@ func (f *Filter) selects(dst netip.Prefix, a *Attrs) bool {
 // transaction published while it runs may show in one part and not in
 // another.
 func (t *Table) Dump(f Filter, fn func(Route) bool) {
+	t.DumpAttrs(f, func(p netip.Prefix, a *Attrs) bool { return fn(Route{Dst: p, Attrs: *a}) })
+}
+
+// DumpAttrs is Dump without the copy of each route: fn gets the table's
+// own shared copy of the route's attributes, which it must not change. It
+// stays what it is for good (a change makes a new one), and routes with
+// equal attributes mostly share one, so a printer may keep what it made
+// of the last one it saw.
+func (t *Table) DumpAttrs(f Filter, fn func(netip.Prefix, *Attrs) bool) {
 	emit := func(p netip.Prefix, r *rset) bool {
 		for _, a := range r.routes {
-			if f.selects(p, &a.Attrs) && !fn(Route{Dst: p, Attrs: a.Attrs}) {
+			if f.selects(p, &a.Attrs) && !fn(p, &a.Attrs) {
 				return false
 			}
 		}
@@ -84,8 +93,11 @@ func (t *Table) Dump(f Filter, fn func(Route) bool) {
 }
 
 // Flush deletes every route the filter selects, in one transaction, and
-// returns how many.
+// returns how many. Without a filter it empties the table (see flushAll).
 func (t *Table) Flush(f Filter) int {
+	if f == (Filter{}) {
+		return t.flushAll()
+	}
 	var victims []Route
 	x := t.Begin()
 	defer x.Commit()

@@ -50,7 +50,7 @@ type Table struct {
 const GCPercent = 400
 
 // Watcher hears every committed change of every table of a registry.
-type Watcher func(t *Table, changes []Change)
+type Watcher func(t *Table, changes *Changes)
 
 func newTable(id uint32, watch *atomic.Pointer[Watcher]) *Table {
 	if watch == nil {

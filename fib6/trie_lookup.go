@@ -8,8 +8,9 @@ import (
 	"unsafe"
 )
 
-// Reading the trie: the lookup of one address, of a batch, every prefix
-// containing an address (in either view), and the walk in prefix order.
+// Reading the trie: the lookup of one address, of a batch, and every prefix
+// containing an address (in either view). The walk in prefix order is in
+// walk.go.
 
 // trie is one table's prefix map.
 type trie struct {
@@ -318,85 +319,4 @@ func appendMatch(out []match, a key, plen int, r *rset) []match {
 		return out
 	}
 	return append(out, match{a.masked(plen).prefix(plen), r})
-}
-
-// walk calls fn for every prefix in the trie that lies within bound, in
-// prefix order (by address, shorter first), until fn returns false.
-func (t *trie) walk(bound netip.Prefix, fn func(netip.Prefix, *rset) bool) bool {
-	w := walker{bk: prefixKey(bound), bl: bound.Bits(), fn: fn}
-	return w.node(denseEntry(t.root.Load()), key{}, 0)
-}
-
-type walker struct {
-	bk key
-	bl int
-	fn func(netip.Prefix, *rset) bool
-}
-
-// overlaps reports whether the prefix (k, plen) and the bound overlap.
-func (w *walker) overlaps(k key, plen int) bool {
-	n := min(plen, w.bl)
-	return k.masked(n) == w.bk.masked(n)
-}
-
-func (w *walker) emit(k key, plen int, r *rset) bool {
-	if r == nil || plen < w.bl || !w.overlaps(k, plen) {
-		return true
-	}
-	return w.fn(k.prefix(plen), r)
-}
-
-// node walks the subtree of entry e, a kid whose node (if any) sits at depth
-// with path bits path.
-func (w *walker) node(e unsafe.Pointer, path key, depth int) bool {
-	if !w.overlaps(path, depth) {
-		return true
-	}
-	switch tagOf(e) {
-	case tagTail:
-		tl := asTail(e)
-		return w.emit(tl.k, int(tl.plen), tl.val)
-	case tagDense, tagNode:
-	default:
-		return true
-	}
-	var l *locals
-	var d *dnode
-	var n *cnode
-	if tagOf(e) == tagDense {
-		d = asDense(e)
-		l = d.loc
-	} else {
-		n = asNode(e)
-		l = n.cold().loc
-	}
-	bi := depth / 8
-	for s := 0; s < 256; s++ {
-		o := uint8(s)
-		sk := path.withByte(bi, o)
-		for ln := 0; ln < 8; ln++ {
-			if ln == 0 && depth != 0 || s&(1<<(8-ln)-1) != 0 {
-				continue
-			}
-			if !w.emit(sk, depth+ln, l.shortAt(artIndex(ln, o))) {
-				return false
-			}
-		}
-		var kid unsafe.Pointer
-		var fr *rset
-		if d != nil {
-			kid = d.slot(o)
-			fr = d.fringeAt(o)
-		} else {
-			kid = n.slotEntry(o)
-			fr = n.fringeAt(o)
-		}
-		if !w.emit(sk, depth+8, fr) {
-			return false
-		}
-		if isKid(kid) && !w.node(kid, sk, depth+8) {
-			return false
-		}
-	}
-	return true
 }

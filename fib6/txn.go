@@ -48,6 +48,8 @@ type Txn struct {
 	n       int // changes made
 	watched bool
 	changes []Change
+	gone    *dnode // a flush's emptied version, for the watcher (see Changes)
+	goneN   int
 }
 
 // ChangeOp says what happened to a route.
@@ -81,10 +83,7 @@ func (x *Txn) Commit() {
 			t.allGen.Add(1)
 		}
 	}
-	var changes []Change
-	if len(x.changes) > 0 {
-		changes = slices.Clone(x.changes)
-	}
+	changes := x.told()
 	t.expiring.Store(len(t.expiry) > 0)
 	t.mu.Unlock()
 	if w := t.watch.Load(); w != nil && changes != nil {

@@ -1,0 +1,144 @@
+package control
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"urouter/router"
+)
+
+// pieces reads its input in pieces of random sizes, as a socket may
+// deliver a batch: lines cut anywhere.
+type pieces struct {
+	b []byte
+	r *rand.Rand
+}
+
+func (p *pieces) Read(b []byte) (int, error) {
+	if len(p.b) == 0 {
+		return 0, io.EOF
+	}
+	n := min(len(b), len(p.b), 1+p.r.IntN(3000))
+	copy(b, p.b[:n])
+	p.b = p.b[n:]
+	return n, nil
+}
+
+// runBoth runs input as a batch twice, on fresh routers: read by the
+// session itself and parsed ahead from the first line on, and returns
+// what each printed and left.
+func runBoth(t *testing.T, o options, input string) (sync, ahead string) {
+	t.Helper()
+	one := func(after int) string {
+		defer func(a int) { aheadAfter = a }(aheadAfter)
+		aheadAfter = after
+		r := newTestRouter(t)
+		var out, errs bytes.Buffer
+		s := &session{r: r, opt: o, out: bufio.NewWriter(&out), errOut: func(m string) { errs.WriteString(m + "\n") }}
+		s.opt.batchName = "test.batch"
+		in := &pieces{b: []byte(input), r: rand.New(rand.NewPCG(uint64(len(input)), 1))}
+		st := s.run(bufio.NewReaderSize(in, readBuf))
+		s.flush()
+		after0 := aheadAfter
+		aheadAfter = 1 << 30 // the look at the state is no batch
+		shown, _, _ := run(r, options{}, "route show table all", "nexthop show", "rule show")
+		aheadAfter = after0
+		return fmt.Sprintf("status %d\nstdout:\n%s\nstderr:\n%s\nstate:\n%s", st, out.String(), errs.String(), shown)
+	}
+	return one(1 << 30), one(-1)
+}
+
+// TestBatchAhead: a batch parsed ahead prints, fails and leaves the
+// router exactly as one the session reads itself: the same errors at the
+// same line numbers, nothing applied after a failure, forced batches
+// going on, shows in their place among the changes, and lines that need
+// the routes the lines before them added.
+func TestBatchAhead(t *testing.T) {
+	var routes strings.Builder
+	for i := 0; i < 3000; i++ {
+		switch i % 6 {
+		case 0:
+			fmt.Fprintf(&routes, "route add 2001:db8:%x::/48 via 2001:db8:91::2 dev d0 table 100\n", i)
+		case 1:
+			fmt.Fprintf(&routes, "-6 route add 2001:db8:%x::/48 dev d0 metric %d\n", i, i)
+		case 2:
+			// each line its own paths: a line's must not be another's
+			fmt.Fprintf(&routes, "route add 2001:db8:%x::/48 nexthop via 2001:db8:91::%x dev d0 nexthop via 2001:db8:91::%x dev d0 weight %d\n", i, i%50+2, i%70+3, i%9+1)
+		case 3:
+			fmt.Fprintf(&routes, "  route   replace 2001:db8:%x::/48 dev d0 # a comment\n\n", i)
+		case 4:
+			fmt.Fprintf(&routes, "route add 2001:db8:%x::/48 nhid 7 table 101\n", i)
+		case 5:
+			fmt.Fprintf(&routes, "route del 2001:db8:%x::/48\n", i-4)
+		}
+	}
+	head := "nexthop add id 7 via 2001:db8:91::9 dev d0\n"
+	body := routes.String()
+	n := strings.Count(body, "\n") // lines, to put a failure half-way
+	half := strings.Join(strings.SplitAfter(body, "\n")[:n/2], "")
+	rest := strings.Join(strings.SplitAfter(body, "\n")[n/2:], "")
+	cases := map[string]string{
+		"clean": head + body,
+		// a route through a gateway reached by the route before it
+		"order":    head + half + "route add 2001:db8:ab00::/40 dev d0 table 102\nroute add 2001:db8:cc::/48 via 2001:db8:ab00::1 table 102\n" + rest,
+		"shows":    head + half + "route show table 100 root 2001:db8::/40\nroute get 2001:db8:1::1\n" + rest,
+		"parse":    head + half + "route add 2001:db8:ff::/48 dev d0 foo bar\n" + rest,
+		"badaddr":  head + half + "route add 2001:db8:ff::/48 via zzz dev d0\n" + rest,
+		"exists":   head + half + "route add 2001:db8:0::/48 via 2001:db8:91::2 dev d0 table 100\n" + rest,
+		"nodev":    head + half + "route add 2001:db8:ff::/48 dev nosuch\n" + rest,
+		"quote":    head + half + "route add \"2001:db8:ff::/48 dev d0\n" + rest,
+		"object":   head + half + "nosuchobject show\n" + rest,
+		"long":     head + half + "route add 2001:db8:ff::/48 dev d0 " + strings.Repeat("x", maxLine) + "\n" + rest,
+		"longlast": head + half + strings.Repeat("y", maxLine+10),
+		"cut":      head + body + "route add 2001:db8:ffff::/48 dev d0",
+		"usage":    head + half + "route add\n" + rest,
+	}
+	for name, input := range cases {
+		for _, force := range []bool{false, true} {
+			sync, ahead := runBoth(t, options{batch: true, force: force}, input)
+			if sync != ahead {
+				t.Errorf("%s (force %v): parsed ahead\n%.3000s\nread by the session\n%.3000s", name, force, ahead, sync)
+			}
+		}
+	}
+}
+
+// TestConfigAhead: a long config is parsed ahead too, and one that fails
+// half-way says where, as a short one does (the reader is done with the
+// file when ApplyConfig asks how reading it ended).
+func TestConfigAhead(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("link add d0 type dummy\nlink set d0 up\n")
+	for i := 0; i < 5000; i++ {
+		fmt.Fprintf(&b, "route add 2001:db8:%x::/48 dev d0\n", i)
+	}
+	good := b.String()
+	b.WriteString("route add 2001:db8:1::/48 dev d0\n")
+	for i := 0; i < 3000; i++ {
+		fmt.Fprintf(&b, "route add 2001:db9:%x::/48 dev d0\n", i)
+	}
+	for _, c := range []struct {
+		conf, err string
+		lines     int
+	}{{good, "", 5002}, {b.String(), "RTNETLINK answers: File exists", 5003}} {
+		path := filepath.Join(t.TempDir(), "urouter.conf")
+		if err := os.WriteFile(path, []byte(c.conf), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r := router.New()
+		n, err := ApplyConfig(r, path)
+		if n != c.lines || (err == nil) != (c.err == "") || err != nil && !strings.Contains(err.Error(), c.err) {
+			t.Fatalf("config: %d lines, %v; want %d, %q", n, err, c.lines, c.err)
+		}
+		if got := r.Tables.Main().Len(); got < 5000 || got > 5001 {
+			t.Fatalf("%d routes in main", got)
+		}
+	}
+}
