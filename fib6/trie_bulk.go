@@ -61,6 +61,11 @@ type bulkLoad struct {
 	builtOps int
 }
 
+// bottomUp reports whether the load is built (or will be) bottom-up.
+func (bl *bulkLoad) bottomUp() bool {
+	return bl.b != nil || bl.builtOps != 0 || bl.buf.n >= compactOps
+}
+
 // startBulk puts the transaction, just begun on an empty table, into
 // bulk-load mode.
 func (x *trieTxn) startBulk() {
