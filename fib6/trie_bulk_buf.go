@@ -198,16 +198,18 @@ func (x *trieTxn) settleBuf() {
 	bl.builtOps = x.ops
 }
 
-// sorted returns the prefixes in prefix order: the first radix pass moves
-// them out of the chunks into one array, the rest sorts it in place.
+// sorted returns the prefixes in prefix order: the first radix pass, on
+// the top two bytes (a table's prefixes spread over a few thousand /16s),
+// moves them out of the chunks into one array; the rest sorts each /16's
+// bucket in place.
 func (bb *bulkBuf) sorted() []bufKey {
-	var next [256]int
+	next := make([]uint32, 1<<16)
 	for _, c := range bb.keys {
 		for i := range c {
-			next[c[i].digit(0)]++
+			next[c[i].hi>>48]++
 		}
 	}
-	sum := 0
+	sum := uint32(0)
 	for d, n := range next {
 		next[d] = sum
 		sum += n
@@ -215,15 +217,15 @@ func (bb *bulkBuf) sorted() []bufKey {
 	es := make([]bufKey, bb.n)
 	for _, c := range bb.keys {
 		for i := range c {
-			d := c[i].digit(0)
+			d := c[i].hi >> 48
 			es[next[d]] = c[i]
 			next[d]++
 		}
 	}
-	start := 0
+	start := uint32(0)
 	for _, end := range next {
 		if end-start > 1 {
-			sortKeys(es[start:end], 1)
+			sortKeys(es[start:end], 2)
 		}
 		start = end
 	}
