@@ -310,7 +310,7 @@ func BenchmarkSortBuffer(b *testing.B) {
 	ps := slices.Clone(realTable(b))
 	rand.New(rand.NewPCG(6, 6)).Shuffle(len(ps), func(i, j int) { ps[i], ps[j] = ps[j], ps[i] })
 	var bb bulkBuf
-	bb.index(64)
+	bb.init(64)
 	for _, p := range ps {
 		k := prefixKey(p)
 		_, s := bb.find(k, p.Bits())

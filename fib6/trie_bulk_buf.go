@@ -8,25 +8,29 @@ package fib6
 // of one prefix must know, so every change still has its answer when it is
 // made.
 
-// bulkBuf is the out-of-order buffer: the prefixes in arrival order and
-// their values, in chunks (a growing slice would copy itself and leave
-// five times the table's size to the collector), and idx, an open
-// addressed index of them. A slot of idx is 0 (empty) or a fingerprint of
-// the hash in the top byte and the entry's index + 1 below it. The
-// prefixes hold no pointers, so that the collector skips them and the
-// sort moves them without write barriers.
+// bulkBuf is the out-of-order buffer: the prefixes in arrival order, in
+// chunks (a growing slice would copy itself and leave five times the
+// table's size to the collector), and idx, an open addressed index of
+// them. A slot of idx is 0 (empty) or a fingerprint of the hash in the
+// top byte and the entry's index + 1 below it. A prefix names its value
+// by its index in sets, the load's distinct values (a table has few: its
+// routes' attributes are interned), so the prefixes hold no pointers: the
+// collector skips them, the sort moves them without write barriers, and
+// the build reads values from a few cache lines.
 type bulkBuf struct {
-	keys  [][]bufKey // bufChunk each, the last filling
-	vals  [][]*rset  // likewise
-	n     int
-	idx   []uint32
-	shift uint // 64 - log2(len(idx))
+	keys    [][]bufKey // bufChunk each, the last filling
+	n       int
+	idx     []uint32
+	shift   uint // 64 - log2(len(idx))
+	sets    []*rset
+	setIdx  map[*rset]uint32
+	lastSet uint32 // the index in sets of the latest value taken
 }
 
-// bufKey is a buffered prefix and its index in arrival order.
+// bufKey is a buffered prefix and its value's index in sets.
 type bufKey struct {
-	hi, lo  uint64
-	plen, i uint32
+	hi, lo    uint64
+	plen, set uint32
 }
 
 const (
@@ -37,7 +41,21 @@ const (
 )
 
 func (bb *bulkBuf) key(i int) *bufKey { return &bb.keys[i>>bufChunkBits][i&(bufChunk-1)] }
-func (bb *bulkBuf) val(i int) **rset  { return &bb.vals[i>>bufChunkBits][i&(bufChunk-1)] }
+
+// setOf returns r's index in sets, adding it if new.
+func (bb *bulkBuf) setOf(r *rset) uint32 {
+	if bb.sets[bb.lastSet] == r {
+		return bb.lastSet
+	}
+	i, ok := bb.setIdx[r]
+	if !ok {
+		i = uint32(len(bb.sets))
+		bb.sets = append(bb.sets, r)
+		bb.setIdx[r] = i
+	}
+	bb.lastSet = i
+	return i
+}
 
 func bulkHash(hi, lo uint64, plen uint32) uint64 {
 	h := hi*0x9e3779b97f4a7c15 ^ lo*0xc2b2ae3d27d4eb4f ^ uint64(plen)*0x165667b19e3779f9
@@ -73,12 +91,10 @@ func (bb *bulkBuf) add(e bulkEntry, s int) {
 	if last := len(bb.keys) - 1; last < 0 || len(bb.keys[last]) == bufChunk {
 		c := min(bufChunk, max(64, 2*bb.n))
 		bb.keys = append(bb.keys, make([]bufKey, 0, c))
-		bb.vals = append(bb.vals, make([]*rset, 0, c))
 	}
 	last := len(bb.keys) - 1
-	bk := bufKey{hi: e.k.hi, lo: e.k.lo, plen: uint32(e.plen), i: uint32(bb.n)}
+	bk := bufKey{hi: e.k.hi, lo: e.k.lo, plen: uint32(e.plen), set: bb.setOf(e.val)}
 	bb.keys[last] = append(bb.keys[last], bk)
-	bb.vals[last] = append(bb.vals[last], e.val)
 	bb.n++
 	h := bulkHash(bk.hi, bk.lo, bk.plen)
 	bb.idx[s] = uint32(h>>(bb.shift-8))<<bufIdxBits | uint32(bb.n)
@@ -106,15 +122,22 @@ func (bb *bulkBuf) index(size int) {
 	}
 }
 
+// init readies an empty buffer with an index of at least size slots.
+func (bb *bulkBuf) init(size int) {
+	bb.sets = []*rset{nil}
+	bb.setIdx = map[*rset]uint32{}
+	n := 64
+	for n < size {
+		n *= 2
+	}
+	bb.index(n)
+}
+
 // toBuffer moves the load's prefixes so far (all in order) into the
 // buffer: the load goes on out of order.
 func (bl *bulkLoad) toBuffer() {
 	bb := &bl.buf
-	size := 64
-	for size < 4*(len(bl.early)+1) {
-		size *= 2
-	}
-	bb.index(size)
+	bb.init(4 * (len(bl.early) + 1))
 	for _, e := range append(bl.early, bl.last) {
 		_, s := bb.find(e.k, e.plen)
 		bb.add(e, s)
@@ -129,7 +152,7 @@ func (x *trieTxn) bufInsert(k key, plen int, val *rset) (*rset, bool) {
 	bb := &x.bulk.buf
 	i, s := bb.find(k, plen)
 	if i >= 0 {
-		return *bb.val(i), true
+		return bb.sets[bb.key(i).set], true
 	}
 	if bb.n >= bufMax {
 		return nil, false
@@ -157,7 +180,7 @@ func (x *trieTxn) bufSet(k key, plen int, val *rset) bool {
 	}
 	bb := &x.bulk.buf
 	if i, _ := bb.find(k, plen); i >= 0 {
-		*bb.val(i) = val
+		bb.key(i).set = bb.setOf(val)
 		x.ops++
 		return true
 	}
@@ -168,7 +191,7 @@ func (x *trieTxn) bufSet(k key, plen int, val *rset) bool {
 func (x *trieTxn) bufGet(k key, plen int) *rset {
 	bb := &x.bulk.buf
 	if i, _ := bb.find(k, plen); i >= 0 {
-		return *bb.val(i)
+		return bb.sets[bb.key(i).set]
 	}
 	return nil
 }
@@ -185,14 +208,14 @@ func (x *trieTxn) settleBuf() {
 		for i := range bb.n {
 			x.ops = i + 1
 			bk := bb.key(i)
-			x.setDense(0, key{bk.hi, bk.lo}, int(bk.plen), *bb.val(i))
+			x.setDense(0, key{bk.hi, bk.lo}, int(bk.plen), bb.sets[bk.set])
 		}
 		x.ops = ops
 		return
 	}
 	b := newBuilder(x.id)
 	for _, bk := range bb.sorted() {
-		b.add(bulkEntry{key{bk.hi, bk.lo}, int(bk.plen), *bb.val(int(bk.i))})
+		b.add(bulkEntry{key{bk.hi, bk.lo}, int(bk.plen), bb.sets[bk.set]})
 	}
 	x.root = asDense(b.finish())
 	bl.builtOps = x.ops
