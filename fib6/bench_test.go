@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -175,6 +176,11 @@ func BenchmarkLoad(b *testing.B) {
 		b.ReportMetric(float64(bytes)/float64(b.N)/float64(len(ps)), "B/pfx")
 	}
 	b.Run("fib6", func(b *testing.B) { measure(b, func() any { return loadFib6(b, ps) }) })
+	// the same prefixes in a random order (a file or feed that is not
+	// sorted), fixed by the seed
+	shuffled := slices.Clone(ps)
+	rand.New(rand.NewPCG(6, 6)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	b.Run("fib6-shuffled", func(b *testing.B) { measure(b, func() any { return loadFib6(b, shuffled) }) })
 	b.Run("bart-table", func(b *testing.B) { measure(b, func() any { return loadBartTable(ps) }) })
 	b.Run("bart-fast", func(b *testing.B) { measure(b, func() any { return loadBartFast(ps) }) })
 }

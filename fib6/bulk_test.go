@@ -82,11 +82,18 @@ func sameRoutes(r, s *rset) bool {
 	return r.hasSrc == s.hasSrc && r.choice == s.choice && slices.EqualFunc(r.routes, s.routes, func(a, b *attrsRef) bool { return sameAttrs(&a.Attrs, &b.Attrs) })
 }
 
-// TestBulkRealTable loads the real table bottom-up and incrementally and
-// holds the two tries to be the same, then to stay the same through the
-// same deletes and adds in small transactions.
+// TestBulkRealTable loads the real table bottom-up and incrementally, in
+// order and shuffled, and holds the two tries to be the same, then to stay
+// the same through the same deletes and adds in small transactions.
 func TestBulkRealTable(t *testing.T) {
 	ps := loadRealTable(t)
+	t.Run("sorted", func(t *testing.T) { checkBulkRealTable(t, ps) })
+	shuffled := slices.Clone(ps)
+	rand.New(rand.NewPCG(6, 6)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	t.Run("shuffled", func(t *testing.T) { checkBulkRealTable(t, shuffled) })
+}
+
+func checkBulkRealTable(t *testing.T, ps []netip.Prefix) {
 	sets := testSets(5)
 	bulk, inc := newTrie(), newTrie()
 	ref := refTrie{}
@@ -101,7 +108,7 @@ func TestBulkRealTable(t *testing.T) {
 		}
 		ref[p] = sets[i%5]
 	}
-	if x.bulk.b == nil {
+	if !x.bulk.bottomUp() {
 		t.Fatal("the load was not built bottom-up")
 	}
 	x.commit()
@@ -133,10 +140,11 @@ func TestBulkRealTable(t *testing.T) {
 }
 
 // loadOps draws a load of n routes for an empty table, in prefix order
-// with what real loads bring now and then: more routes of a destination,
-// a replace, a duplicate; and at settleAt one change that ends the
-// bottom-up build (a route out of order, a delete, a lookup in the view).
-func loadOps(r *rand.Rand, n, settleAt int) []func(*Txn, *refTable) (error, error) {
+// (or shuffled) with what real loads bring now and then: more routes of a
+// destination, a replace, a duplicate; and at settleAt one change that
+// ends the bottom-up build (a route out of order, a delete, a lookup in
+// the view; a shuffled load takes the first in its buffer).
+func loadOps(r *rand.Rand, n, settleAt int, shuffled bool) []func(*Txn, *refTable) (error, error) {
 	var seeds []netip.Prefix
 	routes := make([]Route, n)
 	for i := range routes {
@@ -144,6 +152,9 @@ func loadOps(r *rand.Rand, n, settleAt int) []func(*Txn, *refTable) (error, erro
 		seeds = append(seeds, routes[i].Dst)
 	}
 	slices.SortStableFunc(routes, func(a, b Route) int { return comparePrefix(a.Dst, b.Dst) })
+	if shuffled {
+		r.Shuffle(len(routes), func(i, j int) { routes[i], routes[j] = routes[j], routes[i] })
+	}
 	var ops []func(*Txn, *refTable) (error, error)
 	put := func(rt Route, mode putMode) {
 		ops = append(ops, func(x *Txn, m *refTable) (error, error) { return x.put(rt, mode), m.put(rt, mode) })
@@ -184,7 +195,8 @@ func loadOps(r *rand.Rand, n, settleAt int) []func(*Txn, *refTable) (error, erro
 }
 
 // TestBulkModel loads random tables into empty tables (small ones, below
-// the bottom-up threshold, and large ones), one bottom-up and one the
+// the bottom-up threshold, and large ones; in order and shuffled), one
+// bottom-up and one the
 // incremental way (a lookup in the view first settles it), against the
 // model; then churns them: lookups, dumps, sizes, generations, watcher
 // changes and the tries' structures must agree throughout.
@@ -195,16 +207,17 @@ func TestBulkModel(t *testing.T) {
 		if seed%3 == 0 {
 			settleAt = n * 2 / 3
 		}
-		checkBulkLoad(t, rand.New(rand.NewPCG(seed, 11)), n, settleAt, 10)
+		checkBulkLoad(t, rand.New(rand.NewPCG(seed, 11)), n, settleAt, 10, false)
+		checkBulkLoad(t, rand.New(rand.NewPCG(seed, 12)), n, settleAt, 10, true)
 	}
 }
 
 // checkBulkLoad loads n routes (see loadOps) into two empty tables, one
 // bottom-up, one the incremental way, then churns both for rounds
 // transactions, holding them to the model and to each other.
-func checkBulkLoad(t *testing.T, r *rand.Rand, n, settleAt, rounds int) {
+func checkBulkLoad(t *testing.T, r *rand.Rand, n, settleAt, rounds int, shuffled bool) {
 	t.Helper()
-	ops := loadOps(r, n, settleAt)
+	ops := loadOps(r, n, settleAt, shuffled)
 	var seen [2][]Change
 	tabs := [2]*Table{}
 	for i := range tabs {
@@ -223,7 +236,7 @@ func checkBulkLoad(t *testing.T, r *rand.Rand, n, settleAt, rounds int) {
 				t.Fatalf("load: got %v want %v", got, want)
 			}
 		}
-		if i == 0 && n >= 2*compactOps && (settleAt < 0 || settleAt >= 2*compactOps) && x.tx.bulk.b == nil && x.tx.bulk.builtOps == 0 {
+		if i == 0 && n >= 2*compactOps && (settleAt < 0 || settleAt >= 2*compactOps) && !x.tx.bulk.bottomUp() {
 			t.Fatal("the load was not built bottom-up")
 		}
 		x.Commit()
@@ -288,5 +301,23 @@ func TestBulkSingle(t *testing.T) {
 	}
 	if tab.Lookup(netip.MustParseAddr("2001:db8::1"), netip.Addr{}) == nil || tab.Len() != 1 {
 		t.Fatal("the route is missing")
+	}
+}
+
+// BenchmarkSortBuffer: settling an out-of-order load's sort alone, the
+// real table shuffled. ns/op is per prefix.
+func BenchmarkSortBuffer(b *testing.B) {
+	ps := slices.Clone(realTable(b))
+	rand.New(rand.NewPCG(6, 6)).Shuffle(len(ps), func(i, j int) { ps[i], ps[j] = ps[j], ps[i] })
+	var bb bulkBuf
+	bb.init(64)
+	for _, p := range ps {
+		k := prefixKey(p)
+		_, s := bb.find(k, p.Bits())
+		bb.add(bulkEntry{k: k, plen: p.Bits()}, s)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i += len(ps) {
+		bb.sorted()
 	}
 }

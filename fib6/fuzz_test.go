@@ -73,18 +73,21 @@ func FuzzTable(f *testing.F) {
 	})
 }
 
-// FuzzBulkLoad loads a table the input sizes into an empty table
-// bottom-up (with a change that settles the build where the input says,
+// FuzzBulkLoad loads a table the input sizes into an empty table, in
+// order or shuffled, bottom-up (with a change that settles the build where the input says,
 // or none) and the incremental way, and churns both, against the model.
 func FuzzBulkLoad(f *testing.F) {
 	f.Add(uint64(1), uint16(3000), uint16(0xffff))
 	f.Add(uint64(2), uint16(2100), uint16(2050))
 	f.Add(uint64(3), uint16(900), uint16(10))
+	f.Add(uint64(5), uint16(4000), uint16(3000))
+	f.Add(uint64(7), uint16(2500), uint16(0xffff))
 	f.Fuzz(func(t *testing.T, seed uint64, n, settle uint16) {
 		settleAt := int(settle)
 		if settleAt >= int(n%5000) {
 			settleAt = -1
 		}
-		checkBulkLoad(t, rand.New(rand.NewPCG(seed, 2)), int(n%5000), settleAt, 3)
+		// odd seeds load in a random order
+		checkBulkLoad(t, rand.New(rand.NewPCG(seed, 2)), int(n%5000), settleAt, 3, seed%2 == 1)
 	})
 }

@@ -53,9 +53,17 @@ type bulkLoad struct {
 	last  bulkEntry
 	early []bulkEntry // the first compactOps prefixes, before build starts
 	b     *builder
+	// buf holds the load once a prefix came out of order before the
+	// build started (trie_bulk_buf.go); buf.idx != nil then.
+	buf bulkBuf
 	// builtOps is x.ops when the build settled: commit has nothing to
 	// trim if no change came after it.
 	builtOps int
+}
+
+// bottomUp reports whether the load is built (or will be) bottom-up.
+func (bl *bulkLoad) bottomUp() bool {
+	return bl.b != nil || bl.builtOps != 0 || bl.buf.n >= compactOps
 }
 
 // startBulk puts the transaction, just begun on an empty table, into
@@ -68,11 +76,18 @@ func (x *trieTxn) startBulk() {
 // settled and insert must go the incremental way.
 func (x *trieTxn) bulkInsert(k key, plen int, val *rset) (*rset, bool) {
 	bl := &x.bulk
+	if bl.buf.idx != nil {
+		return x.bufInsertOr(k, plen, val)
+	}
 	if bl.n > 0 {
 		switch {
 		case bl.last.is(k, plen):
 			return bl.last.val, true
 		case bl.last.precedes(k, plen):
+		case bl.b == nil:
+			// out of order before the build started: the rest is buffered
+			bl.toBuffer()
+			return x.bufInsertOr(k, plen, val)
 		default:
 			x.settle()
 			return nil, false
@@ -89,14 +104,24 @@ func (x *trieTxn) bulkInsert(k key, plen int, val *rset) (*rset, bool) {
 // prefix after it; false means the transaction has settled.
 func (x *trieTxn) bulkSet(k key, plen int, val *rset) bool {
 	bl := &x.bulk
-	if val != nil && bl.n > 0 && bl.last.is(k, plen) {
-		bl.last.val = val
-		x.ops++
-		return true
+	if bl.buf.idx == nil {
+		if val != nil && bl.n > 0 && bl.last.is(k, plen) {
+			bl.last.val = val
+			x.ops++
+			return true
+		}
+		if val != nil && (bl.n == 0 || bl.last.precedes(k, plen)) {
+			_, ok := x.bulkInsert(k, plen, val)
+			return ok
+		}
+		if val == nil || bl.b != nil {
+			x.settle()
+			return false
+		}
+		bl.toBuffer()
 	}
-	if val != nil && (bl.n == 0 || bl.last.precedes(k, plen)) {
-		_, ok := x.bulkInsert(k, plen, val)
-		return ok
+	if x.bufSet(k, plen, val) {
+		return true
 	}
 	x.settle()
 	return false
@@ -107,6 +132,8 @@ func (x *trieTxn) bulkSet(k key, plen int, val *rset) bool {
 func (x *trieTxn) bulkGet(k key, plen int) (*rset, bool) {
 	bl := &x.bulk
 	switch {
+	case bl.buf.idx != nil:
+		return x.bufGet(k, plen), true
 	case bl.n == 0:
 		return nil, true
 	case bl.last.is(k, plen):
@@ -144,6 +171,10 @@ func (x *trieTxn) settle() {
 		return
 	}
 	bl.on = false
+	if bl.buf.idx != nil {
+		x.settleBuf()
+		return
+	}
 	if bl.n == 0 {
 		return
 	}
