@@ -22,14 +22,7 @@ func TestAppendDst(t *testing.T) {
 			}
 		}
 		p := netip.PrefixFrom(netip.AddrFrom16(b), r.IntN(129))
-		want := p.String()
-		switch {
-		case p.Bits() == 0:
-			want = "default"
-		case p.Bits() == 128:
-			want = p.Addr().String()
-		}
-		if got := string(appendDst(nil, p)); got != want {
+		if got, want := string(appendDst(nil, p)), netipDst(p); got != want {
 			t.Fatalf("%x/%d: got %s want %s", b, p.Bits(), got, want)
 		}
 	}
@@ -38,14 +31,7 @@ func TestAppendDst(t *testing.T) {
 		if err != nil {
 			continue // a zone: no prefix has one
 		}
-		want := p.String()
-		switch {
-		case p.Bits() == 0:
-			want = "default"
-		case p.Bits() == 128:
-			want = p.Addr().String()
-		}
-		if got := string(appendDst(nil, p)); got != want {
+		if got, want := string(appendDst(nil, p)), netipDst(p); got != want {
 			t.Fatalf("%s: got %s want %s", s, got, want)
 		}
 	}
@@ -53,4 +39,15 @@ func TestAppendDst(t *testing.T) {
 	if got := string(appendAddr(nil, z)); got != z.String() {
 		t.Fatalf("zone: got %s", got)
 	}
+}
+
+// netipDst is a destination as iproute2 prints it, through netip.
+func netipDst(p netip.Prefix) string {
+	switch p.Bits() {
+	case 0:
+		return "default"
+	case 128:
+		return p.Addr().String()
+	}
+	return p.String()
 }

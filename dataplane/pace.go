@@ -104,13 +104,15 @@ func (p *Pacer) Step(publish func()) {
 		return
 	}
 	p.helped = helped
-	if p.dp.Batches()-p.seen >= busyBatches {
+	seen := p.dp.Batches()
+	if seen-p.seen >= busyBatches {
 		if publish != nil {
 			publish()
 		}
 		time.Sleep(time.Duration(float64(ran) * (1 - p.share) / p.share))
+		seen = p.dp.Batches() // what the workers read while it slept is not the next slice's
 	}
-	p.start, p.seen = threadCPU(), p.dp.Batches()
+	p.start, p.seen = threadCPU(), seen
 }
 
 // threadCPU is the CPU time of the calling thread.
