@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"urouter/dataplane"
@@ -71,6 +72,9 @@ type readAhead struct {
 	pm    parseMemo
 	timer *time.Timer
 	pace  *dataplane.Pacer // the session's, charged with the reader's CPU
+	// reads counts the reader's reads of the input, twice each: it is odd
+	// while the reader is in one (waiting on the client, or about to)
+	reads atomic.Uint64
 }
 
 func startReadAhead(in *bufio.Reader, pace *dataplane.Pacer) *readAhead {
@@ -119,7 +123,9 @@ func (ra *readAhead) fill(c *aheadChunk, size int) bool {
 	start := 0 // of the line being read
 	for {
 		c.data = slices.Grow(c.data, size)
+		ra.reads.Add(1)
 		n, err := ra.in.Read(c.data[len(c.data) : len(c.data)+size])
+		ra.reads.Add(1)
 		from := len(c.data)
 		c.data = c.data[:from+n]
 		select {
@@ -273,9 +279,11 @@ func (s *session) execAhead(l *aheadLine) *cmdErr {
 
 // nextChunk waits for the reader's next chunk; nil at the input's end.
 // Waiting, the session does what it does when its input is drained: it
-// sends what it printed, and publishes its transaction if the wait is
-// longer than idleCommit (as pausingConn does for a session that reads
-// itself).
+// sends what it printed, and publishes its transaction once it has waited
+// idleCommit on the client (as pausingConn does for a session that reads
+// itself). A wait on the reader's parsing is not one: the client has sent
+// what follows, and a full table loaded into an empty one stays one
+// transaction, which builds the trie bottom-up (see fib6's bulk load).
 func (s *session) nextChunk(ra *readAhead) *aheadChunk {
 	select {
 	case c := <-ra.out:
@@ -289,12 +297,22 @@ func (s *session) nextChunk(ra *readAhead) *aheadChunk {
 		} else {
 			ra.timer.Reset(idleCommit)
 		}
-		select {
-		case c := <-ra.out:
-			ra.timer.Stop()
-			return c
-		case <-ra.timer.C:
-			s.commit()
+		for seen := uint64(0); ; {
+			select {
+			case c := <-ra.out:
+				ra.timer.Stop()
+				return c
+			case <-ra.timer.C:
+			}
+			// one read of the reader's lasting a whole idleCommit is a
+			// client that has sent nothing meanwhile
+			r := ra.reads.Load()
+			if r%2 == 1 && r == seen {
+				s.commit()
+				return <-ra.out
+			}
+			seen = r
+			ra.timer.Reset(idleCommit)
 		}
 	}
 	return <-ra.out

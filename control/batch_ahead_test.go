@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"urouter/router"
 )
@@ -140,5 +141,62 @@ func TestConfigAhead(t *testing.T) {
 		if got := r.Tables.Main().Len(); got < 5000 || got > 5001 {
 			t.Fatalf("%d routes in main", got)
 		}
+	}
+}
+
+// TestBatchAheadOnePublish: a long batch that its client sends as fast as
+// it is read goes into a table in one publish, however long the session
+// waits on its reader's parsing (under -race, ms a chunk): the client
+// has sent what follows, so the wait is not one on the client, and a full
+// table into an empty table stays one transaction, built bottom-up
+// (C6). Paused mid-batch, a client has what it sent published
+// (TestAheadPauseOpen).
+func TestBatchAheadOnePublish(t *testing.T) {
+	r := newTestRouter(t)
+	var b strings.Builder
+	rnd := rand.New(rand.NewPCG(7, 7))
+	const n = 60000
+	for _, i := range rnd.Perm(n) {
+		fmt.Fprintf(&b, "route add 2001:db8:%x:%x::/64 via 2001:db8:91::2 dev d0 table 100\n", i>>8, i&0xff)
+	}
+	s := &session{r: r, opt: options{batch: true, batchName: "test.batch"}, out: bufio.NewWriter(io.Discard),
+		errOut: func(m string) { t.Error(m) }}
+	if st := s.run(bufio.NewReaderSize(strings.NewReader(b.String()), readBuf)); st != 0 {
+		t.Fatalf("status %d", st)
+	}
+	tb := r.Tables.Get(100)
+	if tb == nil || tb.Len() != n {
+		t.Fatalf("table 100: %v", tb)
+	}
+	if g := tb.Generation(); g != 1 {
+		t.Fatalf("the batch went into table 100 in %d publishes, want 1", g)
+	}
+}
+
+// TestAheadPauseOpen: a client that sends part of a long batch and waits,
+// its connection open, has the lines it sent published within a few
+// idleCommits, and holds no table from other clients meanwhile.
+func TestAheadPauseOpen(t *testing.T) {
+	r := newTestRouter(t)
+	sock := startServer(t, r)
+	c := dial(t, sock, options{batch: true, batchName: "-"})
+	const n = 20000 // well past aheadAfter
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "route add 2001:db8:%x:%x::/64 dev d0 table 100\n", i>>8, i&0xff)
+	}
+	put(t, c, "%s", b.String())
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if tb := r.Tables.Get(100); tb != nil && tb.Len() == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a paused long batch's routes not published")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if _, e, st := client(sock, options{}, "route add 2001:db8:ffff::/48 dev d0 table 100\n"); st != 0 {
+		t.Fatalf("another client's add: %q %d", e, st)
 	}
 }

@@ -24,7 +24,8 @@ import (
 // urouter's links are TUNs (the demo lab's), the kernel's veths. Each
 // round measures iperf3 idle and under the storm, in alternating order;
 // reported per router: storm/idle (medians), changes/s, Gbit/s idle, pings
-// lost. STORM_SECONDS (5) is each iperf3 run, STORM_ROUNDS (3) the rounds.
+// lost. STORM_SECONDS (5) is each iperf3 run, STORM_ROUNDS (3) the rounds;
+// STORM_FLAGS adds flags to urouter's daemon (--control-share 10, say).
 func BenchmarkRouteStorm(b *testing.B) {
 	needRoot(b)
 	bin, err := plainBuild() // the race detector's costs are not the router's
@@ -55,7 +56,7 @@ func BenchmarkRouteStorm(b *testing.B) {
 			}
 			var write func() (int, error) // one storm batch; changes made
 			if impl == "urouter" {
-				d := startBinary(b, bin, r, filepath.Join(dir, "urouter.sock"), nil,
+				d := startBinary(b, bin, r, filepath.Join(dir, "urouter.sock"), strings.Fields(os.Getenv("STORM_FLAGS")),
 					"link add ta type tun netns "+h1, "link add tb type tun netns "+h2,
 					"link set ta up", "link set tb up",
 					"address add 2001:db8:1::1/64 dev ta", "address add 2001:db8:2::1/64 dev tb")
