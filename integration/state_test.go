@@ -65,10 +65,11 @@ func showsOf(t *testing.T, d *daemon) map[string]string {
 	return m
 }
 
-// sameButExpires reports why a and b differ, "" if they do not: the
-// remaining seconds of `expires N` may differ by 3 (the time between the
-// two shows), nothing else.
-func sameButExpires(a, b string) string {
+// sameButExpires reports why a and b differ, "" if they do not: b was
+// shown up to elapsed after a, so its remaining seconds of `expires N`
+// may be fewer by that much (and one for rounding), never more; nothing
+// else may differ.
+func sameButExpires(a, b string, elapsed time.Duration) string {
 	na, nb := expiresN.ReplaceAllString(a, "expires N"), expiresN.ReplaceAllString(b, "expires N")
 	if na != nb {
 		return lineDiff(na, nb)
@@ -77,8 +78,8 @@ func sameButExpires(a, b string) string {
 	for i := range xa {
 		ea, _ := strconv.Atoi(xa[i][1])
 		eb, _ := strconv.Atoi(xb[i][1])
-		if ea-eb > 3 || eb-ea > 3 {
-			return fmt.Sprintf("expires %d, then %d", ea, eb)
+		if ea-eb > int(elapsed/time.Second)+1 || eb-ea > 1 {
+			return fmt.Sprintf("expires %d, then %d, %.1f s later", ea, eb, elapsed.Seconds())
 		}
 	}
 	return ""
@@ -111,12 +112,14 @@ func lineDiff(a, b string) string {
 	return strings.Join(out, "\n")
 }
 
-// compareShows fails t for each show of got that differs from want's.
-func compareShows(t *testing.T, what string, want, got map[string]string) {
+// compareShows fails t for each show of got that differs from want's,
+// which began to be shown at wantAt.
+func compareShows(t *testing.T, what string, want map[string]string, wantAt time.Time, got map[string]string) {
 	t.Helper()
+	elapsed := time.Since(wantAt)
 	for _, c := range stateShows {
 		k := strings.Join(c, " ")
-		if why := sameButExpires(want[k], got[k]); why != "" {
+		if why := sameButExpires(want[k], got[k], elapsed); why != "" {
 			t.Errorf("%s: `%s` differs:\n%s", what, k, why)
 		}
 	}
@@ -448,6 +451,7 @@ func saveRoundTrip(t *testing.T, seed int64, delDefault bool) {
 	}
 	runBatch(g.after)
 	waitDAD(t, a)
+	wantAt := time.Now()
 	want := showsOf(t, a)
 	saved := want["save"]
 	if !strings.Contains(saved, "route append ") && !strings.Contains(saved, "nexthop via") {
@@ -468,7 +472,7 @@ func saveRoundTrip(t *testing.T, seed int64, delDefault bool) {
 	hostVeth(t, nsB)
 	b := startDaemonFlags(t, nsB, nil, strings.Split(strings.TrimSuffix(saved, "\n"), "\n")...)
 	waitDAD(t, b)
-	compareShows(t, "B, from A's save", want, showsOf(t, b))
+	compareShows(t, "B, from A's save", want, wantAt, showsOf(t, b))
 	b.stop()
 
 	// C: A's state file, replayed
@@ -476,7 +480,7 @@ func saveRoundTrip(t *testing.T, seed int64, delDefault bool) {
 	hostVeth(t, nsC)
 	c := startDaemonFlags(t, nsC, []string{"--state", state})
 	waitDAD(t, c)
-	compareShows(t, "C, from A's state file", want, showsOf(t, c))
+	compareShows(t, "C, from A's state file", want, wantAt, showsOf(t, c))
 	if t.Failed() {
 		t.Logf("A's configuration:\n%s\n%q\n%s", strings.Join(g.batch, "\n"), g.singles, strings.Join(g.after, "\n"))
 	}
@@ -651,6 +655,7 @@ func TestStateCrash(t *testing.T) {
 		}
 	}
 	waitDAD(t, d)
+	beforeAt := time.Now()
 	before := showsOf(t, d)
 	routes := before["-6 route show table all"]
 	for p, want := range map[string]bool{"2001:db8:3::/64": true, "2001:db8:4::/64": false, "2001:db8:5::/64": true, "2001:db8:6::/64": true} {
@@ -677,7 +682,7 @@ func TestStateCrash(t *testing.T) {
 	killDaemon(t, d)
 	d = startDaemonAt(t, ns, sock, flags)
 	waitDAD(t, d)
-	compareShows(t, "after kill -9", before, showsOf(t, d))
+	compareShows(t, "after kill -9", before, beforeAt, showsOf(t, d))
 
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
