@@ -27,6 +27,7 @@ type Dataplane struct {
 	// controlShare: a control-plane writer's share of one CPU while the
 	// workers forward, in millionths (see Pacer); 0 is no limit
 	controlShare atomic.Uint64
+	controlNice  atomic.Int32
 	// copp are the router-wide limits each link's buckets take (under
 	// mu); peers the neighbours the kernel has sessions with
 	copp  [NumCoPPClasses]CoPPLimit

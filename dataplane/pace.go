@@ -28,9 +28,53 @@ func (dp *Dataplane) SetControlShare(share float64) {
 	dp.controlShare.Store(uint64(share * 1e6))
 }
 
+// NiceIdle is the control nice value that puts a writer's threads in
+// SCHED_IDLE, below any nice value: a waking worker then always preempts
+// them, as the kernel's softirq forwarding preempts any process. Nice 19
+// alone does not do that under EEVDF, which lets the running thread keep
+// the CPU to the end of its slice.
+const NiceIdle = 20
+
+// SetControlNice sets the nice value (0 to 19, or NiceIdle) of a paced
+// writer's threads, the applier's and its helpers', while they are paced.
+func (dp *Dataplane) SetControlNice(nice int) {
+	dp.controlNice.Store(int32(nice))
+}
+
+// lowerThread gives the calling goroutine's thread, locked to it, the
+// data plane's control priority, and returns what undoes it. A thread
+// that cannot be given its priority back (raising it needs CAP_SYS_NICE)
+// stays locked to its goroutine and ends with it, so that no other
+// goroutine runs at the writer's priority.
+func (dp *Dataplane) lowerThread() (undo func()) {
+	nice := dp.controlNice.Load()
+	runtime.LockOSThread()
+	if nice <= 0 {
+		return runtime.UnlockOSThread
+	}
+	tid := unix.Gettid()
+	was, err := unix.SchedGetAttr(tid, 0)
+	if err != nil {
+		return runtime.UnlockOSThread
+	}
+	low := unix.SchedAttr{Policy: was.Policy, Nice: nice}
+	if nice >= NiceIdle {
+		low = unix.SchedAttr{Policy: unix.SCHED_IDLE}
+	}
+	if unix.SchedSetAttr(tid, &low, 0) != nil {
+		return runtime.UnlockOSThread
+	}
+	return func() {
+		if unix.SchedSetAttr(tid, was, 0) == nil {
+			runtime.UnlockOSThread()
+		}
+	}
+}
+
 // Pacer paces one writer goroutine, and the CPU its helpers charge it.
 type Pacer struct {
 	dp    *Dataplane
+	undo  func() // the thread's lock and priority
 	share float64
 	start time.Duration // the thread's CPU time at the slice's start
 	seen  uint64        // the workers' batches then
@@ -43,6 +87,7 @@ type Pacer struct {
 // Meter charges a pacer with the CPU time of a helper goroutine.
 type Meter struct {
 	p    *Pacer
+	undo func()
 	last time.Duration
 }
 
@@ -52,8 +97,8 @@ func (p *Pacer) Meter() *Meter {
 	if p == nil {
 		return nil
 	}
-	runtime.LockOSThread()
-	return &Meter{p: p, last: threadCPU()}
+	undo := p.dp.lowerThread()
+	return &Meter{p: p, undo: undo, last: threadCPU()}
 }
 
 // Charge adds the CPU time the goroutine spent since its last charge.
@@ -72,32 +117,35 @@ func (m *Meter) Done() {
 		return
 	}
 	m.Charge()
-	runtime.UnlockOSThread()
+	m.undo()
 }
 
-// NewPacer returns the calling goroutine's pacer, or nil when the share
-// limits nothing. It locks the goroutine to its thread until Done, so
+// NewPacer returns the calling goroutine's pacer, or nil when neither the
+// share nor the nice value limits anything. It locks the goroutine to its thread until Done, so
 // that the thread's CPU time is the writer's: a slice is measured in CPU,
 // not wall time, because on a busy machine the writer is itself kept off
 // the CPU for part of a slice, and a wall-clock share would give it less
 // than its share.
 func (dp *Dataplane) NewPacer() *Pacer {
 	share := float64(dp.controlShare.Load()) / 1e6
-	if share <= 0 || share >= 1 {
+	if share <= 0 || share >= 1 && dp.controlNice.Load() <= 0 {
 		return nil
 	}
-	runtime.LockOSThread()
-	return &Pacer{dp: dp, share: share, start: threadCPU(), seen: dp.Batches()}
+	undo := dp.lowerThread()
+	return &Pacer{dp: dp, undo: undo, share: share, start: threadCPU(), seen: dp.Batches()}
 }
 
 // Done ends the pacing (on the goroutine that made the pacer).
-func (p *Pacer) Done() { runtime.UnlockOSThread() }
+func (p *Pacer) Done() { p.undo() }
 
 // Step is called between the writer's units of work (every few lines of
 // a batch). Once a slice is used up and the workers are busy, it calls
 // publish (the writer's commit: nothing is held while it sleeps, and what
 // the slice did reaches the packets), then sleeps.
 func (p *Pacer) Step(publish func()) {
+	if p.share >= 1 { // only niced
+		return
+	}
 	helped := p.helpers.Load()
 	ran := threadCPU() - p.start + time.Duration(helped-p.helped)
 	if ran < paceSlice {

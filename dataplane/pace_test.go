@@ -1,8 +1,11 @@
 package dataplane
 
 import (
+	"runtime"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestPacer: while the workers read batches, a writer that calls Step
@@ -95,5 +98,67 @@ func TestPacerMeter(t *testing.T) {
 	wall := time.Since(start)
 	if share := float64(cpu) / float64(wall); share > 0.35 || share < 0.1 {
 		t.Errorf("the writer and its helper ran %.0f%% of a CPU (%v of %v), want about 25%%", share*100, cpu, wall)
+	}
+}
+
+// TestPacerNice: a paced writer's thread, and its helper's, run at the
+// control priority (a nice value, or SCHED_IDLE) while paced and at their
+// own after; with a share of 100% the priority alone still makes a pacer,
+// one that never sleeps.
+func TestPacerNice(t *testing.T) {
+	prio := func() [2]int {
+		a, err := unix.SchedGetAttr(unix.Gettid(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Policy == unix.SCHED_IDLE {
+			return [2]int{unix.SCHED_IDLE, 0}
+		}
+		return [2]int{int(a.Policy), int(a.Nice)}
+	}
+	for _, c := range []struct {
+		nice int
+		want [2]int
+	}{{12, [2]int{unix.SCHED_NORMAL, 12}}, {NiceIdle, [2]int{unix.SCHED_IDLE, 0}}} {
+		dp := &Dataplane{}
+		dp.SetControlShare(1)
+		dp.SetControlNice(c.nice)
+		runtime.LockOSThread() // the thread compared before and after
+		was := prio()
+		p := dp.NewPacer()
+		if p == nil {
+			t.Fatal("no pacer for a priority")
+		}
+		if got := prio(); got != c.want {
+			t.Errorf("nice %d: the writer's thread at %v, want %v", c.nice, got, c.want)
+		}
+		helper := make(chan [2][2]int)
+		go func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			before := prio()
+			m := p.Meter()
+			in := prio()
+			m.Done()
+			if after := prio(); after != before {
+				in = [2]int{-1, after[1]}
+			}
+			helper <- [2][2]int{in, before}
+		}()
+		if h := <-helper; h[0] != c.want {
+			t.Errorf("nice %d: the helper's thread at %v while paced (-1: not given back its %v after)", c.nice, h[0], h[1])
+		}
+		start := time.Now()
+		for i := 0; i < 1000; i++ {
+			p.Step(func() { t.Fatal("a pacer at 100% published") })
+		}
+		if d := time.Since(start); d > 100*time.Millisecond {
+			t.Errorf("1,000 steps at 100%% took %v", d)
+		}
+		p.Done()
+		if got := prio(); got != was {
+			t.Errorf("nice %d: after the pacing the thread is at %v, was %v", c.nice, got, was)
+		}
+		runtime.UnlockOSThread()
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"urouter/control"
+	"urouter/dataplane"
 	"urouter/dataplane/port"
 	"urouter/feed"
 	"urouter/fib6"
@@ -50,7 +52,8 @@ func daemon(args []string) int {
 	fpmAddr := fs.String("fpm", "", "accept zebra's FPM connection on [ADDR]:PORT (FRR's default is 127.0.0.1:2620); off unless given")
 	fpmHold := fs.Duration("fpm-hold", feed.DefaultHold, "after zebra reconnects, keep what its last session installed and it has not said again at least this long (a graceful-restart time), then sweep it once the session is quiet")
 	mirrorTables := fs.String("mirror-table", "", "follow these kernel tables (ids, comma-separated) of the daemon's netns into the router's tables of the same ids")
-	controlShare := fs.Float64("control-share", 20, "percent of one CPU a batch takes at most while the data plane forwards (100: no limit); the rest of the machine stays the traffic's")
+	controlShare := fs.Float64("control-share", 100, "percent of one CPU a batch takes at most while the data plane forwards (100: no limit); the rest of the machine stays the traffic's")
+	controlNice := fs.String("control-nice", "idle", "the nice value (0-19) of a batch's threads while the data plane forwards, or idle (SCHED_IDLE): a forwarding worker that wakes then runs before them")
 	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://ADDR:PORT/metrics; off unless given")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -59,8 +62,24 @@ func daemon(args []string) int {
 		fmt.Fprintf(os.Stderr, "urouter daemon: --control-share %v: a percentage in (0, 100]\n", *controlShare)
 		return 2
 	}
+	nice, err := strconv.Atoi(*controlNice)
+	if *controlNice == "idle" {
+		nice, err = dataplane.NiceIdle, nil
+	} else if nice < 0 || nice > 19 {
+		err = strconv.ErrRange
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "urouter daemon: --control-nice %s: a nice value in [0, 19], or idle\n", *controlNice)
+		return 2
+	}
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(fib6.GCPercent)
+	}
+	if nice > 0 && os.Getenv("GOMAXPROCS") == "" {
+		// A lowered writer's thread holds one of Go's Ps while the kernel
+		// keeps it off the CPU: a spare P lets a worker whose read
+		// returns run at once (bench/README.md, the route storm).
+		runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + 1)
 	}
 	r := router.New()
 	for i, k := range knobs {
@@ -71,6 +90,7 @@ func daemon(args []string) int {
 	}
 	r.SetICMPDestBurst(*destBurst)
 	r.DP.SetControlShare(*controlShare / 100)
+	r.DP.SetControlNice(nice)
 	r.SetRouterProbeInterval(*probe)
 	sock := control.SocketPath(*socket)
 	srv, err := control.Listen(sock, r)
