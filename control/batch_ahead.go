@@ -70,6 +70,7 @@ type readAhead struct {
 	words memo             // the object word last seen
 	cmd   memo             // the route command word last seen
 	pm    parseMemo
+	shape lineShape // the last line parsed in full
 	timer *time.Timer
 	pace  *dataplane.Pacer // the session's, charged with the reader's CPU
 	// reads counts the reader's reads of the input, twice each: it is odd
@@ -165,6 +166,9 @@ func (ra *readAhead) parse(c *aheadChunk, b []byte) {
 			c.lines = append(c.lines, aheadLine{tooLong: true})
 			return
 		}
+		if ra.shape.parse(c, line) {
+			continue
+		}
 		c.lines = append(c.lines, aheadLine{line: line})
 		l := &c.lines[len(c.lines)-1]
 		scratch, l.splitErr = splitLine(line, scratch)
@@ -186,6 +190,7 @@ func (ra *readAhead) parse(c *aheadChunk, b []byte) {
 			c.legs = append(c.legs, l.req.legs...)
 			l.req.legs = c.legs[at:len(c.legs):len(c.legs)]
 		}
+		ra.shape.remember(l)
 	}
 }
 

@@ -111,6 +111,62 @@ func TestBatchAhead(t *testing.T) {
 	}
 }
 
+// TestBatchAheadShape: runs of lines that differ only in their
+// destination, which the reader parses as the line before with another
+// prefix (lineShape), print, fail and leave the router as the session's
+// own parse does, with lines among them that only look like the run's.
+func TestBatchAheadShape(t *testing.T) {
+	odd := []string{
+		"route add 2001:db8:zz::/48 via 2001:db8:91::2 dev d0 table 100",  // no address
+		"route add 2001:db8:ff::/129 via 2001:db8:91::2 dev d0 table 100", // too long a length
+		"route add 2001:db8:ff::1/48 via 2001:db8:91::2 dev d0 table 100", // host bits
+		"route add 2001:db8:ff:: via 2001:db8:91::2 dev d0 table 100",     // a host route
+		"route add ::/0 via 2001:db8:91::2 dev d0 table 100",
+		"route add default via 2001:db8:91::2 dev d0 table 100",
+		"route add 2001:db8:5::/48 via 2001:db8:91::2 dev d0 table 100", // exists
+		"route add 2001:db8:fe::/48 via 2001:db8:91::2 dev nosuch table 100",
+		"route add 2001:db8:fd::/48 via 2001:db8:91::3 dev d0 table 100",
+		"route add 2001:db8:fc::/48 2001:db8:fb::/48 via 2001:db8:91::2 dev d0 table 100",
+		"route add  via 2001:db8:91::2 dev d0 table 100",
+		"route add 2001:db8:fa::/48x via 2001:db8:91::2 dev d0 table 100",
+		"route add 2001:db8:f9::/48 via 2001:db8:91::2 dev d0 table 100 # a comment",
+		"route del 2001:db8:7::/48 via 2001:db8:91::2 dev d0 table 100",
+		"route add 2001:db8:f8::/48 via 2001:db8:91::2 dev d0 table 100\r",
+		"route add 2001:DB8:F7::/48 via 2001:db8:91::2 dev d0 table 100",
+	}
+	run := func(from, to int) string {
+		var b strings.Builder
+		for i := from; i < to; i++ {
+			switch i / 500 % 4 {
+			case 0:
+				fmt.Fprintf(&b, "route add 2001:db8:%x::/48 via 2001:db8:91::2 dev d0 table 100\n", i)
+			case 1:
+				fmt.Fprintf(&b, "-6 route replace 2001:db8:%x:%x::/64 dev d0 metric 5\n", i, i%7)
+			case 2:
+				fmt.Fprintf(&b, "route add 2001:db8:%x::/48 nhid 7 table 101\n", i)
+			case 3:
+				fmt.Fprintf(&b, "route del 2001:db8:%x::/48 via 2001:db8:91::2 dev d0 table 100\n", i-1500)
+			}
+		}
+		return b.String()
+	}
+	const head = "nexthop add id 7 via 2001:db8:91::9 dev d0\n"
+	inputs := []string{head + run(0, 4000)}
+	for _, o := range odd {
+		// within a run of the shape it looks like (a parse error ends
+		// even a forced batch)
+		inputs = append(inputs, head+run(0, 300)+o+"\n"+run(300, 600))
+	}
+	for _, input := range inputs {
+		for _, force := range []bool{false, true} {
+			sync, ahead := runBoth(t, options{batch: true, force: force}, input)
+			if sync != ahead {
+				t.Errorf("force %v: parsed ahead\n%.3000s\nread by the session\n%.3000s", force, ahead, sync)
+			}
+		}
+	}
+}
+
 // TestConfigAhead: a long config is parsed ahead too, and one that fails
 // half-way says where, as a short one does (the reader is done with the
 // file when ApplyConfig asks how reading it ended).
