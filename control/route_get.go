@@ -229,11 +229,6 @@ func (s *session) routeGet(args [][]byte) *cmdErr {
 	case decide.Blackhole:
 		return answers(syscall.EINVAL)
 	}
-	if q.iif != nil && r.Prefix.Addr().IsMulticast() {
-		// Linux's rt6_fill_node asks multicast routing (ip6mr_get_route)
-		// about an input route to a multicast prefix; the router has none
-		return answers(syscall.EMSGSIZE)
-	}
 	if q.fibmatch {
 		s.printFibmatch(q, &r)
 		if q.connected {

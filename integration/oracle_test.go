@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -147,10 +148,26 @@ func askBoth(t *testing.T, ns string, d *daemon, cmds []string, opts func([]stri
 		args := opts(strings.Fields(c))
 		kout, kerr, kst := runCmd("ip", append([]string{"-n", ns}, args...)...)
 		uout, uerr, ust := d.run(args...)
+		if kernelMroute(kerr) {
+			continue
+		}
 		if kout != uout || kerr != uerr || kst != ust {
 			t.Errorf("%s:\n  ip:      %q %q %d\n  urouter: %q %q %d", c, kout, kerr, kst, uout, uerr, ust)
 		}
 	}
+}
+
+// kernelMroute: the kernel's answer to a route get is the "Message too
+// long" of a kernel built with IPv6 multicast routing, which asks it about
+// an input route to a multicast prefix (ip6mr_get_route) and fails when it
+// has nothing. urouter routes no multicast and answers as a kernel built
+// without it does, with the route; such an answer is not compared.
+func kernelMroute(answer string) bool {
+	if strings.TrimSpace(answer) != "RTNETLINK answers: Message too long" {
+		return false
+	}
+	_, err := os.Stat("/proc/net/ip6_mr_vif")
+	return err == nil
 }
 
 // TestKernelOracleNexthop asks the kernel about nexthop objects, groups
