@@ -14,15 +14,12 @@ import (
 // for its value alone, and a word with a ':' is never a keyword.
 type lineShape struct {
 	ok     bool
-	line   []byte // the line, a copy
-	dstAt  int    // where its destination word starts and ends
-	dstEnd int
-	dstArg int        // which of its words the destination is
+	line   []byte     // the line, a copy
 	words  [][2]int32 // each word's start and end in line
+	dstArg int        // the destination's word; the object's is two before
 	devArg int        // the word req.dev is, or -1
 	req    routeReq
-	cw     cmdWords // its words classified; w and rest as below
-	cwAt   int      // the word cw.w is; cw.rest are the words after it
+	cw     cmdWords // its words classified, but for w and rest (views)
 }
 
 // remember keeps l, a line parse parsed in full, as the shape of the next
@@ -41,8 +38,7 @@ func (sh *lineShape) remember(l *aheadLine) {
 	}
 	at := func(w []byte) int { return cap(l.line) - cap(w) }
 	sh.line = append(sh.line[:0], l.line...)
-	sh.dstAt, sh.dstEnd, sh.dstArg = at(dst), at(dst)+len(dst), dstArg
-	sh.words, sh.devArg = sh.words[:0], -1
+	sh.words, sh.dstArg, sh.devArg = sh.words[:0], dstArg, -1
 	for i, w := range l.args {
 		sh.words = append(sh.words, [2]int32{int32(at(w)), int32(at(w) + len(w))})
 		if l.req.dev != nil && at(w) == at(l.req.dev) {
@@ -54,7 +50,7 @@ func (sh *lineShape) remember(l *aheadLine) {
 	}
 	sh.req = l.req
 	sh.req.dev = nil // a view into the line
-	sh.cw, sh.cwAt = l.cw, len(l.args)-len(l.cw.rest)-1
+	sh.cw = l.cw
 	sh.cw.w, sh.cw.rest = nil, nil
 	sh.ok = true
 }
@@ -62,25 +58,29 @@ func (sh *lineShape) remember(l *aheadLine) {
 // parse parses line into c as the remembered shape with another
 // destination; false if line is not of that shape.
 func (sh *lineShape) parse(c *aheadChunk, line []byte) bool {
-	if !sh.ok || len(line) <= sh.dstAt || !bytes.Equal(line[:sh.dstAt], sh.line[:sh.dstAt]) {
+	if !sh.ok {
 		return false
 	}
-	end := sh.dstAt
+	from, to := int(sh.words[sh.dstArg][0]), int(sh.words[sh.dstArg][1])
+	if len(line) <= from || !bytes.Equal(line[:from], sh.line[:from]) {
+		return false
+	}
+	end := from
 	for end < len(line) && dstChars[line[end]] {
 		end++
 	}
-	if end == len(line) || class[line[end]] != blank || !bytes.Equal(line[end:], sh.line[sh.dstEnd:]) {
+	if end == len(line) || class[line[end]] != blank || !bytes.Equal(line[end:], sh.line[to:]) {
 		return false
 	}
-	dst := line[sh.dstAt:end]
-	if !dstWord(dst) {
+	dst := line[from:end]
+	if bytes.IndexByte(dst, ':') < 0 { // its characters are dstChars
 		return false
 	}
 	p, ok := parsePrefixFast(dst)
 	if !ok {
 		return false // the full parse words its error
 	}
-	shift := int32(end - sh.dstEnd)
+	shift := int32(end - to)
 	at := len(c.args)
 	for i, w := range sh.words {
 		switch {
@@ -97,7 +97,7 @@ func (sh *lineShape) parse(c *aheadChunk, line []byte) bool {
 	// every field of the line set (a reused chunk holds an old one)
 	l.line, l.args, l.splitErr, l.route, l.perr, l.tooLong = line, c.args[at:len(c.args):len(c.args)], nil, true, nil, false
 	l.cw = sh.cw
-	l.cw.w, l.cw.rest = l.args[sh.cwAt], l.args[sh.cwAt+1:]
+	l.cw.w, l.cw.rest = l.args[sh.dstArg-2], l.args[sh.dstArg-1:]
 	l.req = sh.req
 	l.req.dst = p
 	if sh.devArg >= 0 {

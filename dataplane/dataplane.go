@@ -25,7 +25,8 @@ type Dataplane struct {
 	redirects redirectLimits
 	noForward atomic.Bool // net.ipv6.conf.all.forwarding is 0
 	// controlShare: a control-plane writer's share of one CPU while the
-	// workers forward, in millionths (see Pacer); 0 is no limit
+	// workers forward, in millionths (see Pacer), 0 is no limit; and the
+	// nice value of its threads (NiceIdle: SCHED_IDLE), 0 is unlowered
 	controlShare atomic.Uint64
 	controlNice  atomic.Int32
 	// copp are the router-wide limits each link's buckets take (under

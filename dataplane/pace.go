@@ -121,14 +121,18 @@ func (m *Meter) Done() {
 }
 
 // NewPacer returns the calling goroutine's pacer, or nil when neither the
-// share nor the nice value limits anything. It locks the goroutine to its thread until Done, so
-// that the thread's CPU time is the writer's: a slice is measured in CPU,
-// not wall time, because on a busy machine the writer is itself kept off
-// the CPU for part of a slice, and a wall-clock share would give it less
-// than its share.
+// share nor the priority limits anything. It locks the goroutine to its
+// thread until Done, so that the thread's CPU time is the writer's (and
+// its priority the lowered one): a slice is measured in CPU, not wall
+// time, because on a busy machine the writer is itself kept off the CPU
+// for part of a slice, and a wall-clock share would give it less than its
+// share.
 func (dp *Dataplane) NewPacer() *Pacer {
 	share := float64(dp.controlShare.Load()) / 1e6
-	if share <= 0 || share >= 1 && dp.controlNice.Load() <= 0 {
+	if share <= 0 || share > 1 {
+		share = 1 // no limit
+	}
+	if share == 1 && dp.controlNice.Load() <= 0 {
 		return nil
 	}
 	undo := dp.lowerThread()
@@ -143,7 +147,7 @@ func (p *Pacer) Done() { p.undo() }
 // publish (the writer's commit: nothing is held while it sleeps, and what
 // the slice did reaches the packets), then sleeps.
 func (p *Pacer) Step(publish func()) {
-	if p.share >= 1 { // only niced
+	if p.share == 1 { // only lowered
 		return
 	}
 	helped := p.helpers.Load()

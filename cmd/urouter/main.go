@@ -62,11 +62,11 @@ func daemon(args []string) int {
 		fmt.Fprintf(os.Stderr, "urouter daemon: --control-share %v: a percentage in (0, 100]\n", *controlShare)
 		return 2
 	}
-	nice, err := strconv.Atoi(*controlNice)
-	if *controlNice == "idle" {
-		nice, err = dataplane.NiceIdle, nil
-	} else if nice < 0 || nice > 19 {
-		err = strconv.ErrRange
+	nice, err := dataplane.NiceIdle, error(nil)
+	if *controlNice != "idle" {
+		if nice, err = strconv.Atoi(*controlNice); err == nil && (nice < 0 || nice > 19) {
+			err = strconv.ErrRange
+		}
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "urouter daemon: --control-nice %s: a nice value in [0, 19], or idle\n", *controlNice)
