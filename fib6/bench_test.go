@@ -181,6 +181,22 @@ func BenchmarkLoad(b *testing.B) {
 	shuffled := slices.Clone(ps)
 	rand.New(rand.NewPCG(6, 6)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
 	b.Run("fib6-shuffled", func(b *testing.B) { measure(b, func() any { return loadFib6(b, shuffled) }) })
+	// the shuffled prefixes in runs of 32 (AddEach: a batch's lines that
+	// differ only in their prefix, as the control layer adds them)
+	b.Run("fib6-shuffled-each", func(b *testing.B) {
+		measure(b, func() any {
+			t := newTable(TableMain, nil)
+			x := t.Begin()
+			for i := 0; i < len(shuffled); i += 32 {
+				run := shuffled[i:min(i+32, len(shuffled))]
+				if n, err := x.AddEach(Route{Attrs: benchRoute}, run); n != len(run) {
+					b.Fatal(err)
+				}
+			}
+			x.Commit()
+			return t
+		})
+	})
 	b.Run("bart-table", func(b *testing.B) { measure(b, func() any { return loadBartTable(ps) }) })
 	b.Run("bart-fast", func(b *testing.B) { measure(b, func() any { return loadBartFast(ps) }) })
 }

@@ -129,9 +129,51 @@ func (x *Txn) put(r Route, mode putMode) error {
 		x.added(r.Dst, ref, r.Expires)
 		return nil
 	}
-	err := x.putOn(cur, k, plen, r, ref, mode)
-	if err != nil && ref.refs == 0 {
-		t.drop(ref)
+	if err := x.putOn(cur, k, plen, r, ref, mode); err != nil {
+		return x.refused(ref, err)
+	}
+	return nil
+}
+
+// AddEach adds r with each of dsts for its destination in turn, as Add
+// of each would, and stops at the first that fails: it returns how many
+// it added and that one's error, having changed nothing for it. A batch's
+// run of lines that differ only in their prefix (a table's) so checks
+// and interns the route once.
+func (x *Txn) AddEach(r Route, dsts []netip.Prefix) (int, error) {
+	if len(dsts) == 0 {
+		return 0, nil
+	}
+	r.Dst = dsts[0]
+	if err := r.normalize(); err != nil {
+		return 0, err
+	}
+	t := x.t
+	ref := t.ref(&r.Attrs)
+	for i, d := range dsts {
+		if i > 0 {
+			if err := checkPrefix("destination", d); err != nil {
+				return i, x.refused(ref, err)
+			}
+		}
+		k, plen := prefixKey(d), d.Bits()
+		cur := x.tx.insert(k, plen, ref.single)
+		if cur == nil {
+			x.added(d, ref, r.Expires)
+			continue
+		}
+		r.Dst = d
+		if err := x.putOn(cur, k, plen, r, ref, modeAdd); err != nil {
+			return i, x.refused(ref, err)
+		}
+	}
+	return len(dsts), nil
+}
+
+// refused is err, a change refused: ref is dropped if nothing took it.
+func (x *Txn) refused(ref *attrsRef, err error) error {
+	if ref.refs == 0 {
+		x.t.drop(ref)
 	}
 	return err
 }
