@@ -93,6 +93,34 @@ func TestBulkRealTable(t *testing.T) {
 	t.Run("shuffled", func(t *testing.T) { checkBulkRealTable(t, shuffled) })
 }
 
+// TestBulkSplit loads, shuffled, a table large enough that its build is
+// split in two (settleBuf), whose prefixes crowd in 2000::/4 so that the
+// halves split inside it, with short prefixes (below /8) that reach slots
+// of both halves and /8s among them: the bottom-up trie must be the
+// incremental one.
+func TestBulkSplit(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 8))
+	seen := map[netip.Prefix]bool{}
+	var ps []netip.Prefix
+	for _, p := range []string{"::/0", "2000::/3", "2000::/4", "2400::/6", "2600::/7", "2500::/8", "2a00::/8", "2f00::/8", "3000::/4"} {
+		ps = append(ps, netip.MustParsePrefix(p))
+	}
+	for len(ps) < splitSettle+splitSettle/4 {
+		var a [16]byte
+		for i := range a {
+			a[i] = byte(r.Uint32())
+		}
+		a[0] = 0x20 | a[0]&0x0f
+		p := netip.PrefixFrom(netip.AddrFrom16(a), 9+r.IntN(56)).Masked()
+		if !seen[p] {
+			seen[p] = true
+			ps = append(ps, p)
+		}
+	}
+	r.Shuffle(len(ps), func(i, j int) { ps[i], ps[j] = ps[j], ps[i] })
+	checkBulkRealTable(t, ps)
+}
+
 func checkBulkRealTable(t *testing.T, ps []netip.Prefix) {
 	sets := testSets(5)
 	bulk, inc := newTrie(), newTrie()

@@ -389,6 +389,34 @@ func (f *frame) locals(owner uint64) *locals {
 	return l
 }
 
+// closeSlots closes every frame but the root's, and the root's open
+// slot: what is left is the root's slots, for take.
+func (b *builder) closeSlots() {
+	for b.top > 0 {
+		kid := b.close(&b.fr[b.top])
+		b.top--
+		b.fr[b.top].kid = kid
+	}
+	if f := &b.fr[0]; f.cur >= 0 {
+		b.endSlot(f)
+	}
+}
+
+// take moves the root slots of h, which built the slots after b's (both
+// closed by closeSlots, h given the short locals of b's that reach its
+// slots), into b's root.
+func (b *builder) take(h *builder) {
+	f, g := &b.fr[0], &h.fr[0]
+	forEach(&g.vec, func(s uint8) { f.ents[s] = g.ents[s] })
+	forEach(&g.fring, func(s uint8) { f.fvals[s] = g.fvals[s] })
+	forEach(&g.short, func(i uint8) { f.svals[i] = g.svals[i] })
+	for w := range f.vec {
+		f.vec[w] |= g.vec[w]
+		f.fring[w] |= g.fring[w]
+		f.short[w] |= g.short[w]
+	}
+}
+
 // finish closes every frame and returns the root's entry.
 func (b *builder) finish() unsafe.Pointer {
 	for b.top > 0 {

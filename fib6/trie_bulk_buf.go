@@ -1,5 +1,7 @@
 package fib6
 
+import "runtime"
+
 // A bulk load whose prefixes come out of order (a file or feed that is not
 // sorted) keeps them in a buffer, indexed by a hash of prefix, until
 // something needs the trie; settling then sorts the buffer (a radix sort
@@ -198,7 +200,8 @@ func (x *trieTxn) bufGet(k key, plen int) *rset {
 
 // settleBuf builds the trie of the buffer: sorted and built bottom-up, or,
 // below compactOps prefixes, replayed the incremental way in the order
-// they came (as a small in-order load is).
+// they came (as a small in-order load is). A large buffer is sorted and
+// built in two halves at once, one by a helper goroutine (see split).
 func (x *trieTxn) settleBuf() {
 	bl := &x.bulk
 	bb := bl.buf
@@ -213,19 +216,82 @@ func (x *trieTxn) settleBuf() {
 		x.ops = ops
 		return
 	}
+	es, ends := bb.scatter()
 	b := newBuilder(x.id)
-	for _, bk := range bb.sorted() {
-		b.add(bulkEntry{key{bk.hi, bk.lo}, int(bk.plen), bb.sets[bk.set]})
+	cut := 0 // the first /16 of the half the helper builds; 0 for none
+	if bb.n >= splitSettle && runtime.GOMAXPROCS(0) > 1 {
+		cut = splitAt(ends)
 	}
+	if cut == 0 {
+		sortBuckets(es, ends, 0, len(ends))
+		bb.build(b, es)
+		x.root = asDense(b.finish())
+		bl.builtOps = x.ops
+		return
+	}
+	lo := int(ends[cut-1]) // es[lo:] is the helper's
+	var shorts []bufKey    // those that reach its slots from before them
+	for i := range es[:lo] {
+		if es[i].plen < 8 {
+			shorts = append(shorts, es[i])
+		}
+	}
+	hb := newBuilder(x.id)
+	done := make(chan struct{})
+	work := func() {
+		defer close(done)
+		sortBuckets(es, ends, cut, len(ends))
+		sortKeys(shorts, 0)
+		bb.build(hb, shorts)
+		bb.build(hb, es[lo:])
+		hb.closeSlots()
+	}
+	if x.helper != nil {
+		x.helper(work)
+	} else {
+		go work()
+	}
+	sortBuckets(es, ends, 0, cut)
+	bb.build(b, es[:lo])
+	b.closeSlots()
+	<-done
+	b.take(hb)
 	x.root = asDense(b.finish())
 	bl.builtOps = x.ops
 }
 
-// sorted returns the prefixes in prefix order: the first radix pass, on
-// the top two bytes (a table's prefixes spread over a few thousand /16s),
-// moves them out of the chunks into one array; the rest sorts each /16's
-// bucket in place.
-func (bb *bulkBuf) sorted() []bufKey {
+// splitSettle is the size from which a buffer is built in two halves: a
+// helper goroutine costs ~10 us, a full table's build ~10 ms.
+const splitSettle = 1 << 15
+
+func (bb *bulkBuf) build(b *builder, es []bufKey) {
+	for i := range es {
+		bk := &es[i]
+		b.add(bulkEntry{key{bk.hi, bk.lo}, int(bk.plen), bb.sets[bk.set]})
+	}
+}
+
+// splitAt returns the /16 at which the buckets split into two halves of
+// about the same number of prefixes, at a root slot's start (a /8, so
+// that each half builds its own root slots), or 0 if no split does.
+func splitAt(ends []uint32) int {
+	half := ends[len(ends)-1] / 2
+	best, bestOff := 0, ^uint32(0)
+	for s := 1; s < 256; s++ {
+		at := ends[s<<8-1] // the prefixes before /8 s
+		off := max(at, half) - min(at, half)
+		if at > 0 && at < ends[len(ends)-1] && off < bestOff {
+			best, bestOff = s<<8, off
+		}
+	}
+	return best
+}
+
+// scatter moves the prefixes out of the chunks into one array, grouped
+// by their top two bytes (a table's prefixes spread over a few thousand
+// /16s): the first pass of the radix sort; ends[d] is where /16 d's
+// bucket ends.
+func (bb *bulkBuf) scatter() ([]bufKey, []uint32) {
 	next := make([]uint32, 1<<16)
 	for _, c := range bb.keys {
 		for i := range c {
@@ -245,13 +311,27 @@ func (bb *bulkBuf) sorted() []bufKey {
 			next[d]++
 		}
 	}
+	return es, next
+}
+
+// sortBuckets sorts the buckets of /16s from to to (scatter's) in place.
+func sortBuckets(es []bufKey, ends []uint32, from, to int) {
 	start := uint32(0)
-	for _, end := range next {
+	if from > 0 {
+		start = ends[from-1]
+	}
+	for _, end := range ends[from:to] {
 		if end-start > 1 {
 			sortKeys(es[start:end], 2)
 		}
 		start = end
 	}
+}
+
+// sorted returns the prefixes in prefix order.
+func (bb *bulkBuf) sorted() []bufKey {
+	es, ends := bb.scatter()
+	sortBuckets(es, ends, 0, len(ends))
 	return es
 }
 

@@ -24,6 +24,9 @@ type trieTxn struct {
 	// does just this store, and nothing above the node is copied.
 	pending pendingStore
 	bulk    bulkLoad
+	// helper starts work on a goroutine of its own, for a build split in
+	// two (settleBuf); nil: a plain goroutine
+	helper func(work func())
 }
 
 // pendingStore is a deferred store of entry e into entry index entry of
@@ -81,6 +84,7 @@ func (t *trie) begin(x *trieTxn, id uint64) {
 	x.ops = 0
 	x.pending.n = nil
 	x.bulk = bulkLoad{}
+	x.helper = nil
 	if x.dirty == nil {
 		x.dirty = make(map[uint32]unsafe.Pointer)
 	}

@@ -67,6 +67,13 @@ type Change struct {
 	Route Route
 }
 
+// SetHelper gives the transaction what starts a helper goroutine, when a
+// large load out of order is built in two halves at once (at commit, or
+// whatever else first needs the trie): the caller's writer may run at a
+// lowered priority (see dataplane.Pacer), which its helper should share.
+// Without one the helper is a plain goroutine.
+func (x *Txn) SetHelper(start func(work func())) { x.tx.helper = start }
+
 // Table is the transaction's table.
 func (x *Txn) Table() *Table { return x.t }
 
