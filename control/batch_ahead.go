@@ -3,6 +3,7 @@ package control
 import (
 	"bufio"
 	"bytes"
+	"net/netip"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -29,6 +30,9 @@ type aheadChunk struct {
 	lines []aheadLine
 	args  [][]byte // the lines' words, back to back
 	legs  []leg    // their multipath routes' paths, back to back
+	// the destinations and lines of its runs (see aheadLine.tmpl)
+	dsts  []netip.Prefix
+	texts [][]byte
 }
 
 // aheadLine is one line of a chunk.
@@ -42,6 +46,12 @@ type aheadLine struct {
 	req     routeReq
 	perr    *cmdErr
 	tooLong bool // the line is over maxLine: the batch ends here
+	// tmpl, if not 0, makes this a run of lines shaped after line tmpl - 1
+	// of the chunk: their destinations and lines are the chunk's
+	// dsts[from:to] and texts[from:to], and the fields above are not set
+	// (see lineShape)
+	tmpl     int
+	from, to int
 }
 
 // aheadChunks is how many chunks are in flight at most (the reader's,
@@ -120,8 +130,9 @@ func (ra *readAhead) run() {
 // follows c.
 func (ra *readAhead) fill(c *aheadChunk, size int) bool {
 	c.data = append(c.data[:0], ra.carry...)
-	c.lines, c.args, c.legs = c.lines[:0], c.args[:0], c.legs[:0]
-	start := 0 // of the line being read
+	c.lines, c.args, c.legs, c.dsts, c.texts = c.lines[:0], c.args[:0], c.legs[:0], c.dsts[:0], c.texts[:0]
+	ra.shape.tmpl = 0 // a template is the chunk's own
+	start := 0        // of the line being read
 	for {
 		c.data = slices.Grow(c.data, size)
 		ra.reads.Add(1)
@@ -183,6 +194,7 @@ func (ra *readAhead) parse(c *aheadChunk, b []byte) {
 			continue
 		}
 		l.route = true
+		cmd := ra.cmd.of(routeCmds(), l.cw.rest[0])
 		l.perr = parseRouteModify(&l.req, l.cw.rest[1:], &ra.pm)
 		if len(l.req.legs) > 0 {
 			// the memo's storage, which the next line reuses
@@ -190,7 +202,7 @@ func (ra *readAhead) parse(c *aheadChunk, b []byte) {
 			c.legs = append(c.legs, l.req.legs...)
 			l.req.legs = c.legs[at:len(c.legs):len(c.legs)]
 		}
-		ra.shape.remember(l)
+		ra.shape.remember(c, l, cmd == rcAdd)
 	}
 }
 
@@ -226,6 +238,12 @@ func (s *session) runAhead(in *bufio.Reader, status int) int {
 			if l.tooLong {
 				s.errOut("Error: command line too long")
 				return 255
+			}
+			if l.tmpl != 0 {
+				if code, stop := s.runShaped(c, l, &status); stop {
+					return code
+				}
+				continue
 			}
 			s.line++
 			e := s.execAhead(l)
@@ -263,7 +281,8 @@ func (c *aheadChunk) reset() {
 	clear(c.lines[:cap(c.lines)])
 	clear(c.args[:cap(c.args)])
 	clear(c.legs[:cap(c.legs)])
-	c.data, c.lines, c.args, c.legs = c.data[:0], c.lines[:0], c.args[:0], c.legs[:0]
+	clear(c.texts[:cap(c.texts)])
+	c.data, c.lines, c.args, c.legs, c.dsts, c.texts = c.data[:0], c.lines[:0], c.args[:0], c.legs[:0], c.dsts[:0], c.texts[:0]
 }
 
 // execAhead is exec of a line parsed ahead.

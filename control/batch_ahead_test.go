@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,12 +38,27 @@ func (p *pieces) Read(b []byte) (int, error) {
 // what each printed and left.
 func runBoth(t *testing.T, o options, input string) (sync, ahead string) {
 	t.Helper()
+	return runBothPaced(t, o, input, false)
+}
+
+// runBothPaced is runBoth, the batch parsed ahead paced if paced (as a
+// daemon's is while its data plane forwards: its lines go in runs of
+// paceEvery at most).
+func runBothPaced(t *testing.T, o options, input string, paced bool) (sync, ahead string) {
+	t.Helper()
 	one := func(after int) string {
 		defer func(a int) { aheadAfter = a }(aheadAfter)
 		aheadAfter = after
 		r := newTestRouter(t)
 		var out, errs bytes.Buffer
 		s := &session{r: r, opt: o, out: bufio.NewWriter(&out), errOut: func(m string) { errs.WriteString(m + "\n") }}
+		if paced && after < 0 {
+			r.DP.SetControlNice(10)
+			if s.pace = r.DP.NewPacer(); s.pace == nil {
+				t.Fatal("no pacer")
+			}
+			defer s.pace.Done()
+		}
 		s.opt.batchName = "test.batch"
 		in := &pieces{b: []byte(input), r: rand.New(rand.NewPCG(uint64(len(input)), 1))}
 		st := s.run(bufio.NewReaderSize(in, readBuf))
@@ -157,13 +173,55 @@ func TestBatchAheadShape(t *testing.T) {
 		// even a forced batch)
 		inputs = append(inputs, head+run(0, 300)+o+"\n"+run(300, 600))
 	}
+	// Runs into main, whose lookup checks their gateway: one of their
+	// lines (the same shape) adds a route to the gateway through itself,
+	// and the lines after it can no longer reach it; or fails (it is
+	// there) in the middle of a run.
+	main := func(from, to int) string {
+		var b strings.Builder
+		for i := from; i < to; i++ {
+			fmt.Fprintf(&b, "route add 2001:db8:%x::/48 via 2001:db8:91::2 dev d0\n", i)
+		}
+		return b.String()
+	}
+	inputs = append(inputs, main(0, 300)+"route add 2001:db8:91::2/128 via 2001:db8:91::2 dev d0\n"+main(300, 400),
+		main(0, 3000)+main(1000, 1001)+main(3000, 4000))
 	for _, input := range inputs {
 		for _, force := range []bool{false, true} {
-			sync, ahead := runBoth(t, options{batch: true, force: force}, input)
-			if sync != ahead {
-				t.Errorf("force %v: parsed ahead\n%.3000s\nread by the session\n%.3000s", force, ahead, sync)
+			for _, paced := range []bool{false, true} {
+				sync, ahead := runBothPaced(t, options{batch: true, force: force}, input, paced)
+				if sync != ahead {
+					t.Errorf("force %v, paced %v: parsed ahead\n%.3000s\nread by the session\n%.3000s", force, paced, ahead, sync)
+				}
 			}
 		}
+	}
+}
+
+// TestShapedRunGateway: a run of lines shaped alike ends after a route
+// to their gateway, so that the lines after it have the gateway checked
+// again, against the routes with that one, as each line is checked when
+// it runs alone.
+func TestShapedRunGateway(t *testing.T) {
+	r := newTestRouter(t)
+	s := &session{r: r, opt: options{batch: true}, out: bufio.NewWriter(io.Discard), errOut: func(m string) { t.Error(m) }}
+	args, _ := splitLine([]byte("2001:db8:1::/48 via 2001:db8:91::2 dev d0\n"), nil)
+	var q routeReq
+	if e := parseRouteModify(&q, args, &s.routes.words); e != nil {
+		t.Fatal(e.msg)
+	}
+	dsts := []netip.Prefix{netip.MustParsePrefix("2001:db8:1::/48"), netip.MustParsePrefix("2001:db8:91::/120"),
+		netip.MustParsePrefix("2001:db8:2::/48")}
+	tm := &aheadLine{req: q}
+	if n := s.addShaped(tm, dsts, nil); n != 2 {
+		t.Fatalf("the run added %d routes, want 2 (up to the one to its gateway)", n)
+	}
+	if n := s.addShaped(tm, dsts[2:], nil); n != 1 {
+		t.Fatalf("the rest added %d", n)
+	}
+	s.commit()
+	if n := r.Tables.Main().Len(); n != 4 { // and the connected /64
+		t.Fatalf("%d routes in main", n)
 	}
 }
 

@@ -88,48 +88,17 @@ func (s *session) routeModify(op routeOp, args [][]byte) *cmdErr {
 	} else if perr := parseRouteModify(q, args, &s.routes.words); perr != nil {
 		return perr
 	}
-	tid := q.table
-	if tid == 0 {
-		tid = fib6.TableMain
+	tid, t, l, err := s.routeTarget(q)
+	if err != nil {
+		return err
 	}
-	if q.tosSet { // the kernel's first check (rtm_to_fib6_config)
-		return extack("Invalid dsfield (tos): option not available for IPv6.")
-	}
-	if q.dst.Masked() != q.dst {
-		return extack("Invalid prefix for given prefix length.")
-	}
-	if q.src.IsValid() && q.src.Masked() != q.src {
-		return extack("Invalid prefix for given prefix length.")
-	}
-	var l *dataplane.Link
-	if q.dev != nil {
-		var err *cmdErr
-		if l, err = s.routeLink(q.dev); err != nil {
-			return err
-		}
-	}
-	t := s.r.Tables.Get(tid) // nil until a route is added to it
 	if op == opDel {
 		return s.routeDelete(q, l, t)
 	}
 	var rt fib6.Route
-	q.fill(&rt, s.clock)
-	if err := s.routePaths(q, l, &rt, tid, t); err != nil {
+	x, err := s.routeMake(q, l, tid, t, &rt)
+	if err != nil {
 		return err
-	}
-	if t == nil {
-		t = s.r.Tables.Ensure(tid)
-	}
-	x := s.txnFor(t)
-	if l != nil && !l.Up() && (rt.Type == fib6.Unicast || rt.Type == fib6.Local) {
-		return extack("Nexthop device is not up.")
-	}
-	if rt.Group != nil {
-		for _, m := range rt.Group.Members() {
-			if ll := s.r.Links.ByIndex(m.Link); ll == nil || !ll.Up() {
-				return extack("Nexthop device is not up.")
-			}
-		}
 	}
 	if err := applyRoute(x, op, &rt); err != nil {
 		return err
@@ -139,6 +108,57 @@ func (s *session) routeModify(op routeOp, args [][]byte) *cmdErr {
 		s.adopt.Adopt(x.Table().ID(), rt.Dst, rt.Src, rt.Metric)
 	}
 	return nil
+}
+
+// routeTarget is what a route change's request names, checked first as
+// the kernel checks it: its table's id, the table (nil until a route is
+// added to it) and the link.
+func (s *session) routeTarget(q *routeReq) (uint32, *fib6.Table, *dataplane.Link, *cmdErr) {
+	tid := q.table
+	if tid == 0 {
+		tid = fib6.TableMain
+	}
+	if q.tosSet { // the kernel's first check (rtm_to_fib6_config)
+		return 0, nil, nil, extack("Invalid dsfield (tos): option not available for IPv6.")
+	}
+	if q.dst.Masked() != q.dst {
+		return 0, nil, nil, extack("Invalid prefix for given prefix length.")
+	}
+	if q.src.IsValid() && q.src.Masked() != q.src {
+		return 0, nil, nil, extack("Invalid prefix for given prefix length.")
+	}
+	var l *dataplane.Link
+	if q.dev != nil {
+		var err *cmdErr
+		if l, err = s.routeLink(q.dev); err != nil {
+			return 0, nil, nil, err
+		}
+	}
+	return tid, s.r.Tables.Get(tid), l, nil
+}
+
+// routeMake makes rt the route q adds to table tid (t, nil if it does not
+// exist yet), its paths checked, and returns the transaction it goes in.
+func (s *session) routeMake(q *routeReq, l *dataplane.Link, tid uint32, t *fib6.Table, rt *fib6.Route) (*fib6.Txn, *cmdErr) {
+	q.fill(rt, s.clock)
+	if err := s.routePaths(q, l, rt, tid, t); err != nil {
+		return nil, err
+	}
+	if t == nil {
+		t = s.r.Tables.Ensure(tid)
+	}
+	x := s.txnFor(t)
+	if l != nil && !l.Up() && (rt.Type == fib6.Unicast || rt.Type == fib6.Local) {
+		return nil, extack("Nexthop device is not up.")
+	}
+	if rt.Group != nil {
+		for _, m := range rt.Group.Members() {
+			if ll := s.r.Links.ByIndex(m.Link); ll == nil || !ll.Up() {
+				return nil, extack("Nexthop device is not up.")
+			}
+		}
+	}
+	return x, nil
 }
 
 // routeDelete deletes the routes q matches in table t (nil if it does not

@@ -54,8 +54,9 @@ type session struct {
 	pace      *dataplane.Pacer // a batch's, when it yields to the data plane
 	// conn is the client's connection (nil for a config file); ahead
 	// the line being run, when it was parsed ahead (see runAhead)
-	conn  *pausingConn
-	ahead *aheadLine
+	conn   *pausingConn
+	ahead  *aheadLine
+	shaped fib6.Route // the route of a run of lines shaped alike (see runShaped)
 }
 
 // txnFor returns the open transaction of table t, committing any other.
@@ -66,6 +67,9 @@ func (s *session) txnFor(t *fib6.Table) *fib6.Txn {
 	}
 	s.commit()
 	s.txn = t.Begin()
+	if s.pace != nil {
+		s.txn.SetHelper(s.pace.Go) // a paced writer's helpers are lowered with it
+	}
 	return s.txn
 }
 

@@ -220,6 +220,45 @@ func TestStateRecords(t *testing.T) {
 	}
 }
 
+// TestStateShapedRuns: a long batch, read ahead and added a run of lines
+// at a time (see runShaped), records each line it applied, once, in
+// order, as the session records a line it runs itself; the file replays
+// to the same router.
+func TestStateShapedRuns(t *testing.T) {
+	r := newTestRouter(t)
+	path := filepath.Join(t.TempDir(), "urouter.state")
+	sock, srv, _ := stateServer(t, r, path)
+	var b, want strings.Builder
+	for i := 0; i < 4000; i++ {
+		line := fmt.Sprintf("-6 route add 2001:db8:%x::/48 via 2001:db8:91::2 dev d0 table 100\n", i)
+		b.WriteString(line)
+		want.WriteString(line)
+		if i == 2500 {
+			b.WriteString("-6 route add 2001:db8:5::/48 via 2001:db8:91::2 dev d0 table 100\n") // it is there
+		}
+	}
+	if _, e, code := client(sock, options{batch: true, force: true, batchName: "-"}, b.String()); code != 1 || !strings.Contains(e, "File exists") {
+		t.Fatalf("the batch: %d, %q", code, e)
+	}
+	srv.Close()
+	file, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got strings.Builder
+	for _, l := range strings.SplitAfter(string(file), "\n") {
+		if strings.Contains(l, " route add ") {
+			got.WriteString(l)
+		}
+	}
+	if got.String() != want.String() {
+		t.Errorf("the state file's routes (%d bytes) are not the batch's lines that applied (%d bytes)", got.Len(), want.Len())
+	}
+	if again := reloaded(t, path); again != saved(r) {
+		t.Errorf("the state file replays to another router")
+	}
+}
+
 // TestStateOrder: a session sealed after another that began later (each is
 // sealed when it ends) is replayed in the order the two ran: B's changes
 // to the link A made come after A's making it, though B's record is first

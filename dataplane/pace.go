@@ -101,6 +101,17 @@ func (p *Pacer) Meter() *Meter {
 	return &Meter{p: p, undo: undo, last: threadCPU()}
 }
 
+// Go runs work on a helper goroutine of the writer's (a table's build in
+// two halves): its thread lowered as the writer's is, its CPU charged to
+// the pacer.
+func (p *Pacer) Go(work func()) {
+	go func() {
+		m := p.Meter()
+		defer m.Done()
+		work()
+	}()
+}
+
 // Charge adds the CPU time the goroutine spent since its last charge.
 func (m *Meter) Charge() {
 	if m == nil {

@@ -101,8 +101,8 @@ func TestPacerMeter(t *testing.T) {
 	}
 }
 
-// TestPacerNice: a paced writer's thread, and its helper's, run at the
-// control priority (a nice value, or SCHED_IDLE) while paced and at their
+// TestPacerNice: a paced writer's thread, and its helpers' (a Meter's, and
+// what its Go runs), run at the control priority (a nice value, or SCHED_IDLE) while paced and at their
 // own after; with a share of 100% the priority alone still makes a pacer,
 // one that never sleeps.
 func TestPacerNice(t *testing.T) {
@@ -147,6 +147,11 @@ func TestPacerNice(t *testing.T) {
 		}()
 		if h := <-helper; h[0] != c.want {
 			t.Errorf("nice %d: the helper's thread at %v while paced (-1: not given back its %v after)", c.nice, h[0], h[1])
+		}
+		went := make(chan [2]int)
+		p.Go(func() { went <- prio() })
+		if got := <-went; got != c.want {
+			t.Errorf("nice %d: work the pacer's Go ran at %v, want %v", c.nice, got, c.want)
 		}
 		start := time.Now()
 		for i := 0; i < 1000; i++ {
