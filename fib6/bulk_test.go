@@ -349,3 +349,49 @@ func BenchmarkSortBuffer(b *testing.B) {
 		bb.sorted()
 	}
 }
+
+// TestBulkExpect loads the real table shuffled, told how many prefixes
+// come (Txn.Expect): the buffer's index is made for them once and never
+// grows, and the table is the one a load told nothing builds. A guess too
+// low grows the index from there, one on a table that is not empty (no
+// bulk load) changes nothing; both build the same table.
+func TestBulkExpect(t *testing.T) {
+	ps := slices.Clone(loadRealTable(t))
+	rand.New(rand.NewPCG(6, 6)).Shuffle(len(ps), func(i, j int) { ps[i], ps[j] = ps[j], ps[i] })
+	load := func(expect int, grows bool) *Table {
+		t.Helper()
+		tab := newTable(TableMain, nil)
+		x := tab.Begin()
+		x.Expect(expect)
+		size := 0
+		for i, p := range ps {
+			if err := x.Add(Route{Dst: p, Attrs: benchRoute}); err != nil {
+				t.Fatal(p, err)
+			}
+			if n := len(x.tx.bulk.buf.idx); i == compactOps+1 {
+				size = n
+			} else if i > compactOps+1 && n != size && !grows {
+				t.Fatalf("after %d of %d prefixes expected, the index grew from %d to %d slots", i+1, expect, size, n)
+			}
+		}
+		if grows && size == len(x.tx.bulk.buf.idx) {
+			t.Fatalf("told %d of %d prefixes, the index did not grow from %d slots", expect, len(ps), size)
+		}
+		x.Commit()
+		if got := tab.Len(); got != len(ps) {
+			t.Fatalf("%d routes, want %d", got, len(ps))
+		}
+		return tab
+	}
+	want := load(0, true)
+	sameTries(t, load(len(ps), false).trie, want.trie, sameRoutes)
+	sameTries(t, load(len(ps)/8, true).trie, want.trie, sameRoutes)
+
+	// a table with routes takes its changes one by one: nothing to size
+	x := want.Begin()
+	x.Expect(1 << 20)
+	if x.tx.bulk.on || x.tx.bulk.expect != 0 {
+		t.Fatal("a table with routes began a bulk load")
+	}
+	x.Commit()
+}

@@ -59,6 +59,7 @@ type bulkLoad struct {
 	// builtOps is x.ops when the build settled: commit has nothing to
 	// trim if no change came after it.
 	builtOps int
+	expect   int // prefixes the load is expected to take (Txn.Expect)
 }
 
 // bottomUp reports whether the load is built (or will be) bottom-up.

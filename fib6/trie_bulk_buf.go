@@ -139,7 +139,7 @@ func (bb *bulkBuf) init(size int) {
 // buffer: the load goes on out of order.
 func (bl *bulkLoad) toBuffer() {
 	bb := &bl.buf
-	bb.init(4 * (len(bl.early) + 1))
+	bb.init(max(4*(len(bl.early)+1), 2*bl.expect))
 	for _, e := range append(bl.early, bl.last) {
 		_, s := bb.find(e.k, e.plen)
 		bb.add(e, s)

@@ -41,6 +41,24 @@ func (t *Table) begin() *Txn {
 	return x
 }
 
+// Expect tells the transaction that about n changes follow (a batch's
+// size says so). A load into an empty table that comes out of order is
+// buffered, and its buffer's index is then made for them at once: grown
+// from small by doubling, it is rebuilt again and again, each rebuild a
+// cache miss per prefix and fresh memory (a full table's ~5 ms, a third
+// of its build). A wrong guess costs only that: too low, the index grows
+// from there; too high, it takes more memory until the commit (up to
+// expectMax's index, whatever the guess: it may be a client's word).
+func (x *Txn) Expect(n int) {
+	if x.tx.bulk.on {
+		x.tx.bulk.expect = min(max(n, 0), expectMax)
+	}
+}
+
+// expectMax is the most prefixes Expect sizes an index for: 2M, twice
+// the Internet's IPv4 table, an index of 16 MB.
+const expectMax = 1 << 21
+
 // Txn is an open transaction of one table.
 type Txn struct {
 	t       *Table
