@@ -58,7 +58,7 @@ func BenchmarkBatchApply(b *testing.B) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				s := &session{r: r, opt: options{batch: true, batchName: "bench"}, out: bufio.NewWriter(io.Discard), errOut: func(m string) { b.Error(m) },
+				s := &session{r: r, opt: options{batch: true, batchName: "bench", size: int64(len(d))}, out: bufio.NewWriter(io.Discard), errOut: func(m string) { b.Error(m) },
 					state: state}
 				if st := s.run(bufio.NewReaderSize(bytes.NewReader(d), 1<<18)); st != 0 {
 					b.Error("exit status", st)

@@ -175,13 +175,23 @@ func (o *options) flag(opt string, w []byte, arg string) int {
 	return -1
 }
 
+// fileSize is the size of input if it is a regular file, else -1.
+func fileSize(input io.Reader) int64 {
+	if f, ok := input.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			return fi.Size()
+		}
+	}
+	return -1
+}
+
 // writeSize is the client's send buffer: a batch file's size up to 256
 // KiB (a long batch goes in big writes, a short command costs little).
 func writeSize(input io.Reader) int {
-	if f, ok := input.(*os.File); ok {
-		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-			return int(min(max(fi.Size()+512, 4<<10), 1<<18))
-		}
+	if n := fileSize(input); n >= 0 {
+		return int(min(max(n+512, 4<<10), 1<<18))
+	}
+	if _, ok := input.(*os.File); ok {
 		return 1 << 18 // a pipe: as long as it goes
 	}
 	return 4 << 10
@@ -262,6 +272,9 @@ func talk(socket string, o options, input io.Reader, keepOpen bool, stdoutW, std
 // reading (a batch that failed), and its answer says why.
 func send(uc *net.UnixConn, o options, input io.Reader, keepOpen bool) error {
 	w := bufio.NewWriterSize(uc, writeSize(input))
+	if o.batch {
+		o.size = max(fileSize(input), 0)
+	}
 	w.WriteString(o.header())
 	in := &lineEnder{r: input}
 	if _, err := io.Copy(w, in); err != nil {

@@ -3,7 +3,9 @@ package control
 import (
 	"bufio"
 	"errors"
+	"io"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -68,5 +70,60 @@ func TestClientShortStatus(t *testing.T) {
 	st := talk(path, options{}, strings.NewReader("route show\n"), false, &out, &errs)
 	if st == 0 || errs.Len() == 0 {
 		t.Fatalf("a status frame cut short: status %d, stderr %q", st, errs.String())
+	}
+}
+
+// TestClientBatchSize: a batch read from a file tells the daemon its size
+// in the header (so a full table's load sizes its buffers once); one from
+// a pipe or a stream does not, and the header's other options, the stats
+// count among them, read back as they were.
+func TestClientBatchSize(t *testing.T) {
+	o := options{batch: true, force: true, stats: 2, size: 10290274, batchName: "a name with spaces"}
+	if got, err := parseHeader(o.header()); err != nil || got != o {
+		t.Fatalf("header %q reads back as %+v, %v; want %+v", o.header(), got, err, o)
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "routes.batch")
+	text := "route add 2001:db8:1::/48 dev d0\nroute add 2001:db8:2::/48 dev d0\n"
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "s.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	sent := func(input io.Reader) options {
+		t.Helper()
+		got := make(chan options, 1)
+		go func() {
+			c, err := l.Accept()
+			if err != nil {
+				got <- options{}
+				return
+			}
+			defer func() { _ = c.Close() }()
+			line, _ := bufio.NewReader(c).ReadString('\n')
+			h, _ := parseHeader(line)
+			got <- h
+			_, _ = c.Write([]byte{'x', 0, 0, 0, 1, 0})
+		}()
+		var out, errs strings.Builder
+		if st := talk(sock, options{batch: true, batchName: "routes.batch"}, input, false, &out, &errs); st != 0 {
+			t.Fatalf("status %d, stderr %q", st, errs.String())
+		}
+		return <-got
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }() // read only
+	if h := sent(f); h.size != int64(len(text)) || !h.batch {
+		t.Fatalf("a batch file of %d bytes announced %+v", len(text), h)
+	}
+	if h := sent(strings.NewReader(text)); h.size != 0 {
+		t.Fatalf("a batch from a stream announced a size: %+v", h)
 	}
 }

@@ -124,7 +124,7 @@ func ApplyConfig(r *router.Router, path string) (int, error) {
 	out := bufio.NewWriter(os.Stdout)
 	s := &session{
 		r:      r,
-		opt:    options{batch: true, batchName: path},
+		opt:    options{batch: true, batchName: path, size: max(fileSize(f), 0)},
 		out:    out,
 		errOut: func(m string) { msgs = append(msgs, m) },
 	}

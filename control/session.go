@@ -67,6 +67,11 @@ func (s *session) txnFor(t *fib6.Table) *fib6.Txn {
 	}
 	s.commit()
 	s.txn = t.Begin()
+	if s.opt.batch && s.opt.size > 0 {
+		// a full table's batch is lines of ~64 bytes; one of shorter lines
+		// grows the load's buffer on from there
+		s.txn.Expect(int(s.opt.size / 48))
+	}
 	if s.pace != nil {
 		s.txn.SetHelper(s.pace.Go) // a paced writer's helpers are lowered with it
 	}

@@ -15,7 +15,8 @@ import (
 //
 //	urouter/1 OPTIONS BATCHNAME
 //
-// (OPTIONS: letters j p d f b r 6 and the stats count as digits, or "-"),
+// (OPTIONS: letters j p d f b r 6, the stats count as digits, and z and
+// the batch file's size in bytes; or "-"),
 // then command lines, each ending in '\n', then closes its side. The daemon
 // answers with frames: a type byte ('o' stdout, 'e' stderr, 'x' exit
 // status), a big-endian uint32 length and the payload.
@@ -32,6 +33,9 @@ type options struct {
 	// inet6: -6 was given (a nexthop without an IPv6 gateway is IPv4
 	// without it, as in Linux)
 	inet6 bool
+	// size is the batch file's size in bytes, if known: how big a load
+	// is coming (see session.txnFor)
+	size int64
 }
 
 func (o options) header() string {
@@ -46,6 +50,9 @@ func (o options) header() string {
 	}
 	if o.stats > 0 {
 		f += strconv.Itoa(o.stats)
+	}
+	if o.size > 0 {
+		f += "z" + strconv.FormatInt(o.size, 10)
 	}
 	if f == "" {
 		f = "-"
@@ -63,8 +70,13 @@ func parseHeader(line string) (options, error) {
 	if len(fields) != 3 || fields[0] != protoMagic {
 		return o, errors.New("bad header")
 	}
+	sizing := false // the digits after z are the size
 	for _, c := range fields[1] {
 		switch {
+		case c == 'z':
+			sizing = true
+		case sizing && c >= '0' && c <= '9':
+			o.size = min(o.size*10+int64(c-'0'), 1<<40)
 		case c == 'j':
 			o.json = true
 		case c == 'p':
