@@ -52,7 +52,7 @@ func daemon(args []string) int {
 	fpmAddr := fs.String("fpm", "", "accept zebra's FPM connection on [ADDR]:PORT (FRR's default is 127.0.0.1:2620); off unless given")
 	fpmHold := fs.Duration("fpm-hold", feed.DefaultHold, "after zebra reconnects, keep what its last session installed and it has not said again at least this long (a graceful-restart time), then sweep it once the session is quiet")
 	mirrorTables := fs.String("mirror-table", "", "follow these kernel tables (ids, comma-separated) of the daemon's netns into the router's tables of the same ids")
-	controlShare := fs.Float64("control-share", 100, "percent of one CPU a batch takes at most while the data plane forwards (100: no limit); the rest of the machine stays the traffic's")
+	controlShare := fs.Float64("control-share", 60, "percent of one CPU a batch takes at most while the data plane forwards (100: no limit); the rest of the machine stays the traffic's")
 	controlNice := fs.String("control-nice", "idle", "the nice value (0-19) of a batch's threads while the data plane forwards, or idle (SCHED_IDLE): a forwarding worker that wakes then runs before them")
 	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://ADDR:PORT/metrics; off unless given")
 	if err := fs.Parse(args); err != nil {
