@@ -177,15 +177,26 @@ func (l *locals) len() int {
 	return len(l.vals)
 }
 
-// shortBest is the longest short local covering slot s.
+// shortBest is the longest short local covering slot s. Its candidates
+// are one ART index of each length n, 1<<n | s>>(8-n): /7's in the upper
+// half of the bitmap, /6's in its second word, /0-/5's all in the first,
+// so three tests find it where one per length took eight (a cold lookup
+// ends here often: 9% of its time).
 func (l *locals) shortBest(s uint8) *rset {
 	if l == nil {
 		return nil
 	}
-	for n := 7; n >= 0; n-- {
-		if i := artIndex(n, s); l.short.has(i) {
-			return l.vals[l.short.rank(i)]
-		}
+	b := &l.short
+	if i := artIndex(7, s); b.has(i) {
+		return l.vals[b.rank(i)]
+	}
+	if i := artIndex(6, s); b.has(i) {
+		return l.vals[bits.OnesCount64(b[0])+bits.OnesCount64(b[1]&(1<<(i&63)-1))]
+	}
+	c := uint64(1)<<1 | uint64(1)<<(2|s>>7) | uint64(1)<<(4|s>>6) | uint64(1)<<(8|s>>5) | uint64(1)<<(16|s>>4) | uint64(1)<<(32|s>>3)
+	if m := b[0] & c; m != 0 {
+		i := 63 - bits.LeadingZeros64(m)
+		return l.vals[bits.OnesCount64(b[0]&(1<<i-1))]
 	}
 	return nil
 }

@@ -288,3 +288,36 @@ func TestTrieRealTable(t *testing.T) {
 	}
 	checkTrie(t, tr, ref, r)
 }
+
+// TestShortBest holds locals.shortBest to its definition, the longest
+// short local (of lengths 7 down to 0) covering the slot, for every slot
+// of random sets of locals, sparse and dense.
+func TestShortBest(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 5))
+	sets := testSets(1)
+	for round := 0; round < 2000; round++ {
+		var l locals
+		density := 1 + r.IntN(64)
+		for i := 1; i < 256; i++ {
+			if r.IntN(density) == 0 {
+				l.short.set(uint8(i))
+			}
+		}
+		for i := 0; i < 256; i++ {
+			if l.short.has(uint8(i)) {
+				l.vals = append(l.vals, &rset{routes: sets[0].routes, hasSrc: i%2 == 0})
+			}
+		}
+		for s := 0; s < 256; s++ {
+			var want *rset
+			for n := 7; n >= 0 && want == nil; n-- {
+				if i := artIndex(n, uint8(s)); l.short.has(i) {
+					want = l.vals[l.short.rank(i)]
+				}
+			}
+			if got := l.shortBest(uint8(s)); got != want {
+				t.Fatalf("locals %x, slot %d: got %p, want %p", l.short, s, got, want)
+			}
+		}
+	}
+}
