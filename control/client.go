@@ -185,11 +185,12 @@ func fileSize(input io.Reader) int64 {
 	return -1
 }
 
-// writeSize is the client's send buffer: a batch file's size up to 256
-// KiB (a long batch goes in big writes, a short command costs little).
-func writeSize(input io.Reader) int {
-	if n := fileSize(input); n >= 0 {
-		return int(min(max(n+512, 4<<10), 1<<18))
+// writeSize is the client's send buffer: a batch file's size (size, from
+// fileSize) up to 256 KiB (a long batch goes in big writes, a short
+// command costs little).
+func writeSize(input io.Reader, size int64) int {
+	if size >= 0 {
+		return int(min(max(size+512, 4<<10), 1<<18))
 	}
 	if _, ok := input.(*os.File); ok {
 		return 1 << 18 // a pipe: as long as it goes
@@ -271,9 +272,10 @@ func talk(socket string, o options, input io.Reader, keepOpen bool, stdoutW, std
 // failure to read the input: a failed write means the daemon stopped
 // reading (a batch that failed), and its answer says why.
 func send(uc *net.UnixConn, o options, input io.Reader, keepOpen bool) error {
-	w := bufio.NewWriterSize(uc, writeSize(input))
+	size := fileSize(input)
+	w := bufio.NewWriterSize(uc, writeSize(input, size))
 	if o.batch {
-		o.size = max(fileSize(input), 0)
+		o.size = max(size, 0)
 	}
 	w.WriteString(o.header())
 	in := &lineEnder{r: input}

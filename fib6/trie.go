@@ -191,12 +191,14 @@ func (l *locals) shortBest(s uint8) *rset {
 		return l.vals[b.rank(i)]
 	}
 	if i := artIndex(6, s); b.has(i) {
-		return l.vals[bits.OnesCount64(b[0])+bits.OnesCount64(b[1]&(1<<(i&63)-1))]
+		return l.vals[b.rank(i)]
 	}
-	c := uint64(1)<<1 | uint64(1)<<(2|s>>7) | uint64(1)<<(4|s>>6) | uint64(1)<<(8|s>>5) | uint64(1)<<(16|s>>4) | uint64(1)<<(32|s>>3)
+	var c uint64 // the candidates of lengths 0-5, all below 64
+	for n := range 6 {
+		c |= 1 << artIndex(n, s)
+	}
 	if m := b[0] & c; m != 0 {
-		i := 63 - bits.LeadingZeros64(m)
-		return l.vals[bits.OnesCount64(b[0]&(1<<i-1))]
+		return l.vals[b.rank(uint8(63-bits.LeadingZeros64(m)))]
 	}
 	return nil
 }
