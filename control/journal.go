@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -266,13 +268,19 @@ func (j *journal) compact(snapshot []byte) error {
 	t := j.now()
 	rec = appendSeal(rec, 1, true, t)
 	tmp := j.path + ".tmp"
-	// O_APPEND: this descriptor, renamed with its file, takes the
-	// changes after; no reopening that could fail once renamed.
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_TRUNC, 0o600)
+	f, err := createTemp(tmp)
 	if err != nil {
 		return err
 	}
-	if _, err = f.Write(rec); err == nil {
+	// The file keeps the mode and owner of the one it replaces: a
+	// config given as the state file stays the user's.
+	if fi, serr := os.Stat(j.path); serr == nil {
+		err = keepOwner(f, fi)
+	}
+	if err == nil {
+		_, err = f.Write(rec)
+	}
+	if err == nil {
 		if err = f.Sync(); err == nil {
 			err = os.Rename(tmp, j.path)
 		}
@@ -296,6 +304,31 @@ func (j *journal) compact(snapshot []byte) error {
 		return err
 	}
 	j.err = nil
+	return nil
+}
+
+// createTemp creates the file at tmp for a new snapshot, new: whatever is
+// there is removed first (a compaction a crash cut short left it, or
+// someone planted it: a symlink to another file would have that file
+// overwritten), and O_EXCL|O_NOFOLLOW refuse what comes back between
+// the two. O_APPEND: this descriptor, renamed with its file, takes the
+// changes after; no reopening that could fail once renamed.
+func createTemp(tmp string) (*os.File, error) {
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	return os.OpenFile(tmp, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+}
+
+// keepOwner gives f the permissions and owner of fi (the file it
+// replaces). The owner is given only where the daemon may (root).
+func keepOwner(f *os.File, fi fs.FileInfo) error {
+	if err := f.Chmod(fi.Mode().Perm()); err != nil {
+		return err
+	}
+	if sys, ok := fi.Sys().(*syscall.Stat_t); ok && os.Geteuid() == 0 {
+		return f.Chown(int(sys.Uid), int(sys.Gid))
+	}
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
+	"syscall"
 )
 
 // Reading a state file back: its records, checked against their seals,
@@ -127,8 +128,8 @@ func intactAfter(data []byte, from, start int) bool {
 }
 
 // oursTorn reports whether data, with no good seal, is the journal's own
-// first record torn: it begins with journalHeader, or with a piece of
-// it, or with a NUL byte (blocks a crash left unwritten read as zeros).
+// first record cut short or overwritten: it begins with journalHeader,
+// or with a piece of it, or with a NUL byte (blocks never written).
 func oursTorn(data []byte) bool {
 	first := data
 	if i := bytes.IndexByte(data, '\n'); i >= 0 {
@@ -139,11 +140,11 @@ func oursTorn(data []byte) bool {
 
 // loadState reads the state file at path. A missing or empty file is an
 // empty state. A torn record at the end is dropped (st.torn says so); a
-// bad record with a good one after it, or sealed as a snapshot, is damage
-// no crash leaves, and an error naming the bad record's first line in the
-// file (record 1's is the header's).
+// bad record with a good one after it, or a bad first record (always a
+// snapshot), is damage no crash leaves, and an error naming the bad
+// record's first line in the file (record 1's is the header's).
 func loadState(path string) (*loadedState, error) {
-	data, err := os.ReadFile(path)
+	data, err := readRegular(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &loadedState{}, nil
 	}
@@ -198,7 +199,13 @@ walk:
 	if from == len(data) {
 		return st, nil
 	}
-	if len(st.records) == 0 && !oursTorn(data) {
+	if len(st.records) == 0 {
+		if oursTorn(data) {
+			// The first record is a snapshot, written whole to a new
+			// file and renamed into place (compact): no crash tears
+			// it. Dropped, the whole configuration would go.
+			return nil, fmt.Errorf("%s:1: the snapshot is damaged (%s, %d bytes): snapshots are written whole, so no crash leaves one torn", path, tornWhy, len(data))
+		}
 		if sawSeal {
 			// not a file the journal wrote: dropping it as torn
 			// would wipe someone's config
@@ -211,4 +218,41 @@ walk:
 	}
 	st.torn = fmt.Sprintf("dropped a torn record at line %d (%d bytes): %s", fromLine, len(data)-from, tornWhy)
 	return st, nil
+}
+
+// readRegular reads the regular file at path. Anything else is refused
+// before it is read: opening a FIFO for reading would wait for a writer
+// (the daemon would never start, nor answer), and a device never ends.
+func readRegular(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }() // read only: nothing to lose
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file (%s)", path, fileKind(fi.Mode()))
+	}
+	var b bytes.Buffer
+	b.Grow(int(fi.Size()) + bytes.MinRead)
+	_, err = b.ReadFrom(f)
+	return b.Bytes(), err
+}
+
+// fileKind names the kind of a file that is not a regular one.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return m.Type().String()
 }
