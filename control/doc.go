@@ -44,4 +44,6 @@
 //	sysctl.go                     sysctl(8): the router's knobs by Linux's names
 //	feeds.go                      fpm show, mirror show
 //	monitor.go                    ip monitor: the hub and its events
+//	state.go, state_replay.go     the state file: changes sealed, compaction, the start's replay
+//	journal.go, journal_load.go   the state file's records and seals, written and read back
 package control

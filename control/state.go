@@ -1,16 +1,11 @@
 package control
 
 import (
-	"bufio"
 	"bytes"
-	"cmp"
 	"fmt"
-	"io"
 	"net/netip"
 	"os"
-	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,9 +43,33 @@ type State struct {
 	stop    chan struct{} // ends keepFeed
 	// Loaded is what the start applied from the file.
 	Loaded StateReport
+	// held are the lines the router refused at the start (a host
+	// interface not there): every snapshot keeps them, so that no
+	// compaction drops what the file said, and the next start tries
+	// them again. Set by Apply only.
+	held []heldLine
 	// Log receives what the daemon should log (a torn record dropped, a
 	// line that failed); nil: stderr.
 	Log func(string)
+}
+
+// heldLine is a line of the state file the router refused at the start.
+type heldLine struct {
+	text []byte // the line, '\n' included
+	why  string // FILE:LINE: the router's error
+}
+
+// heldMark begins the part of a snapshot that holds the lines the start
+// could not apply: written for the reader, they are replayed as any line.
+var heldMark = []byte("# urouter state: lines that failed at the start (see status), kept until they apply\n")
+
+// failedWhy is status's word on the lines that failed at the start.
+func (st *State) failedWhy() string {
+	m := fmt.Sprintf("state %s: %d of its lines failed (see the daemon's log)", st.path, st.Loaded.Errors)
+	if n := len(st.held); n > 0 {
+		m += fmt.Sprintf("; %d kept in the file until they apply, the first %s", n, st.held[0].why)
+	}
+	return m
 }
 
 // StateReport is what a start applied from the state file.
@@ -102,8 +121,9 @@ func (st *State) log(m string) {
 // (writing a snapshot first if it held none, or only a plain config). fpm, if not nil, is the FPM
 // feed's applier, given back the routes it owned. A line that does not
 // parse stops it with the file and line; one the router refuses (a host
-// interface gone, say) is logged, counted, and passed over. Its errors
-// begin with the file's name, as ReadState's do.
+// interface gone, say) is logged, counted, and held: every snapshot
+// keeps it, and status says so. Its errors begin with the file's name,
+// as ReadState's do.
 func (st *State) Apply(ld *loadedState, fpm *feed.Applier) error {
 	st.fpm = fpm
 	if ld.torn != "" {
@@ -118,6 +138,9 @@ func (st *State) Apply(ld *loadedState, fpm *feed.Applier) error {
 	}
 	if err := st.replayChanges(recs); err != nil {
 		return err
+	}
+	if n := len(st.held); n > 0 {
+		st.log(fmt.Sprintf("state %s: %d lines failed: the file keeps them, and the next start tries them again", st.path, n))
 	}
 	j, err := openJournal(st.path, ld)
 	if err != nil {
@@ -146,140 +169,6 @@ func (st *State) Run(feeds *Feeds) {
 		st.stop = make(chan struct{})
 		go st.keepFeed(st.stop)
 	}
-}
-
-// replayer applies a state file's lines as a forced batch.
-type replayer struct {
-	st *State
-	s  *session
-}
-
-func (st *State) replayer() *replayer {
-	return &replayer{st: st, s: &session{r: st.r, feeds: st.feeds, opt: options{batch: true, force: true, batchName: st.path},
-		out: bufio.NewWriter(io.Discard), restoring: true}}
-}
-
-// run applies line, line fileLine of the file, written at t (0: now): a
-// route's expires counts from then. A line that does not parse is the
-// error; one the router refuses is logged and counted.
-func (rp *replayer) run(line []byte, fileLine int, t int64) error {
-	st, s := rp.st, rp.s
-	s.line = fileLine
-	s.clock = time.Time{}
-	if t != 0 {
-		s.clock = time.Unix(0, t)
-	}
-	if len(line) > maxLine {
-		return fmt.Errorf("%s:%d: command line too long", st.path, fileLine)
-	}
-	st.Loaded.Lines++
-	e := s.exec(line)
-	if e == nil {
-		return nil
-	}
-	if e.exits || e.code == 255 || strings.HasPrefix(e.msg, "Object \"") {
-		return fmt.Errorf("%s:%d: %s", st.path, fileLine, e.msg)
-	}
-	st.Loaded.Errors++
-	st.log(fmt.Sprintf("state %s:%d: %s", st.path, fileLine, e.msg))
-	return nil
-}
-
-// lines calls fn with each line of text (its '\n' kept) and its number,
-// from first.
-func lines(text []byte, first int, fn func(line []byte, n int) error) error {
-	for n := first; len(text) > 0; n++ {
-		line := text
-		if i := bytes.IndexByte(text, '\n'); i >= 0 {
-			line, text = text[:i+1], text[i+1:]
-		} else {
-			text = nil
-		}
-		if err := fn(line, n); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// replay applies the snapshot record; after the feed's mark, what it adds
-// is the FPM feed's again (without --fpm, nobody's: it is passed over).
-func (st *State) replay(rec *journalRecord) error {
-	rp := st.replayer()
-	defer rp.s.commit()
-	feedPart := false
-	return lines(rec.text, rec.line, func(line []byte, n int) error {
-		if bytes.Equal(line, feedMark) {
-			rp.s.commit()
-			feedPart = true
-			if st.fpm != nil {
-				rp.s.adopt = st.fpm
-			}
-			return nil
-		}
-		if feedPart && st.fpm == nil {
-			return nil
-		}
-		return rp.run(line, n, rec.time)
-	})
-}
-
-// seqMark is the line `#@seq N` a session's record puts before a line
-// whose number in the run is not the one after its line before (another
-// session's changes came between): N, and whether line is one.
-func seqMark(line []byte) (uint64, bool) {
-	rest, ok := bytes.CutPrefix(bytes.TrimSuffix(line, []byte("\n")), []byte(seqWord))
-	if !ok {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(string(rest), 10, 64)
-	return n, err == nil
-}
-
-const seqWord = "#@seq "
-
-// replayChanges applies the change records' lines in the order they ran,
-// which is not the order of the records when sessions overlapped (each is
-// sealed when it ends): by the numbers of their #@seq marks; a line without
-// one comes after the line before it, and a record's first unmarked line
-// after every line before it in the file.
-func (st *State) replayChanges(recs []journalRecord) error {
-	type change struct {
-		seq  uint64
-		line []byte
-		n    int
-		time int64
-	}
-	var cs []change
-	var last, top uint64
-	sorted := true
-	for i := range recs {
-		rec := &recs[i]
-		next := top + 1
-		_ = lines(rec.text, rec.line, func(line []byte, n int) error {
-			if seq, ok := seqMark(line); ok {
-				next = seq
-				return nil
-			}
-			cs = append(cs, change{next, line, n, rec.time})
-			sorted = sorted && next > last
-			last, top = next, max(top, next)
-			next++
-			return nil
-		})
-	}
-	if !sorted {
-		slices.SortStableFunc(cs, func(a, b change) int { return cmp.Compare(a.seq, b.seq) })
-	}
-	st.seq.Store(top)
-	rp := st.replayer()
-	defer rp.s.commit()
-	for _, c := range cs {
-		if err := rp.run(c.line, c.n, c.time); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // enter is called before a session's first change: it holds the gate until
@@ -393,6 +282,12 @@ func (st *State) compact() error {
 	buf.Grow(int(st.j.snapshotSize()))
 	s := &session{r: st.r, feeds: st.feeds}
 	s.save(false, func(_ string, line []byte) { buf.Write(line) })
+	if len(st.held) > 0 {
+		buf.Write(heldMark)
+		for _, h := range st.held {
+			buf.Write(h.text)
+		}
+	}
 	if st.fpm != nil {
 		buf.Write(feedMark)
 		sv := saver{s: s, emit: func(_ string, line []byte) { buf.Write(line) }, only: st.fpm}

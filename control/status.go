@@ -29,7 +29,7 @@ func (s *session) statusCmd(args [][]byte) *cmdErr {
 		st = &Startup{}
 	}
 	if s.state != nil && s.state.Loaded.Errors > 0 {
-		why = append(why, fmt.Sprintf("state %s: %d of its lines failed (see the daemon's log)", s.state.path, s.state.Loaded.Errors))
+		why = append(why, s.state.failedWhy())
 	}
 	if s.state != nil && s.state.dirty.Load() {
 		why = append(why, fmt.Sprintf("state %s: a change is not saved: %v", s.state.path, s.state.failed.Load()))
@@ -101,6 +101,9 @@ func (s *session) statusCmd(args [][]byte) *cmdErr {
 		w.uint("records", "%d records, ", uint64(l.Records))
 		w.uint("lines", "%d lines, ", uint64(l.Lines))
 		w.uint("errors", "%d errors", uint64(l.Errors))
+		if len(s.state.held) > 0 {
+			w.uint("held", ", %d lines held", uint64(len(s.state.held)))
+		}
 		if l.Torn != "" {
 			w.str("torn", "; at start %s", l.Torn)
 		}
