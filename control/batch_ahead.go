@@ -333,11 +333,34 @@ func (s *session) nextChunk(ra *readAhead) *aheadChunk {
 			r := ra.reads.Load()
 			if r%2 == 1 && r == seen {
 				s.commit()
-				return <-ra.out
+				return s.awaitChunk(ra)
 			}
 			seen = r
 			ra.timer.Reset(idleCommit)
 		}
 	}
-	return <-ra.out
+	return s.awaitChunk(ra)
+}
+
+// awaitChunk waits for the reader's next chunk, with no transaction open;
+// a session holding changes not sealed looks every State.SealAfter
+// whether to seal them (as pausingConn's readIdle).
+func (s *session) awaitChunk(ra *readAhead) *aheadChunk {
+	if !s.entered {
+		return <-ra.out
+	}
+	every := s.state.sealAfter()
+	t := time.NewTimer(every)
+	defer t.Stop()
+	for {
+		select {
+		case c := <-ra.out:
+			return c
+		case <-t.C:
+		}
+		if s.sealIdle(); !s.entered {
+			return <-ra.out
+		}
+		t.Reset(every)
+	}
 }

@@ -2,6 +2,7 @@ package control
 
 import (
 	"bufio"
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -41,6 +42,7 @@ type session struct {
 	state   *State
 	pending [][]byte // chunks of whole lines
 	entered bool
+	sealErr error  // a seal of part of its changes failed (see sealIdle)
 	lastSeq uint64 // the number of its last changing line in the run
 	partial []byte // what a failed command changed all the same, as a command (a sysctl's names written)
 	// restoring: the lines are a saved configuration (a state file, a
@@ -360,6 +362,9 @@ func (srv *Server) serveConn(c net.Conn) {
 		errOut: func(m string) { _, _ = ew.Write([]byte(m + "\n")) }, // as flush
 	}
 	pc.holding, pc.pause = func() bool { return s.txn != nil || s.rtxn != nil }, s.commit
+	if srv.State != nil {
+		pc.sealing, pc.seal, pc.sealAfter = func() bool { return s.entered }, s.sealIdle, srv.State.sealAfter()
+	}
 	s.conn = pc
 	s.state, s.startup = srv.State, &srv.Status
 	if opt.batch && srv.R.DP != nil {
@@ -369,7 +374,7 @@ func (srv *Server) serveConn(c net.Conn) {
 	}
 	status := s.run(in)
 	if s.state != nil {
-		if err := s.state.leave(s); err != nil {
+		if err := cmp.Or(s.state.leave(s), s.sealErr); err != nil {
 			s.flush()
 			s.errOut("Error: " + err.Error())
 			status = 1

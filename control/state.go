@@ -2,6 +2,7 @@ package control
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"net/netip"
 	"os"
@@ -51,7 +52,16 @@ type State struct {
 	// Log receives what the daemon should log (a torn record dropped, a
 	// line that failed); nil: stderr.
 	Log func(string)
+	// SealAfter is how long a session holding changes not sealed waits
+	// on its client before it looks whether to seal them (see
+	// session.sealIdle); 0 is DefaultSealAfter.
+	SealAfter time.Duration
 }
+
+// DefaultSealAfter is State.SealAfter's default.
+const DefaultSealAfter = time.Second
+
+func (st *State) sealAfter() time.Duration { return cmp.Or(st.SealAfter, DefaultSealAfter) }
 
 // heldLine is a line of the state file the router refused at the start.
 type heldLine struct {
@@ -201,10 +211,33 @@ func (st *State) leave(s *session) error {
 		// what runs, the missing change with it.
 		return st.repair()
 	}
-	if n := st.j.sinceSnapshot(); n > compactAt && n > 2*st.j.snapshotSize() && st.busy.CompareAndSwap(false, true) {
+	if st.due() && st.busy.CompareAndSwap(false, true) {
 		go st.tryCompact()
 	}
 	return nil
+}
+
+// due reports whether the changes since the snapshot have grown to call
+// for a compaction.
+func (st *State) due() bool {
+	n := st.j.sinceSnapshot()
+	return n > compactAt && n > 2*st.j.snapshotSize()
+}
+
+// sealIdle seals what session s has changed so far, when it waits on its
+// client with no transaction open and a compaction is due: a session
+// that holds changes and waits (a batch typed by hand, a client that
+// stopped) holds every compaction off, and the file would grow with the
+// other sessions' changes without bound (25.7 MB while one held a single
+// change). Its lines after are its next record: its batch is in the file
+// in the parts it ran in, which is how the router has it.
+func (s *session) sealIdle() {
+	if s.state == nil || !s.entered || s.txn != nil || s.rtxn != nil || !s.state.due() {
+		return
+	}
+	if err := s.state.leave(s); err != nil && s.sealErr == nil {
+		s.sealErr = err
+	}
 }
 
 // repair writes a snapshot of what runs once no session holds changes to

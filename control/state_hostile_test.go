@@ -2,6 +2,8 @@ package control
 
 import (
 	"bytes"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,6 +125,87 @@ func TestStateNotRegular(t *testing.T) {
 			}
 		case <-time.After(10 * time.Second):
 			t.Fatalf("ReadState of %s is still waiting", kind)
+		}
+	}
+}
+
+// TestStateIdleHolder: sessions that hold changes not sealed and wait on
+// their client (one after a single line, one after a batch long enough to
+// be read ahead) do not hold compactions off for ever: once one is due,
+// they seal what they have, the file stays bounded while other sessions
+// change the router, and their later lines and the rest load back whole.
+func TestStateIdleHolder(t *testing.T) {
+	old := compactAt
+	compactAt = 16 << 10
+	t.Cleanup(func() { compactAt = old })
+	r := newTestRouter(t)
+	path := filepath.Join(t.TempDir(), "urouter.state")
+	sock, srv, st := stateServer(t, r, path, func(st *State) { st.SealAfter = 20 * time.Millisecond })
+	one := dial(t, sock, options{batch: true, batchName: "-"})
+	put(t, one, "route add 2001:db8:ffff::/64 dev d0\n")
+	long := dial(t, sock, options{batch: true, batchName: "-"})
+	for i := range 2000 { // past aheadAfter: read ahead
+		put(t, long, "route add 2001:db8:fffe:%x::/64 dev d0 table 200\n", i)
+	}
+	waitFor(t, "the holders' routes", func() bool {
+		out, _, _ := client(sock, options{}, "route show table all\n")
+		return strings.Contains(out, "2001:db8:ffff::/64") && strings.Contains(out, "2001:db8:fffe:7cf::/64")
+	})
+	for b := range 40 {
+		var in strings.Builder
+		for i := range 40 {
+			fmt.Fprintf(&in, "route add 2001:db8:%x:%x::/64 via 2001:db8:91::2 dev d0 table 100\n", b, i)
+		}
+		if _, e, code := client(sock, options{batch: true, batchName: "-"}, in.String()); code != 0 {
+			t.Fatal(e)
+		}
+	}
+	// the changes go on: a compaction comes once the holders sealed, and
+	// its snapshot has their routes
+	var churn strings.Builder
+	for i := range 100 {
+		fmt.Fprintf(&churn, "route add 2001:db8:eeee:%x::/64 dev d0\nroute del 2001:db8:eeee:%x::/64\n", i, i)
+	}
+	waitFor(t, "a compaction with the holders' routes", func() bool {
+		if _, e, code := client(sock, options{batch: true, batchName: "-"}, churn.String()); code != 0 {
+			t.Fatal(e)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap, _, _ := bytes.Cut(data, []byte("\n"+sealWord+" "))
+		return bytes.Contains(snap, []byte("2001:db8:ffff::/64")) && bytes.Contains(snap, []byte("2001:db8:fffe:7cf::/64"))
+	})
+	if fi, err := os.Stat(path); err != nil || fi.Size() > 3*st.j.snapshotSize()+compactAt+int64(churn.Len()) {
+		t.Errorf("the file has %d bytes, its snapshot %d", fi.Size(), st.j.snapshotSize())
+	}
+	put(t, one, "route add 2001:db8:fffd::/64 dev d0\n")
+	put(t, long, "route add 2001:db8:fffc::/64 dev d0\n")
+	for _, c := range []interface{ CloseWrite() error }{one.(*net.UnixConn), long.(*net.UnixConn)} {
+		if err := c.CloseWrite(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []net.Conn{one, long} {
+		var out, errs strings.Builder
+		if code, failure := answer(c.(*net.UnixConn), &out, &errs); code != 0 || failure != "" {
+			t.Errorf("a holder's status: %d %s %s", code, failure, errs.String())
+		}
+	}
+	srv.Close()
+	_ = st.Close()
+	if want, got := saved(r), reloaded(t, path); got != want {
+		t.Errorf("the state file rebuilds another configuration:\n%s", lineDiff(want, got))
+	}
+}
+
+// waitFor polls cond until it holds, failing t after 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 10 s", what)
 		}
 	}
 }

@@ -31,9 +31,12 @@ func loadInto(t *testing.T, r *router.Router, path string) *State {
 }
 
 // stateServer is a daemon's socket for r with a state file at path.
-func stateServer(t *testing.T, r *router.Router, path string) (string, *Server, *State) {
+func stateServer(t *testing.T, r *router.Router, path string, configure ...func(*State)) (string, *Server, *State) {
 	t.Helper()
 	st := loadInto(t, r, path)
+	for _, c := range configure {
+		c(st)
+	}
 	st.Run(&Feeds{})
 	sock := filepath.Join(t.TempDir(), "urouter.sock")
 	srv, err := Listen(sock, r)
@@ -78,7 +81,8 @@ func TestStateSessions(t *testing.T) {
 	t.Cleanup(func() { compactAt = old })
 	r := newTestRouter(t)
 	path := filepath.Join(t.TempDir(), "urouter.state")
-	sock, srv, st := stateServer(t, r, path)
+	// the open session below must not seal part of its batch
+	sock, srv, st := stateServer(t, r, path, func(st *State) { st.SealAfter = time.Hour })
 	var wg sync.WaitGroup
 	for c := 0; c < 4; c++ {
 		wg.Add(1)

@@ -141,11 +141,19 @@ type pausingConn struct {
 	// runAhead), which holds nothing; the session itself publishes when
 	// it waits for that reader
 	ahead bool
+	// sealing: the session holds changes it has not sealed; waiting on
+	// its client, it then calls seal every sealAfter (session.sealIdle)
+	sealing   func() bool
+	seal      func()
+	sealAfter time.Duration
 }
 
 func (p *pausingConn) Read(b []byte) (int, error) {
-	if p.ahead || p.holding == nil || !p.holding() {
+	if p.ahead || p.holding == nil {
 		return p.Conn.Read(b)
+	}
+	if !p.holding() {
+		return p.readIdle(b)
 	}
 	// a deadline fails only on a closed connection, which the call then reports
 	_ = p.SetReadDeadline(time.Now().Add(idleCommit))
@@ -155,12 +163,30 @@ func (p *pausingConn) Read(b []byte) (int, error) {
 		return n, err
 	}
 	p.pause()
+	return p.readIdle(b)
+}
+
+// readIdle reads without limit, but for a session holding changes not
+// sealed, which is woken every sealAfter to look whether to seal them.
+func (p *pausingConn) readIdle(b []byte) (int, error) {
+	for p.sealing != nil && p.sealing() {
+		_ = p.SetReadDeadline(time.Now().Add(p.sealAfter)) // as in Read
+		n, err := p.Conn.Read(b)
+		_ = p.SetReadDeadline(time.Time{})
+		if n > 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+			return n, err
+		}
+		p.seal()
+	}
 	return p.Conn.Read(b)
 }
 
 func (p *pausingConn) Write(b []byte) (int, error) {
-	if p.holding == nil || !p.holding() {
+	if p.holding == nil {
 		return p.Conn.Write(b)
+	}
+	if !p.holding() {
+		return p.writeIdle(b)
 	}
 	// as in Read
 	_ = p.SetWriteDeadline(time.Now().Add(idleCommit))
@@ -170,6 +196,24 @@ func (p *pausingConn) Write(b []byte) (int, error) {
 		return n, err
 	}
 	p.pause()
+	m, err := p.writeIdle(b[n:])
+	return n + m, err
+}
+
+// writeIdle is readIdle's writing side: a client that does not read its
+// answers holds no compaction off either.
+func (p *pausingConn) writeIdle(b []byte) (int, error) {
+	n := 0
+	for p.sealing != nil && p.sealing() {
+		_ = p.SetWriteDeadline(time.Now().Add(p.sealAfter)) // as in Read
+		m, err := p.Conn.Write(b[n:])
+		_ = p.SetWriteDeadline(time.Time{})
+		n += m
+		if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
+			return n, err
+		}
+		p.seal()
+	}
 	m, err := p.Conn.Write(b[n:])
 	return n + m, err
 }
