@@ -78,6 +78,8 @@ type Applier struct {
 	lastErr atomic.Pointer[string]
 	// updated is when the last batch was committed (Unix ns)
 	updated atomic.Int64
+	// encapLog: the refused encapsulations, logged a line a minute
+	encapLog logLimit
 
 	mu  sync.Mutex // one writer at a time; held while a batch applies
 	gen uint32
@@ -101,7 +103,8 @@ type Applier struct {
 // indexes to the router's links.
 func NewApplier(r *router.Router, linkOf func(int32) int32) *Applier {
 	return &Applier{r: r, linkOf: linkOf, gen: 1, routes: map[routeKey]uint32{}, nexthops: map[uint32]uint32{},
-		txns: map[uint32]*fib6.Txn{}, pending: map[uint32]pendingGroup{}, waiting: map[uint32]map[uint32]struct{}{}}
+		txns: map[uint32]*fib6.Txn{}, pending: map[uint32]pendingGroup{}, waiting: map[uint32]map[uint32]struct{}{},
+		encapLog: logLimit{what: "routes and nexthops refused for their encapsulation", every: encapLogEvery}}
 }
 
 // Owns reports whether the feed installed the route of table with dst,
@@ -240,6 +243,9 @@ func (a *Applier) refused(m *Msg, err error) {
 	a.Stats.Rejected.Add(1)
 	s := describe(m) + ": " + err.Error()
 	a.lastErr.Store(&s)
+	if isEncap(err) {
+		a.encapLog.print(s)
+	}
 }
 
 func (a *Applier) commit() {
@@ -309,6 +315,9 @@ func (a *Applier) addRoute(m *Msg) error {
 	rt := fib6.Route{Dst: q.Dst}
 	rt.Src, rt.Metric, rt.Type, rt.Proto = q.Src, k.metric, routeType(q.Type), fib6.Proto(q.Proto)
 	rt.PrefSrc, rt.MTU = q.PrefSrc, q.MTU
+	if err := encapOf(q); err != nil {
+		return a.refuseEncap(k, err)
+	}
 	if rt.Type == fib6.Unicast {
 		switch {
 		case q.NhID != 0:

@@ -55,6 +55,11 @@ type Path struct {
 	OIF     int32
 	Weight  uint32 // rtnh_hops + 1
 	OnLink  bool
+	// Encap: the path asks for a lightweight tunnel (RTA_ENCAP or
+	// RTA_ENCAP_TYPE: SRv6, MPLS...), which urouter does not do; EncapType
+	// is its LWTUNNEL_ENCAP_* (0 if not said).
+	Encap     bool
+	EncapType uint16
 }
 
 // RouteMsg is an RTM_NEWROUTE or RTM_DELROUTE.
@@ -82,6 +87,8 @@ type NexthopMsg struct {
 	Blackhole bool
 	Group     []GroupEntry
 	Resilient bool
+	Encap     bool   // NHA_ENCAP or NHA_ENCAP_TYPE: refused (encap.go)
+	EncapType uint16 // LWTUNNEL_ENCAP_*
 }
 
 // GroupEntry is one member of a nexthop group: an id and its weight.
@@ -259,6 +266,8 @@ func decodeRoute(b []byte, r *RouteMsg) (string, error) {
 			r.Paths, err = decodeMultipath(v)
 		case unix.RTA_METRICS:
 			r.MTU, err = decodeMTU(v)
+		case unix.RTA_ENCAP, unix.RTA_ENCAP_TYPE:
+			err = decodeEncap(as.typ, v, &r.Path)
 		}
 		if err != nil {
 			return "", err
@@ -294,11 +303,15 @@ func decodeMultipath(b []byte) ([]Path, error) {
 			if as.err != nil {
 				return nil, as.err
 			}
-			if as.typ == unix.RTA_GATEWAY {
-				var err error
-				if p.Gateway, err = addr16(as.val, "RTA_GATEWAY"); err != nil {
-					return nil, err
-				}
+			var err error
+			switch as.typ {
+			case unix.RTA_GATEWAY:
+				p.Gateway, err = addr16(as.val, "RTA_GATEWAY")
+			case unix.RTA_ENCAP, unix.RTA_ENCAP_TYPE:
+				err = decodeEncap(as.typ, as.val, &p)
+			}
+			if err != nil {
+				return nil, err
 			}
 		}
 		ps = append(ps, p)
@@ -308,6 +321,18 @@ func decodeMultipath(b []byte) ([]Path, error) {
 		return nil, malformed("RTA_MULTIPATH without a path")
 	}
 	return ps, nil
+}
+
+// decodeEncap notes RTA_ENCAP or RTA_ENCAP_TYPE on p.
+func decodeEncap(typ uint16, v []byte, p *Path) error {
+	p.Encap = true
+	if typ == unix.RTA_ENCAP_TYPE {
+		if len(v) != 2 {
+			return malformed("RTA_ENCAP_TYPE of %d bytes", len(v))
+		}
+		p.EncapType = nl.NativeEndian().Uint16(v)
+	}
+	return nil
 }
 
 // decodeMTU reads RTAX_MTU out of RTA_METRICS.
@@ -357,8 +382,14 @@ func decodeNexthop(b []byte, n *NexthopMsg) (string, error) {
 				err = malformed("NHA_GROUP_TYPE of %d bytes", len(v))
 			}
 			n.Resilient = err == nil && nl.NativeEndian().Uint16(v) == nhaGroupRes
-		case unix.NHA_ENCAP, unix.NHA_ENCAP_TYPE:
-			skip = "encapsulation"
+		case unix.NHA_ENCAP:
+			n.Encap = true
+		case unix.NHA_ENCAP_TYPE:
+			if len(v) != 2 {
+				err = malformed("NHA_ENCAP_TYPE of %d bytes", len(v))
+				break
+			}
+			n.Encap, n.EncapType = true, nl.NativeEndian().Uint16(v)
 		case nhaFDB:
 			skip = "fdb nexthop"
 		}

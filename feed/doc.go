@@ -7,6 +7,9 @@
 // objects, and groups waiting for their members, in nexthops.go). It
 // remembers what it installed, so a new session replaces the last one's
 // routes by mark and sweep, without a moment where they are missing.
+// Routes and nexthops with an encapsulation (SRv6, MPLS) are refused and
+// counted, and take away what they replace (encap.go); log lines a peer
+// or a table could repeat without end are held to a few (logs.go).
 //
 // feed imports router, fib6 and nexthop; it is imported by control (to
 // print it), metrics (to report it) and the binary (to start it).

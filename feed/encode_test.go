@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"net/netip"
 
+	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 )
@@ -21,6 +22,9 @@ type route struct {
 	oif    int32
 	nhid   uint32
 	paths  []Path
+	// encap is the route's RTA_ENCAP; pathEncap[i] paths[i]'s (nil: none)
+	encap     netlink.Encap
+	pathEncap []netlink.Encap
 }
 
 func newRoute(dst string) route {
@@ -54,17 +58,39 @@ func (r route) encode(cmd uint16, flags int) []byte {
 	if r.oif != 0 {
 		req.AddData(nl.NewRtAttr(unix.RTA_OIF, u32b(uint32(r.oif))))
 	}
+	for _, a := range encapAttrs(r.encap) {
+		req.AddData(a)
+	}
 	if len(r.paths) > 0 {
 		mp := nl.NewRtAttr(unix.RTA_MULTIPATH, nil)
-		for _, p := range r.paths {
+		for i, p := range r.paths {
 			h := &nl.RtNexthop{RtNexthop: unix.RtNexthop{Ifindex: p.OIF, Hops: uint8(p.Weight - 1)}}
 			g := p.Gateway.As16()
 			h.Children = append(h.Children, nl.NewRtAttr(unix.RTA_GATEWAY, g[:]))
+			if i < len(r.pathEncap) {
+				for _, a := range encapAttrs(r.pathEncap[i]) {
+					h.Children = append(h.Children, a)
+				}
+			}
 			mp.AddChild(h)
 		}
 		req.AddData(mp)
 	}
 	return req.Serialize()
+}
+
+// encapAttrs are RTA_ENCAP_TYPE and RTA_ENCAP for e, as the library
+// (and zebra) write them.
+func encapAttrs(e netlink.Encap) []*nl.RtAttr {
+	if e == nil {
+		return nil
+	}
+	b, err := e.Encode()
+	if err != nil {
+		panic(err)
+	}
+	return []*nl.RtAttr{nl.NewRtAttr(unix.RTA_ENCAP_TYPE, nl.Uint16Attr(uint16(e.Type()))),
+		nl.NewRtAttr(unix.RTA_ENCAP|unix.NLA_F_NESTED, b)}
 }
 
 type nhObj struct {
@@ -73,6 +99,7 @@ type nhObj struct {
 	oif   int32
 	group []GroupEntry
 	black bool
+	encap netlink.Encap // NHA_ENCAP_TYPE, NHA_ENCAP
 }
 
 // nhmsg is struct nhmsg, which the library does not have.
@@ -105,6 +132,15 @@ func (n nhObj) encode(cmd uint16) []byte {
 		g := n.gw.As16()
 		req.AddData(nl.NewRtAttr(unix.NHA_GATEWAY, g[:]))
 		req.AddData(nl.NewRtAttr(unix.NHA_OIF, u32b(uint32(n.oif))))
+	}
+	for _, a := range encapAttrs(n.encap) { // RTA_ENCAP{,_TYPE}'s numbers differ from NHA_'s
+		switch a.Type &^ unix.NLA_F_NESTED {
+		case unix.RTA_ENCAP_TYPE:
+			a.Type = unix.NHA_ENCAP_TYPE
+		case unix.RTA_ENCAP:
+			a.Type = unix.NHA_ENCAP | unix.NLA_F_NESTED
+		}
+		req.AddData(a)
 	}
 	return req.Serialize()
 }

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -24,6 +25,12 @@ func FuzzFPMDecode(f *testing.F) {
 	f.Add(frame(b.encode(unix.RTM_NEWROUTE, 0), c.encode(unix.RTM_DELROUTE, 0)))
 	f.Add(frame(c.encode(unix.RTM_NEWROUTE, unix.NLM_F_APPEND)))
 	f.Add([]byte{1, 1, 0, 4})
+	for _, e := range encaps { // routes and a path with encapsulations, refused
+		x, y := b, c
+		x.encap, y.pathEncap = e, []netlink.Encap{nil, e}
+		f.Add(frame(x.encode(unix.RTM_NEWROUTE, 0), y.encode(unix.RTM_NEWROUTE, 0),
+			nhObj{id: 10, gw: gw1, oif: kidx, encap: e}.encode(unix.RTM_NEWNEXTHOP)))
+	}
 	r, ap := testRouter(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		msgs, used, _, err := DecodeFrames(data, nil)

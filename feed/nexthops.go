@@ -33,6 +33,9 @@ func (g *pendingGroup) on() uint32 { return g.msg.Group[g.at].ID }
 
 func (a *Applier) addNexthop(n *NexthopMsg) error {
 	a.unpend(n.ID) // this message is what the id is now
+	if n.Encap {
+		return a.refuseEncapNexthop(n.ID, errEncap(n.EncapType))
+	}
 	return a.tryAdd(n, 0)
 }
 
