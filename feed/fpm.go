@@ -35,7 +35,11 @@ const (
 
 // FPM is the listener zebra connects to. One session at a time: a new
 // connection replaces the one before (a zebra that restarted while its
-// old connection lingers).
+// old connection lingers, as dplane_fpm_nl reconnects), once the one
+// before has ended. The connections that come meanwhile wait in the
+// listen backlog: a peer that connects and goes again thousands of times
+// a second costs one goroutine, one read buffer and, while it says
+// routes, one thread, and a few log lines (connLog).
 type FPM struct {
 	Applier *Applier
 	timers  Timers
@@ -47,7 +51,10 @@ type FPM struct {
 	since    time.Time
 	settled  bool
 	closed   bool
+	ended    chan struct{} // closed when the last session has ended
 	sessions sync.WaitGroup
+	buf      []byte // the session's read buffer (one session at a time)
+	connLog  logLimit
 
 	Connects atomic.Uint64
 	Frames   atomic.Uint64
@@ -75,7 +82,8 @@ func ListenFPM(addr string, ap *Applier, t Timers) (*FPM, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &FPM{Applier: ap, timers: t, ln: ln}
+	f := &FPM{Applier: ap, timers: t, ln: ln,
+		connLog: logLimit{what: "FPM connection events", every: connLogEvery}}
 	go f.accept()
 	return f, nil
 }
@@ -102,17 +110,25 @@ func (f *FPM) accept() {
 			return
 		}
 		f.mu.Lock()
+		if f.conn != nil && !f.closed {
+			f.connLog.printf("fpm %s: replaced by %s: closing the connection", f.peer, c.RemoteAddr())
+			f.Replaced.Add(1)
+			_ = f.conn.Close() // its session ends on the read this cuts short
+		}
+		ended := f.ended
+		f.mu.Unlock()
+		if ended != nil {
+			<-ended // one session at a time: its thread and buffer are the next one's
+		}
+		f.mu.Lock()
 		if f.closed {
 			f.mu.Unlock()
 			_ = c.Close() // a connection that came after Close: never read
 			return
 		}
-		if f.conn != nil {
-			log.Printf("fpm %s: replaced by %s: closing the connection", f.peer, c.RemoteAddr())
-			f.Replaced.Add(1)
-			_ = f.conn.Close() // its session ends on the read this cuts short
-		}
 		f.conn, f.peer, f.since, f.settled = c, c.RemoteAddr().String(), time.Now(), false
+		ended = make(chan struct{})
+		f.ended = ended
 		f.sessions.Add(1)
 		f.mu.Unlock()
 		// The session begins here, in the order the connections came: begun
@@ -121,9 +137,13 @@ func (f *FPM) accept() {
 		// f.mu: Begin walks what the feed installed, and Status waits on f.mu.
 		sess := f.Applier.Begin()
 		f.Connects.Add(1)
-		go f.session(c, sess)
+		go f.session(c, sess, ended)
 	}
 }
+
+// connLogEvery is how often the listener logs its connections' ends: one
+// line, then a count of those that followed, per interval.
+const connLogEvery = 10 * time.Second
 
 // Status is what `fpm show` prints.
 type Status struct {
@@ -141,8 +161,9 @@ func (f *FPM) Status() Status {
 	return Status{Listen: f.ln.Addr().String(), Connected: f.conn != nil, Peer: f.peer, Since: f.since, Settled: f.settled}
 }
 
-func (f *FPM) session(c net.Conn, sess Session) {
+func (f *FPM) session(c net.Conn, sess Session, ended chan struct{}) {
 	defer f.sessions.Done()
+	defer close(ended) // last: the buffer and the thread are free
 	ap := f.Applier
 	var settle *time.Timer
 	settle = time.AfterFunc(time.Hour, func() { f.sweep(c, sess, settle) })
@@ -156,15 +177,22 @@ func (f *FPM) session(c net.Conn, sess Session) {
 		}
 		f.mu.Unlock()
 	}()
-	buf := make([]byte, 1<<20)
+	if f.buf == nil {
+		f.buf = make([]byte, 1<<20)
+	}
+	buf := f.buf
 	var msgs []Msg
 	have := 0
-	var pace *dataplane.Pacer // a storm from zebra yields to the traffic as a batch does
-	if ap.r.DP != nil {
-		if pace = ap.r.DP.NewPacer(); pace != nil {
-			defer pace.Done()
+	// A storm from zebra yields to the traffic as a batch does. The pacer
+	// locks the session to its thread: it is made once the session says
+	// something, so that a connection that says nothing costs no thread.
+	var pace *dataplane.Pacer
+	paced := false
+	defer func() {
+		if pace != nil {
+			pace.Done()
 		}
-	}
+	}()
 	for {
 		n, err := c.Read(buf[have:])
 		have += n
@@ -174,6 +202,9 @@ func (f *FPM) session(c net.Conn, sess Session) {
 		msgs, off, frames, bad = DecodeFrames(buf[:have], msgs[:0])
 		f.Frames.Add(uint64(frames))
 		if len(msgs) > 0 {
+			if !paced && ap.r.DP != nil {
+				pace, paced = ap.r.DP.NewPacer(), true // nil if nothing is limited
+			}
 			if !ap.ApplyIn(sess, msgs) { // the whole frames before a bad one
 				return // a newer connection took over
 			}
@@ -184,7 +215,7 @@ func (f *FPM) session(c net.Conn, sess Session) {
 		}
 		if bad != nil {
 			ap.Stats.Malformed.Add(1)
-			log.Printf("fpm %s: %v: closing the connection", c.RemoteAddr(), bad)
+			f.connLog.printf("fpm %s: %v: closing the connection", c.RemoteAddr(), bad)
 			return
 		}
 		have = copy(buf, buf[off:have])
@@ -192,10 +223,10 @@ func (f *FPM) session(c net.Conn, sess Session) {
 		case err == nil:
 			continue
 		case errors.Is(err, io.EOF):
-			log.Printf("fpm %s: closed by the peer", c.RemoteAddr())
+			f.connLog.printf("fpm %s: closed by the peer", c.RemoteAddr())
 		case !errors.Is(err, net.ErrClosed): // else closed here, and said why
 			f.Lost.Add(1)
-			log.Printf("fpm %s: %v: closing the connection", c.RemoteAddr(), err)
+			f.connLog.printf("fpm %s: %v: closing the connection", c.RemoteAddr(), err)
 		}
 		return // what was installed stays until the next session sweeps it
 	}
