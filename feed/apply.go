@@ -104,7 +104,7 @@ type Applier struct {
 func NewApplier(r *router.Router, linkOf func(int32) int32) *Applier {
 	return &Applier{r: r, linkOf: linkOf, gen: 1, routes: map[routeKey]uint32{}, nexthops: map[uint32]uint32{},
 		txns: map[uint32]*fib6.Txn{}, pending: map[uint32]pendingGroup{}, waiting: map[uint32]map[uint32]struct{}{},
-		encapLog: logLimit{what: "routes and nexthops refused for their encapsulation", every: encapLogEvery}}
+		encapLog: logLimit{what: "refused encapsulations", every: encapLogEvery}}
 }
 
 // Owns reports whether the feed installed the route of table with dst,
@@ -244,7 +244,7 @@ func (a *Applier) refused(m *Msg, err error) {
 	s := describe(m) + ": " + err.Error()
 	a.lastErr.Store(&s)
 	if isEncap(err) {
-		a.encapLog.print(s)
+		a.encapLog.print("feed: refused " + s)
 	}
 }
 

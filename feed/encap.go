@@ -59,8 +59,8 @@ func encapOf(q *RouteMsg) error {
 	return nil
 }
 
-// refuseEncap refuses route add m, whose encapsulation urouter cannot
-// do, and takes away the route it replaces: zebra (or the kernel) has
+// refuseEncap refuses the route of key k, whose encapsulation urouter
+// cannot do, with err, and takes away the route it replaces: zebra (or the kernel) has
 // replaced it, and the old one forwarding in its stead would send the
 // traffic out unencapsulated. The destination is then as if the route had
 // never been said (a covering route, or unreachable), as for a new route
