@@ -21,7 +21,7 @@ type Stats struct {
 	Nexthops       atomic.Uint64 // added or replaced
 	NexthopDeletes atomic.Uint64
 	Skipped        atomic.Uint64 // not IPv6, a type urouter has no use for, an unknown interface
-	Rejected       atomic.Uint64 // refused by a table or the registry
+	Rejected       atomic.Uint64 // refused by a table or the registry, or for an encapsulation
 	Malformed      atomic.Uint64 // frames or messages refused whole
 	Swept          atomic.Uint64 // left over from an earlier session and removed
 	Transactions   atomic.Uint64 // commits
