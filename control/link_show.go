@@ -84,8 +84,21 @@ func (s *session) printLink(w *printer, l *dataplane.Link, full bool) {
 		s.printMirror(w, l)
 	}
 	if full && s.opt.stats > 0 {
-		printLinkStats(w, l.Stats())
+		printLinkStats(w, l.Stats(), below(l))
 	}
+}
+
+// belowIP is what an Ethernet link counts under IPv6 that Linux's link
+// counters have: the frames its socket's queue dropped before the router
+// read them (a NIC's missed: the kernel's PACKET_STATISTICS drops, which
+// a UDP flood makes) and the multicast frames it took.
+type belowIP struct{ missed, mcast uint64 }
+
+func below(l *dataplane.Link) belowIP {
+	if e := l.EtherStats(); e != nil {
+		return belowIP{missed: e.QueueDrops.Load(), mcast: e.Multicast.Load()}
+	}
+	return belowIP{}
 }
 
 // printMirror says which kernel interface stands for the link (and, with
@@ -113,9 +126,9 @@ func (s *session) printMirror(w *printer, l *dataplane.Link) {
 // printLinkStats prints a link's counters. As in iproute2's
 // print_link_stats64, the text is a table of its own and the JSON an
 // object of its own; beyond Linux's, the reasons the router dropped for.
-func printLinkStats(w *printer, c dataplane.Stats) {
+func printLinkStats(w *printer, c dataplane.Stats, b belowIP) {
 	if !w.json() {
-		w.text(linkStats(c))
+		w.text(linkStats(c, b))
 		return
 	}
 	w.openObject("stats64")
@@ -128,6 +141,10 @@ func printLinkStats(w *printer, c dataplane.Stats) {
 		w.uint("packets", "", dir.packets)
 		w.uint("errors", "", dir.errs)
 		w.uint("dropped", "", dir.drops)
+		if dir.k == "rx" { // as iproute2's print_link_stats64 (missed is text's only)
+			w.uint("over_errors", "", 0)
+			w.uint("multicast", "", b.mcast)
+		}
 		w.closeObject()
 	}
 	w.openObject("drops")
@@ -147,12 +164,12 @@ func printLinkStats(w *printer, c dataplane.Stats) {
 	w.closeObject()
 }
 
-func linkStats(c dataplane.Stats) string {
+func linkStats(c dataplane.Stats, b belowIP) string {
 	return fmt.Sprintf("    RX:  bytes packets errors dropped  missed   mcast           \n"+
 		"    %10d %7d %6d %7d %7d %7d \n"+
 		"    TX:  bytes packets errors dropped carrier collsns           \n"+
 		"    %10d %7d %6d %7d %7d %7d \n",
-		c.RxBytes, c.RxPackets, c.RxErrors, c.RxDropped, 0, 0,
+		c.RxBytes, c.RxPackets, c.RxErrors, c.RxDropped, b.missed, b.mcast,
 		c.TxBytes, c.TxPackets, c.TxErrors, c.TxDropped, 0, 0) + dropReasons(c)
 }
 

@@ -179,6 +179,13 @@ func (w *worker) parse(k *pkt) bool {
 			k.act, k.egress = actLocal, w.in
 			return true
 		}
+		if w.own == nil && linkScopeGroup(p) {
+			// the link's own multicast, for the router (a TUN's kernel
+			// side sends its Router Solicitations and MLD reports as it
+			// comes up): nothing to do, as Linux takes them, no martian
+			k.drop(DropLocal)
+			return false
+		}
 		k.drop(DropMartian)
 		return false
 	}
@@ -213,6 +220,14 @@ func (w *worker) forLinkLocal(p header.IPv6) bool {
 		}
 	}
 	return false
+}
+
+// linkScopeGroup: a packet to a link-local scope group (ff02::/16) from
+// a source that may appear on a link.
+func linkScopeGroup(p header.IPv6) bool {
+	src, dst := p.SourceAddressSlice(), p.DestinationAddressSlice()
+	return dst[0] == 0xff && dst[1]&0x0f == 2 && src[0] != 0xff &&
+		!(binary.BigEndian.Uint64(src[:8]) == 0 && binary.BigEndian.Uint64(src[8:]) == 1)
 }
 
 func isUnspecOrLoop(a []byte) bool {

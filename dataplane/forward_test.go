@@ -320,12 +320,19 @@ func TestMartiansAndMalformed(t *testing.T) {
 	binary.BigEndian.PutUint16(short[dataplane.VnetHdrLen+4:], 500)
 	v4 := append([]byte(nil), good...)
 	v4[dataplane.VnetHdrLen] = 0x45
-	mcast := craft(t, append([]gopacket.SerializableLayer{ipv6(host1, net.ParseIP("ff02::1"), layers.IPProtocolUDP, 64)}, udp(20)...)...)
+	mcast := craft(t, append([]gopacket.SerializableLayer{ipv6(host1, net.ParseIP("ff0e::1"), layers.IPProtocolUDP, 64)}, udp(20)...)...)
+	// a TUN's kernel side as it comes up: a Router Solicitation and an MLD
+	// report, to link-scope groups, are the router's, not martians
+	rs := craft(t, ipv6(net.ParseIP("fe80::2"), net.ParseIP("ff02::2"), layers.IPProtocolICMPv6, 255),
+		&layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(133, 0)}, gopacket.Payload(make([]byte, 4)))
+	mld := craft(t, ipv6(net.IPv6unspecified, net.ParseIP("ff02::16"), layers.IPProtocolICMPv6, 1),
+		&layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(143, 0)}, gopacket.Payload(make([]byte, 4)))
 	unspec := craft(t, append([]gopacket.SerializableLayer{ipv6(net.IPv6unspecified, host2, layers.IPProtocolUDP, 64)}, udp(20)...)...)
 	llsrc := craft(t, append([]gopacket.SerializableLayer{ipv6(net.ParseIP("fe80::2"), host2, layers.IPProtocolUDP, 64)}, udp(20)...)...)
-	r.run(good[:dataplane.VnetHdrLen+30], v4, short, long, mcast, unspec, llsrc)
+	r.run(good[:dataplane.VnetHdrLen+30], v4, short, long, mcast, unspec, llsrc, rs, mld)
 	s := r.ta.Stats()
-	for reason, n := range map[dataplane.DropReason]uint64{dataplane.DropTruncated: 1, dataplane.DropVersion: 1, dataplane.DropLength: 1, dataplane.DropMartian: 3} {
+	for reason, n := range map[dataplane.DropReason]uint64{dataplane.DropTruncated: 1, dataplane.DropVersion: 1, dataplane.DropLength: 1,
+		dataplane.DropMartian: 3, dataplane.DropLocal: 2} {
 		if s.Drops[reason].Count != n {
 			t.Errorf("%s: %d, want %d", reason, s.Drops[reason].Count, n)
 		}

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"os"
 	"sync/atomic"
+	"syscall"
 
 	"urouter/dataplane/port"
 	"urouter/decide"
@@ -106,8 +107,13 @@ func (w *worker) RoutineRead() {
 			if errors.Is(err, os.ErrClosed) {
 				return
 			}
-			// EIO and the like while the other side is down: count, go on
-			w.ctr(w.in).RxErrors.add(1)
+			// ENETDOWN is the socket told that its interface went down
+			// (packet_notifier), once, not a frame received in error:
+			// Linux's rx_errors does not count it. EIO and the like
+			// while the other side is down: count, go on.
+			if !errors.Is(err, syscall.ENETDOWN) {
+				w.ctr(w.in).RxErrors.add(1)
+			}
 		}
 	}
 }
