@@ -99,6 +99,9 @@ type Decider struct {
 	Rules  *rules.Registry
 	Addrs  Addresses
 	Seed   uint64
+	// Neigh, if set, says which gateways a group of nexthop objects may
+	// choose (nexthop.Group.SelectGood); nil: any.
+	Neigh nexthop.Neighbours
 	// hashPolicy is the policy in its low byte, the fields above it
 	hashPolicy atomic.Uint64
 }
@@ -158,13 +161,18 @@ func (d *Decider) settle(r *Result, rule *rules.Rule, a *fib6.Attrs, k *Key, h *
 	if g != nil {
 		f := k.Flow()
 		hash := d.Hasher().Hash(&f)
-		r.Group, r.Member = g, g.Select(hash)
+		r.Group = g
 		// Linux's fib6_select_path: the hash's member, unless a strict
 		// lookup may not take it; then the first on its link, the one
 		// rt6_select found. A nexthop object's group selects by the hash
-		// alone (nexthop_path_fib6_result).
-		if h.strict && h.link != 0 && a.Object == nil {
+		// and its gateways' neighbours (nexthop_path_fib6_result).
+		switch {
+		case a.Object != nil && d.Neigh != nil:
+			r.Member = g.SelectGood(hash, d.Neigh)
+		case h.strict && h.link != 0 && a.Object == nil:
 			r.Member = max(0, g.SelectOn(hash, h.link))
+		default:
+			r.Member = g.Select(hash)
 		}
 		r.Path = g.Member(r.Member).Nexthop
 	}

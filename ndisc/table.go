@@ -189,6 +189,16 @@ func (t *Table) Lookup(addr netip.Addr) *Entry {
 	return nil
 }
 
+// StateOf is addr's state as the fast path sees it, and false if it has no
+// entry: without a lock, for a multipath selection on the packet path.
+func (t *Table) StateOf(addr netip.Addr) (State, bool) {
+	if e := t.Lookup(addr); e != nil {
+		s, _ := unpack(e.word.Load())
+		return s, true
+	}
+	return None, false
+}
+
 // Len is the number of entries.
 func (t *Table) Len() int { return int(t.n.Load()) }
 

@@ -107,6 +107,48 @@ func (g *Group) Select(hash uint32) int {
 	return 0
 }
 
+// Neighbours says whether a gateway may be chosen: Linux's ipv6_good_nh,
+// true when its neighbour entry is valid (NUD_VALID) or there is none.
+// It is called on the packet path, so it must neither lock nor allocate.
+type Neighbours interface {
+	Good(link int32, gw netip.Addr) bool
+}
+
+// SelectGood is Select for a group of nexthop objects, as Linux's
+// nexthop_select_path_hthr: a member whose gateway's neighbour is not
+// valid (FAILED, INCOMPLETE) is passed over, so its flows take the next
+// good member whose range reaches the hash, or else the first good one;
+// with none good, the first usable member. A resilient group hands out
+// its bucket's member whatever its neighbour, as nexthop_select_path_res.
+func (g *Group) SelectGood(hash uint32, nb Neighbours) int {
+	if g.res != nil {
+		return g.Select(hash)
+	}
+	h := int32(hash >> 1)
+	first, usable := -1, -1
+	for i, u := range g.upper {
+		if u < 0 {
+			continue // not usable: Linux's group has no such member
+		}
+		if usable < 0 {
+			usable = i
+		}
+		if m := &g.members[i]; m.Gateway.IsValid() && !nb.Good(m.Link, m.Gateway) {
+			continue
+		}
+		if h <= u {
+			return i
+		}
+		if first < 0 {
+			first = i
+		}
+	}
+	if first >= 0 {
+		return first
+	}
+	return max(usable, 0)
+}
+
 // SelectOn is Select among the members on link only, for a lookup that
 // asks for an egress link; -1 if none is.
 func (g *Group) SelectOn(hash uint32, link int32) int {

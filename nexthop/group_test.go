@@ -69,6 +69,69 @@ func TestSelectSkipsDead(t *testing.T) {
 	}
 }
 
+// failing is a neighbour view in which the gateways of the given links
+// are not valid (FAILED or INCOMPLETE).
+type failing map[int32]bool
+
+func (f failing) Good(link int32, _ netip.Addr) bool { return !f[link] }
+
+// TestSelectGood: a group of objects passes over a member whose gateway's
+// neighbour is not valid, as Linux 6.18's nexthop_select_path_hthr (the
+// kernel's choices in a netns, for members 1/2/3): member 2's flows go to
+// 3, the next good one; 3's to 1, the first good one, the others staying;
+// with none good every flow takes member 1. A member without a gateway is
+// always good; a resilient group hands out its bucket's member.
+func TestSelectGood(t *testing.T) {
+	dev := Nexthop{Link: 9}
+	g := NewGroup([]Member{{Nexthop: gw(1)}, {Nexthop: gw(2)}, {Nexthop: gw(3)}})
+	withDev := NewGroup([]Member{{Nexthop: gw(1)}, {Nexthop: dev}})
+	h := Hasher{}
+	r := rand.New(rand.NewPCG(7, 8))
+	for range 30000 {
+		f := randomFlow(r)
+		hash := h.Hash(&f)
+		i := g.Select(hash)
+		for _, c := range []struct {
+			down failing
+			want int
+		}{
+			{failing{}, i},
+			{failing{2: true}, map[int]int{0: 0, 1: 2, 2: 2}[i]},
+			{failing{3: true}, map[int]int{0: 0, 1: 1, 2: 0}[i]},
+			{failing{1: true, 3: true}, 1},
+			{failing{1: true, 2: true, 3: true}, 0},
+		} {
+			if got := g.SelectGood(hash, c.down); got != c.want {
+				t.Fatalf("hash %#x (member %d), not valid %v: member %d, want %d", hash, i, c.down, got, c.want)
+			}
+		}
+		if got := withDev.SelectGood(hash, failing{9: true}); got != withDev.Select(hash) {
+			t.Fatalf("a member without a gateway was passed over")
+		}
+	}
+	dead := gw(1)
+	dead.Flags |= Dead | LinkDown
+	if got := NewGroup([]Member{{Nexthop: dead}, {Nexthop: gw(2)}, {Nexthop: gw(3)}}).SelectGood(0, failing{2: true, 3: true}); got != 1 {
+		t.Errorf("none good: member %d, want the first usable, 1", got)
+	}
+	reg := NewRegistry(func() int64 { return 0 })
+	for i := range 2 {
+		if _, err := reg.Add(Spec{ID: uint32(i + 1), Nexthop: gw(byte(i + 1))}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o, err := reg.Add(Spec{ID: 10, Group: []Entry{{ID: 1, Weight: 1}, {ID: 2, Weight: 1}}, Type: ResilientType, Buckets: 8, BucketsSet: true}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := o.Load().Paths
+	for hash := uint32(0); hash < 16; hash++ {
+		if res.SelectGood(hash<<1, failing{1: true}) != res.Select(hash<<1) {
+			t.Fatal("a resilient group passed over its bucket's member")
+		}
+	}
+}
+
 // TestHashPolicy: policy 0 (Linux's default) ignores the ports and reads
 // the flow label; policy 1 reads the ports and not the label; the seed
 // changes the split.

@@ -27,8 +27,9 @@ const (
 	LinkDown
 	// Blackhole: a nexthop object that drops what it is given.
 	Blackhole
-	// Unresolved: the gateway's neighbour entry is FAILED, so the path
-	// is dead for selection until it answers again.
+	// Unresolved: the gateway's neighbour entry is FAILED, so an inline
+	// multipath path is dead for selection until it answers again (a
+	// group of objects asks Neighbours as it selects instead).
 	Unresolved
 )
 

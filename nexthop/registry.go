@@ -132,8 +132,6 @@ type Registry struct {
 	Now func() int64
 	// resilient groups, for upkeep
 	resilient map[*Object]struct{}
-	// gateways whose neighbour is FAILED: their members are dead
-	unresolved map[Gateway]bool
 }
 
 // Gateway is a gateway on a link.
@@ -329,9 +327,6 @@ func (r *Registry) publish(o *Object, s Spec) {
 		ms := make([]Member, len(s.Group))
 		for i, e := range s.Group {
 			ms[i] = Member{Nexthop: r.objs[e.ID].Load().Nexthop, Weight: e.Weight, ID: e.ID}
-			if r.unresolved[Gateway{ms[i].Link, ms[i].Gateway}] {
-				ms[i].Flags = MarkUnresolved(ms[i].Flags, true)
-			}
 		}
 		v.Paths = NewGroup(ms)
 		if o.res != nil {
@@ -339,40 +334,6 @@ func (r *Registry) publish(o *Object, s Spec) {
 		}
 	}
 	o.cur.Store(v)
-}
-
-// SetUnresolved marks the group members through gateway g dead while its
-// neighbour is FAILED, or alive again, republishing the groups that have
-// one; it reports whether any group changed.
-func (r *Registry) SetUnresolved(g Gateway, on bool) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.unresolved[g] == on {
-		return false
-	}
-	if on {
-		if r.unresolved == nil {
-			r.unresolved = map[Gateway]bool{}
-		}
-		r.unresolved[g] = true
-	} else {
-		delete(r.unresolved, g)
-	}
-	changed := false
-	for _, o := range r.objs {
-		v := o.Load()
-		if !v.IsGroup() {
-			continue
-		}
-		for _, e := range v.Group {
-			if nh := r.objs[e.ID].Load().Nexthop; nh.Link == g.Link && nh.Gateway == g.Addr {
-				r.publish(o, v.Spec)
-				changed = true
-				break
-			}
-		}
-	}
-	return changed
 }
 
 // Uses reports whether a nexthop object goes through gateway g.

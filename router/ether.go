@@ -48,9 +48,11 @@ func (r *Router) defaultNeigh(p ndisc.Params) ndisc.Params {
 const DefaultRouterProbeInterval = 60 * time.Second
 
 // gateways is the router's view of the gateways whose neighbour entry
-// FAILED: their multipath members are dead (no flows hash to them) and
-// they are solicited again every probe interval (ndisc.Probes, Linux's
-// rt6_probe), until one answers and its members come back.
+// FAILED: their members of inline multipath routes are dead (no flows hash
+// to them; groups of nexthop objects pass over them as they select, see
+// neighbours) and they are solicited again every probe interval
+// (ndisc.Probes, Linux's rt6_probe), until one answers and its members
+// come back.
 type gateways struct {
 	failed *ndisc.Probes[nexthop.Gateway]
 	events chan neighEvent // failures and recoveries
@@ -131,8 +133,8 @@ func (r *Router) gatewayEvent(ev neighEvent) {
 		return // the link went
 	}
 	n := 0
-	if r.Nexthops.SetUnresolved(g, failed) {
-		n++
+	if failed && r.Nexthops.Uses(g) {
+		n++ // its groups pass over it as they select (neighbours.Good): it is probed
 	}
 	for _, t := range r.Tables.All() {
 		x := t.Begin()
@@ -165,13 +167,26 @@ func (r *Router) probeGateways(now time.Time) {
 // forgetGateways drops the failed gateways of a link that goes; r.mu is
 // held.
 func (r *Router) forgetGateways(l *dataplane.Link) {
-	r.gws.failed.Forget(func(g nexthop.Gateway) bool {
-		if g.Link != l.Index {
-			return false
-		}
-		r.Nexthops.SetUnresolved(g, false)
+	r.gws.failed.Forget(func(g nexthop.Gateway) bool { return g.Link == l.Index })
+}
+
+// neighbours tells a group of nexthop objects which gateways it may
+// choose (Linux's ipv6_good_nh): those with no neighbour entry, or a valid
+// one. It reads the links and their caches without a lock, for the packet
+// path.
+type neighbours struct{ links *dataplane.Links }
+
+func (n neighbours) Good(link int32, gw netip.Addr) bool {
+	l := n.links.ByIndex(link)
+	if l == nil {
 		return true
-	})
+	}
+	t := l.Neigh()
+	if t == nil {
+		return true // a link without neighbours (TUN) resolves none
+	}
+	s, ok := t.StateOf(gw)
+	return !ok || s&ndisc.Valid != 0
 }
 
 // addLinkLocal gives an Ethernet link coming up its link-local address

@@ -82,6 +82,7 @@ func New() *Router {
 	}, 1)
 	r.Decider = decide.New(r.Tables, r.Rules, r.Links)
 	r.Decider.Seed = rand.Uint64() // per router, as Linux's per boot
+	r.Decider.Neigh = neighbours{r.Links}
 	r.Nexthops = nexthop.NewRegistry(func() int64 { return time.Now().UnixMilli() })
 	r.Nexthops.LinkUp = func(link int32) bool {
 		l := r.Links.ByIndex(link)
