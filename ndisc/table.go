@@ -51,12 +51,13 @@ type Entry struct {
 	dead      bool // unlinked from the table
 	pinned    bool // kept through collection: a gateway its owner watches
 	// unres: counted among the table's entries awaiting resolution, and,
-	// when source is not 0, its source's; priority: asked for again, it
+	// when source is not 0, its source's and its kind of traffic's; priority: asked for again, it
 	// does not give way to a flood's entries; firstNS: when its first
 	// multicast solicitation went, 0 before (unres.go)
 	unres    bool
 	priority bool
 	source   uint16
+	kind     uint16
 	firstNS  int64
 }
 

@@ -15,9 +15,12 @@ import (
 // lets such entries fill the table to gc_thresh3, and then refuses every
 // new neighbour, the real ones too. Here:
 //   - entries awaiting resolution are at most unres_max, and one source
-//     address may start at most unres_src_max of them (RFC 6583 6.3, 7.1):
-//     past the first a new resolution is refused, past the second an
-//     unanswered entry gives way to it;
+//     address may start at most unres_src_max of them (RFC 6583 6.3, 7.1),
+//     one kind of its traffic (next header and destination port, or
+//     ICMPv6 type) three quarters of those: past the first an unanswered
+//     entry gives way to a new resolution, past the others it is refused.
+//     A scan sends one kind, so the scanning host's other traffic to a
+//     new neighbour (a ping among UDP probes) gets in at its first packet;
 //   - at thresh3, an entry that never answered (INCOMPLETE, FAILED) gives
 //     way before a new one is refused, so a neighbour that speaks (its
 //     NS, its answer, an untracked NA when accept_untracked_na lets it
@@ -39,6 +42,7 @@ import (
 type unresolved struct {
 	unres    atomic.Int32           // INCOMPLETE entries
 	bySource [nSources]atomic.Int32 // ... that each source address started, by keyed hash
+	byKind   [nKinds]atomic.Int32   // ... that each kind of each source's traffic started
 	asked    [nAsked]atomic.Uint64  // keyed hashes of targets recently solicited by multicast
 	seen     [1 << 14]atomic.Uint32 // ... of addresses refused or given way lately (remember)
 	solTAT   int64                  // the solicitations' token bucket (GCRA), Run's own
@@ -46,6 +50,7 @@ type unresolved struct {
 
 const (
 	nSources = 1024
+	nKinds   = 4096
 	nAsked   = 4096
 )
 
@@ -133,11 +138,12 @@ func (t *Table) resolve(addr netip.Addr, pkt []byte) (*Entry, error) {
 }
 
 // admit reports whether a packet to addr may start a resolution: its
-// source has fewer than unres_src_max waiting (unless addr is asked for
-// again), and the table fewer than unres_max or an unanswered entry gives
-// way. A refused addr is remembered: asked for again, it is let in.
+// source has fewer than unres_src_max waiting and its kind of traffic
+// fewer than kindMax (unless addr is asked for again), and the table fewer
+// than unres_max or an unanswered entry gives way. A refused addr is
+// remembered: asked for again, it is let in.
 func (t *Table) admit(addr netip.Addr, pkt []byte, p *Params, again bool) bool {
-	if s := t.sourceOf(pkt); !again && s != 0 && p.UnresSrcMax > 0 && t.bySource[s-1].Load() >= int32(p.UnresSrcMax) {
+	if !again && p.UnresSrcMax > 0 && t.sourceFull(pkt, p) {
 		t.SourceLimited.Add(1)
 		t.remember(addr)
 		return false
@@ -153,6 +159,36 @@ func (t *Table) admit(addr netip.Addr, pkt []byte, p *Params, again bool) bool {
 		}
 	}
 	return true
+}
+
+// sourceFull reports whether the source of pkt has unres_src_max
+// resolutions waiting, or its kind of traffic kindMax of them.
+func (t *Table) sourceFull(pkt []byte, p *Params) bool {
+	s := t.sourceOf(pkt)
+	if s == 0 {
+		return false
+	}
+	return t.bySource[s-1].Load() >= int32(p.UnresSrcMax) || t.byKind[t.kindOf(pkt)-1].Load() >= kindMax(p.UnresSrcMax)
+}
+
+// kindMax is what one kind of a source's traffic may start of the
+// source's n resolutions: three quarters, the rest left to its others.
+func kindMax(n int) int32 { return int32(n - n/4) }
+
+// kindOf is the slot (from 1) of pkt's kind of traffic from its source:
+// the source address, the next header and, for TCP, UDP and SCTP, the
+// destination port or, for ICMPv6, the type. pkt has a source (sourceOf).
+func (t *Table) kindOf(pkt []byte) uint16 {
+	ip := pkt[Headroom:]
+	kind := uint64(ip[6]) << 16
+	if l4 := ip[ipv6Len:]; len(l4) >= 4 && (ip[6] == 6 || ip[6] == 17 || ip[6] == 132) {
+		kind |= uint64(binary.BigEndian.Uint16(l4[2:]))
+	} else if len(l4) >= 1 && ip[6] == 58 {
+		kind |= uint64(l4[0])
+	}
+	hi, lo := binary.BigEndian.Uint64(ip[8:]), binary.BigEndian.Uint64(ip[16:])
+	h, l := bits.Mul64(hi^t.seed2, lo^kind^t.seed)
+	return uint16((h^l)>>(64-12)) + 1
 }
 
 // sourceOf is the slot (from 1) of the source address of pkt (Headroom
@@ -173,11 +209,13 @@ func (t *Table) countUnres(e *Entry) {
 	t.unres.Add(1)
 }
 
-// startedBy charges e's resolution to the source of pkt; e.mu is held.
+// startedBy charges e's resolution to the source of pkt and its kind of
+// traffic; e.mu is held.
 func (t *Table) startedBy(e *Entry, pkt []byte) {
 	if s := t.sourceOf(pkt); s != 0 && e.unres && e.source == 0 {
-		e.source = s
+		e.source, e.kind = s, t.kindOf(pkt)
 		t.bySource[s-1].Add(1)
+		t.byKind[e.kind-1].Add(1)
 	}
 }
 
@@ -188,7 +226,8 @@ func (t *Table) uncountUnres(e *Entry) {
 	t.unres.Add(-1)
 	if e.source != 0 {
 		t.bySource[e.source-1].Add(-1)
-		e.source = 0
+		t.byKind[e.kind-1].Add(-1)
+		e.source, e.kind = 0, 0
 	}
 }
 

@@ -69,6 +69,54 @@ func TestFloodFromOneSource(t *testing.T) {
 	}
 }
 
+// l4Packet is a packet from src of next header nh whose first four bytes
+// after the IPv6 header are l4 (ports, or an ICMPv6 type and code).
+func l4Packet(src netip.Addr, nh byte, l4 [4]byte) []byte {
+	b := packetFrom(src, Headroom+ipv6Len+8)
+	b[Headroom+6] = nh
+	copy(b[Headroom+ipv6Len:], l4[:])
+	return b
+}
+
+// TestScannersOwnNeighbour: a host scanning a /64 with UDP datagrams to
+// one port holds at most three quarters of its unres_src_max; its ping
+// to a new neighbour is solicited at its first packet, and released at
+// the answer. Its scan over many ports still holds no more than
+// unres_src_max.
+func TestScannersOwnNeighbour(t *testing.T) {
+	p := DefaultParams()
+	tbl, f, clk := testTable(p)
+	a := netip.MustParseAddr("2001:db8:f1::2")
+	udp9 := l4Packet(a, 17, [4]byte{0x13, 0x88, 0, 9})
+	for i := 0; i < 5000; i++ {
+		tbl.Output(randomIn(lan), udp9)
+		if i%100 == 0 {
+			advance(tbl, clk, 5*time.Millisecond)
+		}
+	}
+	if u := tbl.Stats().Unresolved; u != int(kindMax(p.UnresSrcMax)) {
+		t.Fatalf("%d entries awaiting resolution for one kind of one source's traffic, want %d", u, kindMax(p.UnresSrcMax))
+	}
+	c := netip.MustParseAddr("2001:db8:f2::3")
+	if _, ok := tbl.Output(c, l4Packet(a, 58, [4]byte{128})); ok {
+		t.Fatal("a new neighbour resolved at once")
+	}
+	advance(tbl, clk, time.Millisecond)
+	if st, _ := tbl.State(c); st != Incomplete || f.perTarget[c] != 1 {
+		t.Fatalf("the scanner's ping to a new neighbour: %v with %d solicitations, want INCOMPLETE and 1", st, f.perTarget[c])
+	}
+	tbl.Advertised(c, Advert{MAC: macA, HasMAC: true, Solicited: true})
+	if st, _ := tbl.State(c); st != Reachable || f.released != 1 {
+		t.Fatalf("the answer left it %v with %d packets released, want REACHABLE and 1", st, f.released)
+	}
+	for i := 0; i < 5000; i++ {
+		tbl.Output(randomIn(lan), l4Packet(a, 17, [4]byte{0x13, 0x88, byte(i >> 8), byte(i)}))
+		if u := tbl.Stats().Unresolved; u > p.UnresSrcMax {
+			t.Fatalf("%d entries awaiting resolution from one source over many ports, unres_src_max is %d", u, p.UnresSrcMax)
+		}
+	}
+}
+
 // TestFloodFromEverywhere: a flood from many sources keeps at most
 // unres_max entries waiting (the oldest give way), the table within
 // thresh3, and lets in a neighbour that solicits and one that answers a
@@ -303,7 +351,7 @@ func TestUnresStress(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	close(stop)
 	wg.Wait()
-	incomplete, bySource, held := 0, map[uint16]int32{}, int64(0)
+	incomplete, bySource, byKind, held := 0, map[uint16]int32{}, map[uint16]int32{}, int64(0)
 	for e := range tbl.all() {
 		e.mu.Lock()
 		if e.state == Incomplete != e.unres {
@@ -313,6 +361,7 @@ func TestUnresStress(t *testing.T) {
 			incomplete++
 			if e.source != 0 {
 				bySource[e.source]++
+				byKind[e.kind]++
 			}
 		}
 		held += int64(e.queued)
@@ -324,6 +373,11 @@ func TestUnresStress(t *testing.T) {
 	for s := range tbl.bySource {
 		if got := tbl.bySource[s].Load(); got != bySource[uint16(s+1)] {
 			t.Errorf("source slot %d counts %d, its entries %d", s, got, bySource[uint16(s+1)])
+		}
+	}
+	for k := range tbl.byKind {
+		if got := tbl.byKind[k].Load(); got != byKind[uint16(k+1)] {
+			t.Errorf("kind slot %d counts %d, its entries %d", k, got, byKind[uint16(k+1)])
 		}
 	}
 	if h := Held() - base; h != held {
