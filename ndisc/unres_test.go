@@ -109,6 +109,9 @@ func TestScannersOwnNeighbour(t *testing.T) {
 	if st, _ := tbl.State(c); st != Reachable || f.released != 1 {
 		t.Fatalf("the answer left it %v with %d packets released, want REACHABLE and 1", st, f.released)
 	}
+	if s, ok := tbl.StateOf(c); s != Reachable || !ok || testing.AllocsPerRun(100, func() { tbl.StateOf(c) }) != 0 {
+		t.Errorf("StateOf: %v %v, or it allocates", s, ok)
+	}
 	for i := 0; i < 5000; i++ {
 		tbl.Output(randomIn(lan), l4Packet(a, 17, [4]byte{0x13, 0x88, byte(i >> 8), byte(i)}))
 		if u := tbl.Stats().Unresolved; u > p.UnresSrcMax {

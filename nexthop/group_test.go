@@ -109,6 +109,10 @@ func TestSelectGood(t *testing.T) {
 			t.Fatalf("a member without a gateway was passed over")
 		}
 	}
+	var nb Neighbours = failing{2: true}
+	if n := testing.AllocsPerRun(100, func() { sink += g.SelectGood(0x9e3779b9, nb) }); n != 0 {
+		t.Errorf("SelectGood allocates %.1f times", n)
+	}
 	dead := gw(1)
 	dead.Flags |= Dead | LinkDown
 	if got := NewGroup([]Member{{Nexthop: dead}, {Nexthop: gw(2)}, {Nexthop: gw(3)}}).SelectGood(0, failing{2: true, 3: true}); got != 1 {
