@@ -42,41 +42,77 @@ func (dp *Dataplane) SetControlNice(nice int) {
 }
 
 // lowerThread gives the calling goroutine's thread, locked to it, the
-// data plane's control priority, and returns what undoes it. A thread
-// that cannot be given its priority back (raising it needs CAP_SYS_NICE)
-// stays locked to its goroutine and ends with it, so that no other
-// goroutine runs at the writer's priority.
-func (dp *Dataplane) lowerThread() (undo func()) {
+// data plane's control priority, and returns what undoes it, which says
+// whether the thread was given back. A thread that cannot be given its
+// priority back (raising it needs CAP_SYS_NICE) stays locked to its
+// goroutine and ends with it, so that no other goroutine runs at the
+// writer's priority.
+func (dp *Dataplane) lowerThread() (undo func() bool) {
 	nice := dp.controlNice.Load()
 	runtime.LockOSThread()
+	unlock := func() bool { runtime.UnlockOSThread(); return true }
 	if nice <= 0 {
-		return runtime.UnlockOSThread
+		return unlock
 	}
 	tid := unix.Gettid()
 	was, err := unix.SchedGetAttr(tid, 0)
 	if err != nil {
-		return runtime.UnlockOSThread
+		return unlock
 	}
 	low := unix.SchedAttr{Policy: was.Policy, Nice: nice}
 	if nice >= NiceIdle {
 		low = unix.SchedAttr{Policy: unix.SCHED_IDLE}
 	}
 	if unix.SchedSetAttr(tid, &low, 0) != nil {
-		return runtime.UnlockOSThread
+		return unlock
 	}
-	return func() {
-		if unix.SchedSetAttr(tid, was, 0) == nil {
-			runtime.UnlockOSThread()
+	return func() bool {
+		if unix.SchedSetAttr(tid, was, 0) != nil {
+			return false
 		}
+		return unlock()
+	}
+}
+
+// held is a lowered thread a goroutine holds (see lowerThread), which it
+// gives back while it waits on something that is not work (a client)
+// and takes again after: a thousand writers waiting so cost no thread.
+type held struct {
+	dp   *Dataplane
+	undo func() bool
+	// kept: the thread could not be given its priority back, and so
+	// stays the goroutine's to its end; parked: the goroutine has no thread
+	kept, parked bool
+}
+
+func (h *held) park() {
+	if h.parked || h.kept {
+		return
+	}
+	if h.parked = h.undo(); !h.parked {
+		h.kept = true
+	}
+}
+
+func (h *held) resume() {
+	if h.parked {
+		h.undo, h.parked = h.dp.lowerThread(), false
+	}
+}
+
+func (h *held) done() {
+	if !h.parked && !h.kept {
+		h.undo()
 	}
 }
 
 // Pacer paces one writer goroutine, and the CPU its helpers charge it.
 type Pacer struct {
-	dp    *Dataplane
-	undo  func() // the thread's lock and priority
-	share float64
-	start time.Duration // the thread's CPU time at the slice's start
+	dp     *Dataplane
+	thread held // locked and lowered, or parked
+	share  float64
+	start  time.Duration // the thread's CPU time at the slice's start
+	ran    time.Duration // while parked: the slice's CPU time so far
 	seen  uint64        // the workers' batches then
 	// helpers: CPU time the writer's helpers (a batch's parser) spent for
 	// it, charged through a Meter; helped what of it the slice has seen
@@ -86,9 +122,9 @@ type Pacer struct {
 
 // Meter charges a pacer with the CPU time of a helper goroutine.
 type Meter struct {
-	p    *Pacer
-	undo func()
-	last time.Duration
+	p      *Pacer
+	thread held
+	last   time.Duration
 }
 
 // Meter returns a meter of the calling goroutine, locked to its thread
@@ -98,7 +134,7 @@ func (p *Pacer) Meter() *Meter {
 		return nil
 	}
 	undo := p.dp.lowerThread()
-	return &Meter{p: p, undo: undo, last: threadCPU()}
+	return &Meter{p: p, thread: held{dp: p.dp, undo: undo}, last: threadCPU()}
 }
 
 // Go runs work on a helper goroutine of the writer's (a table's build in
@@ -128,7 +164,26 @@ func (m *Meter) Done() {
 		return
 	}
 	m.Charge()
-	m.undo()
+	m.thread.done()
+}
+
+// Park charges what the goroutine spent and gives its thread back while
+// it waits (on the client); Resume takes one again, lowered.
+func (m *Meter) Park() {
+	if m == nil {
+		return
+	}
+	m.Charge()
+	m.thread.park()
+}
+
+// Resume ends a Park.
+func (m *Meter) Resume() {
+	if m == nil || !m.thread.parked {
+		return
+	}
+	m.thread.resume()
+	m.last = threadCPU()
 }
 
 // NewPacer returns the calling goroutine's pacer, or nil when neither the
@@ -147,11 +202,33 @@ func (dp *Dataplane) NewPacer() *Pacer {
 		return nil
 	}
 	undo := dp.lowerThread()
-	return &Pacer{dp: dp, undo: undo, share: share, start: threadCPU(), seen: dp.Batches()}
+	return &Pacer{dp: dp, thread: held{dp: dp, undo: undo}, share: share, start: threadCPU(), seen: dp.Batches()}
 }
 
 // Done ends the pacing (on the goroutine that made the pacer).
-func (p *Pacer) Done() { p.undo() }
+func (p *Pacer) Done() { p.thread.done() }
+
+// Park gives the writer's thread back while it waits on something that is
+// not its work (its client), on the goroutine that made the pacer; the
+// slice goes on after Resume, on whatever thread it then gets. A nil
+// pacer does nothing.
+func (p *Pacer) Park() {
+	if p == nil || p.thread.parked {
+		return
+	}
+	p.ran = threadCPU() - p.start
+	p.thread.park()
+}
+
+// Resume ends a Park: the writer's goroutine locked to a thread again,
+// lowered.
+func (p *Pacer) Resume() {
+	if p == nil || !p.thread.parked {
+		return
+	}
+	p.thread.resume()
+	p.start = threadCPU() - p.ran
+}
 
 // Step is called between the writer's units of work (every few lines of
 // a batch). Once a slice is used up and the workers are busy, it calls
