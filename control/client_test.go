@@ -127,3 +127,44 @@ func TestClientBatchSize(t *testing.T) {
 		t.Fatalf("a batch from a stream announced a size: %+v", h)
 	}
 }
+
+// TestHeaderBound: a header naming a batch file by a path of PATH_MAX
+// reads back; one longer than maxHeader is refused, and only as much of
+// it is read as the session's buffer holds.
+func TestHeaderBound(t *testing.T) {
+	o := options{batch: true, force: true, size: 1 << 40, batchName: "/" + strings.Repeat("a", 4095)}
+	in := bufio.NewReaderSize(strings.NewReader(o.header()+"route show\n"), readBuf)
+	if got, err := readHeader(in); err != nil || got != o {
+		t.Fatalf("a header of %d bytes read back as %+v, %v", len(o.header()), got, err)
+	}
+	long := &countingReader{r: strings.NewReader(strings.Repeat("a", maxHeader) + "\n")}
+	if _, err := readHeader(bufio.NewReaderSize(long, readBuf)); !errors.Is(err, errLongHeader) {
+		t.Fatalf("a header of %d bytes: %v", maxHeader+1, err)
+	}
+	endless := &countingReader{r: &repeatReader{}}
+	if _, err := readHeader(bufio.NewReaderSize(endless, readBuf)); !errors.Is(err, errLongHeader) || endless.n > readBuf {
+		t.Fatalf("a header without end: %v after %d bytes read", err, endless.n)
+	}
+}
+
+// countingReader counts what is read through it.
+type countingReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
+}
+
+// repeatReader reads as 'a's without end.
+type repeatReader struct{}
+
+func (repeatReader) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 'a'
+	}
+	return len(p), nil
+}

@@ -341,18 +341,18 @@ func (srv *Server) serveConn(c net.Conn) {
 	defer func() { _ = c.Close() }() // the session is over: its client has been told, or is gone
 	pc := &pausingConn{Conn: c}
 	in := bufio.NewReaderSize(pc, readBuf)
-	hdr, err := in.ReadString('\n')
-	if err != nil {
+	opt, err := readHeader(in)
+	switch {
+	case errors.Is(err, errLongHeader):
+		tell(pc, "Error: "+err.Error()+".", 1) // the rest is not read
 		return
+	case errors.Is(err, errBadHeader):
+		tell(pc, "Error: the daemon speaks another protocol version.", 1)
+		return
+	case err != nil:
+		return // gone before its header
 	}
-	opt, err := parseHeader(hdr)
 	ew := &frameWriter{c: pc, kind: 'e'}
-	if err != nil {
-		// a client that cannot read these is gone: no one else to tell
-		_, _ = ew.Write([]byte("Error: the daemon speaks another protocol version.\n"))
-		_, _ = (&frameWriter{c: pc, kind: 'x'}).Write([]byte{1})
-		return
-	}
 	s := &session{
 		r:      srv.R,
 		hub:    srv.hub,

@@ -1,8 +1,10 @@
 package control
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -64,11 +66,34 @@ func (o options) header() string {
 	return protoMagic + " " + f + " " + name + "\n"
 }
 
+// maxHeader bounds the header line: the magic, the options and a batch
+// file's name, a path of PATH_MAX (4,096 bytes) at most.
+const maxHeader = 4<<10 + 128
+
+// errLongHeader: a header line longer than maxHeader (the rest is not read).
+var errLongHeader = fmt.Errorf("bad header: longer than %d bytes", maxHeader)
+
+// readHeader reads and parses the header line, of maxHeader bytes at most;
+// in's buffer is larger.
+func readHeader(in *bufio.Reader) (options, error) {
+	line, err := in.ReadSlice('\n')
+	if err == bufio.ErrBufferFull || len(line) > maxHeader {
+		return options{}, errLongHeader
+	}
+	if err != nil {
+		return options{}, err
+	}
+	return parseHeader(string(line))
+}
+
+// errBadHeader: a header line of another protocol (version).
+var errBadHeader = errors.New("bad header")
+
 func parseHeader(line string) (options, error) {
 	var o options
 	fields := strings.SplitN(strings.TrimRight(line, "\n"), " ", 3)
 	if len(fields) != 3 || fields[0] != protoMagic {
-		return o, errors.New("bad header")
+		return o, errBadHeader
 	}
 	sizing := false // the digits after z are the size
 	for _, c := range fields[1] {
@@ -117,6 +142,14 @@ func (w *frameWriter) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// tell sends a client a message for its stderr and its exit status: all
+// that a session that ends before it runs says. A client that cannot read
+// them is gone: no one else to tell.
+func tell(c io.Writer, msg string, status byte) {
+	_, _ = (&frameWriter{c: c, kind: 'e'}).Write([]byte(msg + "\n"))
+	_, _ = (&frameWriter{c: c, kind: 'x'}).Write([]byte{status})
 }
 
 // idleCommit is how long a session holding a table's transaction waits on
