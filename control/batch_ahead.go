@@ -109,10 +109,19 @@ func (ra *readAhead) run() {
 		var c *aheadChunk
 		select {
 		case c = <-ra.free:
-		case <-ra.done:
-			return
+		default:
+			// the session is behind, or waits on its client's reading
+			m.Park()
+			select {
+			case c = <-ra.free:
+			case <-ra.done:
+			}
+			m.Resume()
 		}
-		more := ra.fill(c, aheadRead)
+		if c == nil {
+			return // the session reads no more
+		}
+		more := ra.fill(c, aheadRead, m)
 		m.Charge()
 		select {
 		case ra.out <- c:
@@ -127,8 +136,9 @@ func (ra *readAhead) run() {
 
 // fill reads into c until it holds a whole line, the input ends or a
 // line is too long, and parses the whole lines; false when nothing
-// follows c.
-func (ra *readAhead) fill(c *aheadChunk, size int) bool {
+// follows c. m is the reader's meter, whose thread is given back while a
+// read waits.
+func (ra *readAhead) fill(c *aheadChunk, size int, m *dataplane.Meter) bool {
 	c.data = append(c.data[:0], ra.carry...)
 	c.lines, c.args, c.legs, c.dsts, c.texts = c.lines[:0], c.args[:0], c.legs[:0], c.dsts[:0], c.texts[:0]
 	ra.shape.tmpl = 0 // a template is the chunk's own
@@ -136,7 +146,11 @@ func (ra *readAhead) fill(c *aheadChunk, size int) bool {
 	for {
 		c.data = slices.Grow(c.data, size)
 		ra.reads.Add(1)
+		if ra.in.Buffered() == 0 {
+			m.Park() // the read waits on the client, or may
+		}
 		n, err := ra.in.Read(c.data[len(c.data) : len(c.data)+size])
+		m.Resume()
 		ra.reads.Add(1)
 		from := len(c.data)
 		c.data = c.data[:from+n]
@@ -316,29 +330,15 @@ func (s *session) nextChunk(ra *readAhead) *aheadChunk {
 	}
 	s.flush()
 	if s.txn != nil || s.rtxn != nil {
-		if ra.timer == nil {
-			ra.timer = time.NewTimer(idleCommit)
-		} else {
-			ra.timer.Reset(idleCommit)
+		if c, idle := s.waitIdle(ra); !idle {
+			return c
 		}
-		for seen := uint64(0); ; {
-			select {
-			case c := <-ra.out:
-				ra.timer.Stop()
-				return c
-			case <-ra.timer.C:
-			}
-			// one read of the reader's lasting a whole idleCommit is a
-			// client that has sent nothing meanwhile
-			r := ra.reads.Load()
-			if r%2 == 1 && r == seen {
-				s.commit()
-				return s.awaitChunk(ra)
-			}
-			seen = r
-			ra.timer.Reset(idleCommit)
-		}
+		s.commit()
 	}
+	// the client's next lines, or the reader's parse of them: the
+	// session's thread is given back meanwhile
+	s.pace.Park()
+	defer s.pace.Resume()
 	return s.awaitChunk(ra)
 }
 
@@ -362,5 +362,32 @@ func (s *session) awaitChunk(ra *readAhead) *aheadChunk {
 			return <-ra.out
 		}
 		t.Reset(every)
+	}
+}
+
+// waitIdle waits for the reader's next chunk (nil at the input's end)
+// while the client sends; idle once one read of the reader's has lasted a
+// whole idleCommit.
+func (s *session) waitIdle(ra *readAhead) (c *aheadChunk, idle bool) {
+	if ra.timer == nil {
+		ra.timer = time.NewTimer(idleCommit)
+	} else {
+		ra.timer.Reset(idleCommit)
+	}
+	for seen := uint64(0); ; {
+		select {
+		case c := <-ra.out:
+			ra.timer.Stop()
+			return c, false
+		case <-ra.timer.C:
+		}
+		// one read of the reader's lasting a whole idleCommit is a
+		// client that has sent nothing meanwhile
+		r := ra.reads.Load()
+		if r%2 == 1 && r == seen {
+			return nil, true
+		}
+		seen = r
+		ra.timer.Reset(idleCommit)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"urouter/router"
@@ -40,11 +42,15 @@ type Server struct {
 	// before its client is told (nil: none).
 	State *State
 	// Status: set before Serve, how the start went, for `status`.
-	Status  Startup
-	hub     *hub
-	ln      *net.UnixListener
-	stop    chan struct{}
-	closing sync.Once
+	Status Startup
+	// MaxSessions: set before Serve, how many clients are served at once
+	// at most (0: DefaultMaxSessions); one more is refused.
+	MaxSessions int
+	sessions    atomic.Int64 // the sessions running
+	hub         *hub
+	ln          *net.UnixListener
+	stop        chan struct{}
+	closing     sync.Once
 }
 
 // Listen claims the control socket at path (mode 0600). It refuses if
@@ -81,9 +87,21 @@ func Listen(path string, r *router.Router) (*Server, error) {
 	return srv, nil
 }
 
+// DefaultMaxSessions is how many clients a daemon serves at once unless
+// told otherwise. A session that waits on its client costs no thread (see
+// pausingConn), but its buffers (32 KiB), and one that runs a batch a
+// thread or two: the bound keeps these a small part of the memory and of
+// the runtime's 10,000 threads.
+const DefaultMaxSessions = 4096
+
 // Serve accepts clients until Close, each in its own goroutine: commands
-// of different clients run in parallel.
+// of different clients run in parallel. A client past MaxSessions is
+// told so and let go.
 func (s *Server) Serve() error {
+	bound := int64(s.MaxSessions)
+	if bound <= 0 {
+		bound = DefaultMaxSessions
+	}
 	for {
 		c, err := s.ln.AcceptUnix()
 		if err != nil {
@@ -95,10 +113,32 @@ func (s *Server) Serve() error {
 			if errors.Is(err, net.ErrClosed) {
 				return nil
 			}
+			if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+				// out of descriptors: the clients that hold them end
+				// in time, and the daemon forwards meanwhile
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
 			return err
 		}
-		go s.serveConn(c)
+		if s.sessions.Add(1) > bound {
+			s.sessions.Add(-1)
+			s.refuse(c, bound)
+			continue
+		}
+		go func() {
+			defer s.sessions.Add(-1)
+			s.serveConn(c)
+		}()
 	}
+}
+
+// refuse tells client c that bound sessions run already, and closes it:
+// nothing is read from it. The answer is the first thing written on the
+// new socket and fits its buffer: the accept loop waits for no client.
+func (s *Server) refuse(c *net.UnixConn, bound int64) {
+	tell(c, fmt.Sprintf("Error: %d sessions run already.", bound), 1)
+	_ = c.Close() // it has been told, or is gone
 }
 
 // Close stops accepting and removes the socket; once is enough, more are

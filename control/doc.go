@@ -7,8 +7,9 @@
 // (package router), a table's transaction or the rule set's, and prints
 // what comes back as ip prints it. A command is parsed and validated, and
 // everything it needs allocated, before it takes any lock. A session never
-// holds a transaction while it waits on its client, in either direction
-// (see pausingConn).
+// holds a transaction while it waits on its client, in either direction,
+// nor a thread (see pausingConn); the daemon serves a bounded number of
+// sessions at once (Server.MaxSessions).
 //
 // Its objects are ip's address, link, monitor, neighbour, nexthop (with
 // its buckets), ntable, route and rule, sysctl(8)'s knobs, and urouter's

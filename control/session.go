@@ -54,6 +54,9 @@ type session struct {
 	adopt     adopter          // a replay of a feed's routes: the feed to give them
 	startup   *Startup         // the daemon's start, for status
 	pace      *dataplane.Pacer // a batch's, when it yields to the data plane
+	// paceBy: the data plane a batch's pacer is to yield to, taken when
+	// its first line runs (a session that waits for one costs no thread)
+	paceBy *dataplane.Dataplane
 	// conn is the client's connection (nil for a config file); ahead
 	// the line being run, when it was parsed ahead (see runAhead)
 	conn   *pausingConn
@@ -141,6 +144,7 @@ func (s *session) run(in *bufio.Reader) int {
 		}
 		s.line++
 		read += len(line)
+		s.takePace()
 		e := s.exec(line)
 		if s.monitor != nil || s.capture != nil {
 			return 0
@@ -149,6 +153,22 @@ func (s *session) run(in *bufio.Reader) int {
 		if code, stop := s.outcome(e, &status); stop {
 			return code
 		}
+	}
+}
+
+// takePace makes a batch's pacer, once it has a line to run: its thread
+// is locked from there to the session's end (endPace), but while the
+// session waits on its client (see pausingConn, nextChunk).
+func (s *session) takePace() {
+	if s.paceBy != nil {
+		s.pace, s.paceBy = s.paceBy.NewPacer(), nil
+	}
+}
+
+// endPace ends the pacing, if a line took a pacer.
+func (s *session) endPace() {
+	if s.pace != nil {
+		s.pace.Done()
 	}
 }
 
@@ -365,12 +385,12 @@ func (srv *Server) serveConn(c net.Conn) {
 	if srv.State != nil {
 		pc.sealing, pc.seal, pc.sealAfter = func() bool { return s.entered }, s.sealIdle, srv.State.sealAfter()
 	}
+	pc.pacer = func() *dataplane.Pacer { return s.pace }
 	s.conn = pc
 	s.state, s.startup = srv.State, &srv.Status
 	if opt.batch && srv.R.DP != nil {
-		if s.pace = srv.R.DP.NewPacer(); s.pace != nil {
-			defer s.pace.Done()
-		}
+		s.paceBy = srv.R.DP
+		defer s.endPace()
 	}
 	status := s.run(in)
 	if s.state != nil {

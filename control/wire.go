@@ -10,7 +10,10 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
+
+	"urouter/dataplane"
 )
 
 // The wire between client and daemon. The client sends one header line,
@@ -152,27 +155,31 @@ func tell(c io.Writer, msg string, status byte) {
 	_, _ = (&frameWriter{c: c, kind: 'x'}).Write([]byte{status})
 }
 
-// idleCommit is how long a session holding a table's transaction waits on
-// its client, in either direction, before it publishes the transaction
-// and lets the table go. A client streaming a batch so gets one publish
-// per pause, not one per socket read (a read often returns a few KB, and
-// a publish ends the transaction's in-place copies); a client that stops
-// sending sees its routes within this time; a client that stops reading
-// its answers holds no lock while the daemon waits for it; and other
-// writers of the table wait at most this long for it.
+// idleCommit is how long a session waits on its client, in either
+// direction, before it publishes the transaction it holds and lets the
+// table go, and gives back the thread its pacer holds. A client streaming
+// a batch so gets one publish per pause, not one per socket read (a read
+// often returns a few KB, and a publish ends the transaction's in-place
+// copies); a client that stops sending sees its routes within this time;
+// a client that stops reading its answers holds no lock while the daemon
+// waits for it; other writers of the table wait at most this long for
+// it; and a thousand batches that wait on their clients cost no thread.
 const idleCommit = time.Millisecond
 
 // pausingConn is a client's connection as its session uses it: while the
 // session holds a transaction (holding), a read or a write that waits
 // longer than idleCommit calls pause (which publishes it), then waits
-// without limit.
+// without limit. The thread a batch's pacer holds is given back (parked)
+// for that wait too, and for any read that waits while nothing is held:
+// a batch that waits on its client costs no thread.
 type pausingConn struct {
 	net.Conn
 	holding func() bool
 	pause   func()
+	pacer   func() *dataplane.Pacer // the session's, if it has one yet
 	// ahead: the session's input is read by its reader goroutine (see
-	// runAhead), which holds nothing; the session itself publishes when
-	// it waits for that reader
+	// runAhead), which holds nothing and parks its own thread; the
+	// session itself publishes when it waits for that reader
 	ahead bool
 	// sealing: the session holds changes it has not sealed; waiting on
 	// its client, it then calls seal every sealAfter (session.sealIdle)
@@ -181,11 +188,42 @@ type pausingConn struct {
 	sealAfter time.Duration
 }
 
+// waits reports whether a read or a write has something to let go of if
+// it waits: a transaction, a pacer's thread.
+func (p *pausingConn) waits() (holding bool, pace *dataplane.Pacer) {
+	if p.holding != nil {
+		holding = p.holding()
+	}
+	if p.pacer != nil {
+		pace = p.pacer()
+	}
+	return holding, pace
+}
+
+// idle lets go of what a read or a write waiting longer than idleCommit
+// holds; the pacer is to be resumed after the wait.
+func (p *pausingConn) idle(holding bool, pace *dataplane.Pacer) {
+	if holding {
+		p.pause()
+	}
+	pace.Park()
+}
+
 func (p *pausingConn) Read(b []byte) (int, error) {
-	if p.ahead || p.holding == nil {
+	if p.ahead {
 		return p.Conn.Read(b)
 	}
-	if !p.holding() {
+	holding, pace := p.waits()
+	if !holding && pace == nil {
+		return p.readIdle(b)
+	}
+	if !holding {
+		// nothing to publish: the thread goes as soon as the read waits
+		if n, err, ok := p.tryRead(b); ok {
+			return n, err
+		}
+		pace.Park()
+		defer pace.Resume()
 		return p.readIdle(b)
 	}
 	// a deadline fails only on a closed connection, which the call then reports
@@ -195,7 +233,8 @@ func (p *pausingConn) Read(b []byte) (int, error) {
 	if n > 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
 		return n, err
 	}
-	p.pause()
+	p.idle(holding, pace)
+	defer pace.Resume()
 	return p.readIdle(b)
 }
 
@@ -214,11 +253,39 @@ func (p *pausingConn) readIdle(b []byte) (int, error) {
 	return p.Conn.Read(b)
 }
 
-func (p *pausingConn) Write(b []byte) (int, error) {
-	if p.holding == nil {
-		return p.Conn.Write(b)
+// tryRead reads what the connection holds without waiting for more; ok
+// is false when it holds nothing yet (or the read is to be made again,
+// to report what happened).
+func (p *pausingConn) tryRead(b []byte) (n int, err error, ok bool) {
+	sc, isSys := p.Conn.(syscall.Conn)
+	if !isSys {
+		return 0, nil, false
 	}
-	if !p.holding() {
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return 0, nil, false
+	}
+	var rerr error
+	if rc.Read(func(fd uintptr) bool {
+		n, rerr = syscall.Read(int(fd), b)
+		return true // one try: no wait
+	}) != nil {
+		return 0, nil, false
+	}
+	switch {
+	case rerr == syscall.EAGAIN || rerr == syscall.EINTR:
+		return 0, nil, false
+	case rerr != nil:
+		return 0, rerr, true // its error is taken: reading again would not report it
+	case n == 0:
+		return 0, io.EOF, true
+	}
+	return n, nil, true
+}
+
+func (p *pausingConn) Write(b []byte) (int, error) {
+	holding, pace := p.waits()
+	if !holding && pace == nil {
 		return p.writeIdle(b)
 	}
 	// as in Read
@@ -228,7 +295,8 @@ func (p *pausingConn) Write(b []byte) (int, error) {
 	if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
 		return n, err
 	}
-	p.pause()
+	p.idle(holding, pace)
+	defer pace.Resume()
 	m, err := p.writeIdle(b[n:])
 	return n + m, err
 }

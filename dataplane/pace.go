@@ -15,7 +15,10 @@ import (
 // workers are busy (they read busyBatches batches or more in a slice), a
 // writer works a slice of paceSlice CPU time, publishes what it did, and
 // sleeps so that it takes at most its share of one CPU. When nothing is
-// forwarded, or the share is 100%, a writer runs flat out.
+// forwarded, or the share is 100%, a writer runs flat out. A writer
+// that waits on something that is not its work (a client's next lines)
+// gives its thread back meanwhile (Park), so that a thousand writers
+// waiting cost no thread.
 
 const (
 	paceSlice   = 500 * time.Microsecond
@@ -113,7 +116,7 @@ type Pacer struct {
 	share  float64
 	start  time.Duration // the thread's CPU time at the slice's start
 	ran    time.Duration // while parked: the slice's CPU time so far
-	seen  uint64        // the workers' batches then
+	seen   uint64        // the workers' batches then
 	// helpers: CPU time the writer's helpers (a batch's parser) spent for
 	// it, charged through a Meter; helped what of it the slice has seen
 	helpers atomic.Int64

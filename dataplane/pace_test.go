@@ -167,3 +167,43 @@ func TestPacerNice(t *testing.T) {
 		runtime.UnlockOSThread()
 	}
 }
+
+// TestPacerPark: a parked writer's thread has its own priority back (and
+// is no longer the writer's), a resumed one is lowered again, and Done
+// after a Park and a Resume leaves the thread as it was; a nil pacer's
+// Park and Resume do nothing.
+func TestPacerPark(t *testing.T) {
+	prio := func() unix.SchedAttr {
+		a, err := unix.SchedGetAttr(unix.Gettid(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return unix.SchedAttr{Policy: a.Policy, Nice: a.Nice}
+	}
+	dp := &Dataplane{}
+	dp.SetControlShare(1)
+	dp.SetControlNice(NiceIdle)
+	runtime.LockOSThread() // the thread compared: it stays this goroutine's
+	defer runtime.UnlockOSThread()
+	was := prio()
+	p := dp.NewPacer()
+	for i := 0; i < 3; i++ {
+		if got := prio(); got.Policy != unix.SCHED_IDLE {
+			t.Fatalf("round %d: the writer's thread at %+v, want SCHED_IDLE", i, got)
+		}
+		p.Park()
+		p.Park() // once is enough, more are nothing
+		if got := prio(); got != was {
+			t.Fatalf("round %d: a parked writer's thread at %+v, was %+v", i, got, was)
+		}
+		p.Resume()
+		p.Resume()
+	}
+	p.Done()
+	if got := prio(); got != was {
+		t.Errorf("after the pacing the thread is at %+v, was %+v", got, was)
+	}
+	var none *Pacer
+	none.Park()
+	none.Resume()
+}

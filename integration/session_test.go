@@ -11,13 +11,144 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
+
+// threads is process pid's thread count.
+func threads(pid int) int64 {
+	return statusField("/proc/"+strconv.Itoa(pid)+"/status", "Threads")
+}
 
 // frame is one frame of the daemon's answer: kind 'o', 'e' or 'x'.
 func frame(kind byte, payload string) []byte {
 	b := []byte{kind, 0, 0, 0, 0}
 	binary.BigEndian.PutUint32(b[1:], uint32(len(payload)))
 	return append(b, payload...)
+}
+
+// TestHeldBatchSessions: 12,000 clients each send a batch's header and
+// wait, as many connections as an unprivileged user can open. The daemon
+// serves the first 4,096 (its default bound) at no thread each, tells
+// the others `Error: 4096 sessions run already.` with exit status 1, and
+// forwards throughout; a hundred of the held batches run a line and wait
+// again, and still cost no thread; once the clients are gone the daemon
+// answers the next one. Each batch session used to lock a thread as it
+// connected: past 10,000 the runtime ended the daemon (thread
+// exhaustion), and the forwarding with it.
+func TestHeldBatchSessions(t *testing.T) {
+	l := newLab(t)
+	pid := l.d.cmd.Process.Pid // ip netns exec execs the daemon
+	before := threads(pid)
+	ping := startIn(t, l.h1, "ping", "-6", "-i", "0.05", "2001:db8:2::2")
+
+	const clients, bound, running = 12000, 4096, 100
+	fds := make([]int, 0, clients)
+	defer func() {
+		for _, fd := range fds {
+			_ = unix.Close(fd) // ends its session, if it has one
+		}
+	}()
+	header := []byte("urouter/1 b -\n")
+	for i := 0; i < clients; i++ {
+		fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatalf("socket %d: %v", i, err)
+		}
+		fds = append(fds, fd)
+		// a blocking connect waits while the listener's backlog is full
+		if err := unix.Connect(fd, &unix.SockaddrUnix{Name: l.d.sock}); err != nil {
+			t.Fatalf("client %d: connect: %v\n%s", i, err, l.d.log)
+		}
+		if _, err := unix.Write(fd, header); err != nil {
+			t.Fatalf("client %d: %v", i, err)
+		}
+	}
+
+	// the refused are told at once; the served hear nothing yet
+	refusal := append(frame('e', "Error: 4096 sessions run already.\n"), frame('x', "\x01")...)
+	got := make([][]byte, clients)
+	// served: those that have heard nothing; told: those told all a
+	// refusal is long
+	served := func() (s []int, told int) {
+		for i, fd := range fds {
+			var buf [256]byte
+			n, _, err := unix.Recvfrom(fd, buf[:], unix.MSG_DONTWAIT)
+			if n > 0 {
+				got[i] = append(got[i], buf[:n]...)
+			}
+			switch {
+			case len(got[i]) == 0 && errors.Is(err, unix.EAGAIN):
+				s = append(s, i)
+			case len(got[i]) >= len(refusal):
+				told++
+			}
+		}
+		return s, told
+	}
+	var s []int
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		var told int
+		if s, told = served(); len(s) == bound && told == clients-bound {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d clients have heard nothing, want %d (the bound); %d told all\n%s", len(s), clients, bound, told, l.d.log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for i, g := range got {
+		if g != nil && !bytes.Equal(g, refusal) {
+			t.Fatalf("client %d was told %q, want %q", i, g, refusal)
+		}
+	}
+
+	idle := threads(pid)
+	if idle >= before+20 {
+		t.Errorf("the daemon runs %d threads with %d batch sessions held (%d before)", idle, bound, before)
+	}
+
+	// a hundred of the served run a line each, one after another, and
+	// wait for the next: a thread each, if they kept one
+	for _, i := range s[:running] {
+		if _, err := unix.Write(fds[i], []byte("status\n")); err != nil {
+			t.Fatal(err)
+		}
+		var buf [256]byte
+		if n, err := unix.Read(fds[i], buf[:]); n < 5 || buf[0] != 'o' {
+			t.Fatalf("client %d: status answered %q (%v)", i, buf[:max(n, 0)], err)
+		}
+	}
+	held := threads(pid)
+	if held >= before+20 {
+		t.Errorf("the daemon runs %d threads once %d of %d held batches ran a line (%d before)", held, running, bound, before)
+	}
+	if out, errs, st := l.in(l.h1, "ping", "-6", "-c", "3", "-i", "0.1", "-W", "2", "2001:db8:2::2"); st != 0 {
+		t.Fatalf("ping6 through the daemon holding %d sessions: %s %s", bound, out, errs)
+	}
+
+	for _, fd := range fds {
+		_ = unix.Close(fd)
+	}
+	fds = nil
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		out, errs, st := l.d.run("status")
+		if st == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status after the clients left: %d %s %s", st, out, errs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = syscall.Kill(ping.cmd.Process.Pid, syscall.SIGINT) // ping's summary is printed on SIGINT
+	_ = ping.cmd.Wait()
+	sent, recv := pingCounts(ping.out.String())
+	t.Logf("daemon threads: %d before, %d with %d batch sessions held, %d once %d of them ran a line, %d after; ping6 throughout: %d of %d answered",
+		before, idle, bound, held, running, threads(pid), recv, sent)
+	if sent < 10 || recv < sent-1 { // the last may be in flight
+		t.Errorf("ping6 throughout: %d of %d answered:\n%s", recv, sent, ping.out)
+	}
 }
 
 // TestLongHeader: a client that sends 1 GB without a newline as its

@@ -54,12 +54,17 @@ func daemon(args []string) int {
 	mirrorTables := fs.String("mirror-table", "", "follow these kernel tables (ids, comma-separated) of the daemon's netns into the router's tables of the same ids")
 	controlShare := fs.Float64("control-share", 60, "percent of one CPU a batch takes at most while the data plane forwards (100: no limit); the rest of the machine stays the traffic's")
 	controlNice := fs.String("control-nice", "idle", "the nice value (0-19) of a batch's threads while the data plane forwards, or idle (SCHED_IDLE): a forwarding worker that wakes then runs before them")
+	maxSessions := fs.Int("max-sessions", control.DefaultMaxSessions, "clients served at once at most; one more is told so and let go")
 	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://ADDR:PORT/metrics; off unless given")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if *controlShare <= 0 || *controlShare > 100 {
 		fmt.Fprintf(os.Stderr, "urouter daemon: --control-share %v: a percentage in (0, 100]\n", *controlShare)
+		return 2
+	}
+	if *maxSessions <= 0 {
+		fmt.Fprintf(os.Stderr, "urouter daemon: --max-sessions %d: a number of clients, 1 or more\n", *maxSessions)
 		return 2
 	}
 	nice, err := dataplane.NiceIdle, error(nil)
@@ -111,6 +116,7 @@ func daemon(args []string) int {
 		releaseLinks(r)
 		return 1
 	}
+	srv.MaxSessions = *maxSessions
 	srv.Status.Started = time.Now()
 	var fpmApplier *feed.Applier
 	if *fpmAddr != "" {
