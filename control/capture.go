@@ -146,14 +146,14 @@ func (s *session) captureCmd(args [][]byte) *cmdErr {
 // streamCapture runs the session's capture until its count, or until the
 // client closes its side (Ctrl-C: the stream still ends whole, with its
 // statistics) or goes away. The capture leaves the packet path first. It
-// reports whether the client is still there for the exit status.
-func (s *session) streamCapture(in *bufio.Reader) bool {
+// returns the exit status, and whether the client is still there for it.
+func (s *session) streamCapture(in *bufio.Reader) (int, bool) {
 	q := s.capture
 	c, err := s.r.DP.StartCapture(q.spec)
 	if err != nil {
 		s.errOut("Error: " + err.Error() + ".")
 		s.flush()
-		return true
+		return 1, true
 	}
 	start := time.Now()
 	gone := make(chan struct{})
@@ -164,7 +164,7 @@ func (s *session) streamCapture(in *bufio.Reader) bool {
 	w, err := s.pcapngHeader(c, q)
 	if err != nil {
 		s.r.DP.StopCapture(c)
-		return false
+		return 0, false
 	}
 	written := 0
 	var failed error
@@ -201,7 +201,7 @@ loop:
 	for failed == nil && (q.count == 0 || written < q.count) && c.Next(put) {
 	}
 	if failed != nil {
-		return false // the client went away
+		return 0, false // the client went away
 	}
 	end := time.Now()
 	for i := range c.Links() {
@@ -213,7 +213,7 @@ loop:
 	}
 	_ = w.Flush() // a client gone: nobody to tell
 	s.flush()
-	return true
+	return 0, true
 }
 
 // pcapngHeader writes the section header and an interface block per link.

@@ -406,8 +406,8 @@ func (srv *Server) serveConn(c net.Conn) {
 		return
 	}
 	if s.capture != nil {
-		if s.streamCapture(in) {
-			_, _ = (&frameWriter{c: pc, kind: 'x'}).Write([]byte{0}) // as flush
+		if st, there := s.streamCapture(in); there {
+			_, _ = (&frameWriter{c: pc, kind: 'x'}).Write([]byte{byte(st)}) // as flush
 		}
 		return
 	}
