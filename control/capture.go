@@ -143,9 +143,11 @@ func (s *session) captureCmd(args [][]byte) *cmdErr {
 	return nil
 }
 
-// streamCapture runs the session's capture until its count, or until the
+// streamCapture runs the session's capture until its count, until the
 // client closes its side (Ctrl-C: the stream still ends whole, with its
-// statistics) or goes away. The capture leaves the packet path first. It
+// statistics) or goes away, or until a link it names is removed (the
+// stream ends whole, and the capture fails, as tcpdump's does when its
+// interface disappears). The capture leaves the packet path first. It
 // returns the exit status, and whether the client is still there for it.
 func (s *session) streamCapture(in *bufio.Reader) (int, bool) {
 	q := s.capture
@@ -191,6 +193,8 @@ loop:
 		select {
 		case <-gone:
 			break loop
+		case <-c.Ended():
+			break loop
 		case <-c.Wake():
 		case <-time.After(100 * time.Millisecond): // a wake lost to a race with the last read
 		}
@@ -213,6 +217,10 @@ loop:
 	}
 	_ = w.Flush() // a client gone: nobody to tell
 	s.flush()
+	if l := c.Gone(); l != nil {
+		s.errOut("Error: the link " + l.Name + " disappeared.")
+		return 1, true
+	}
 	return 0, true
 }
 

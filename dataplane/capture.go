@@ -72,6 +72,10 @@ type Capture struct {
 	ring  captureRing
 	stats []CaptureStats // by place in links
 	wake  chan struct{}
+	// ended is closed when a link the capture names is removed (gone):
+	// the capture has left the packet path
+	ended chan struct{}
+	gone  atomic.Pointer[Link]
 }
 
 // CaptureStats count a capture's packets of one link.
@@ -100,7 +104,7 @@ var ErrTooManyCaptures = fmt.Errorf("%d captures run already", MaxCaptures)
 // StartCapture starts a capture; its packets are read with Next until
 // StopCapture.
 func (dp *Dataplane) StartCapture(spec CaptureSpec) (*Capture, error) {
-	c := &Capture{spec: spec, wake: make(chan struct{}, 1)}
+	c := &Capture{spec: spec, wake: make(chan struct{}, 1), ended: make(chan struct{})}
 	c.links = spec.Links
 	if len(c.links) == 0 {
 		c.links = dp.Links.All()
@@ -131,6 +135,13 @@ func (dp *Dataplane) StartCapture(spec CaptureSpec) (*Capture, error) {
 	if len(caps) == MaxCaptures {
 		return nil, ErrTooManyCaptures
 	}
+	for _, l := range spec.Links {
+		// removed since it was named: Remove ended the captures it found
+		// before this one could be among them
+		if dp.Links.ByIndex(l.Index) != l {
+			return nil, fmt.Errorf("the link %s disappeared", l.Name)
+		}
+	}
 	c.ring.init(slots, c.spec.Snaplen)
 	dp.publishTaps(append(caps, c), cur.tracer())
 	return c, nil
@@ -145,6 +156,35 @@ func (dp *Dataplane) StopCapture(c *Capture) {
 	dp.tapMu.Unlock()
 	dp.synchronize() // the batches that had it are done
 }
+
+// endCaptures ends the captures that name link l, which Remove has taken
+// out of the registry: they leave the packet path and their readers see
+// Ended, as tcpdump's loop ends when its interface disappears. A capture
+// of every link goes on with the others.
+func (dp *Dataplane) endCaptures(l *Link) {
+	dp.tapMu.Lock()
+	defer dp.tapMu.Unlock()
+	cur := dp.taps.Load()
+	caps := cur.captures()
+	keep := slices.DeleteFunc(slices.Clone(caps), func(c *Capture) bool {
+		if !slices.Contains(c.spec.Links, l) {
+			return false
+		}
+		c.gone.Store(l)
+		close(c.ended) // once: it leaves the set here
+		return true
+	})
+	if len(keep) < len(caps) {
+		dp.publishTaps(keep, cur.tracer())
+	}
+}
+
+// Ended is closed when a link c names has been removed: c has left the
+// packet path (what its ring holds can still be read).
+func (c *Capture) Ended() <-chan struct{} { return c.ended }
+
+// Gone is the removed link that ended c, nil while c runs.
+func (c *Capture) Gone() *Link { return c.gone.Load() }
 
 // taps are what watches the packet path: the captures running and the
 // trace armed; a batch loads them once.

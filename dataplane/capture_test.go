@@ -259,3 +259,41 @@ func TestCaptureLimit(t *testing.T) {
 		t.Errorf("%d captures after all stopped", r.dp.Captures())
 	}
 }
+
+// TestCaptureLinkRemoved: removing a link ends the captures that name it
+// (they leave the packet path, their slots free, their readers told which
+// link went), not a capture of every link nor one of other links; a
+// capture of a link removed since it was named is refused.
+func TestCaptureLinkRemoved(t *testing.T) {
+	r := newRig(t)
+	named := start(t, r, dataplane.CaptureSpec{Links: []*dataplane.Link{r.ta, r.d0}, In: true, Snaplen: 128})
+	every := start(t, r, dataplane.CaptureSpec{In: true, Snaplen: 128})
+	other := start(t, r, dataplane.CaptureSpec{Links: []*dataplane.Link{r.ta}, In: true, Snaplen: 128})
+	if err := r.r.DeleteLink(r.d0); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-named.Ended():
+	default:
+		t.Fatal("a capture of a removed link runs on")
+	}
+	if named.Gone() != r.d0 {
+		t.Errorf("the capture was ended by %v, want d0", named.Gone())
+	}
+	for _, c := range []*dataplane.Capture{every, other} {
+		select {
+		case <-c.Ended():
+			t.Errorf("a capture not naming d0 ended (by %v)", c.Gone())
+		default:
+		}
+	}
+	if n := r.dp.Captures(); n != 2 {
+		t.Errorf("%d captures run, want 2", n)
+	}
+	r.dp.StopCapture(named) // as its reader does: nothing more
+	if _, err := r.dp.StartCapture(dataplane.CaptureSpec{Links: []*dataplane.Link{r.d0}, In: true}); err == nil {
+		t.Error("a capture of a removed link started")
+	}
+	r.dp.StopCapture(every)
+	r.dp.StopCapture(other)
+}

@@ -156,6 +156,7 @@ func (dp *Dataplane) Remove(l *Link) error {
 	dp.mu.Lock()
 	defer dp.mu.Unlock()
 	dp.Links.remove(l)
+	dp.endCaptures(l)
 	ref := l.port.Swap(nil)
 	if ref == nil {
 		return merr
