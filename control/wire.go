@@ -219,7 +219,7 @@ func (p *pausingConn) Read(b []byte) (int, error) {
 	}
 	if !holding {
 		// nothing to publish: the thread goes as soon as the read waits
-		if n, err, ok := p.tryRead(b); ok {
+		if n, done, err := p.tryRead(b); done {
 			return n, err
 		}
 		pace.Park()
@@ -253,34 +253,34 @@ func (p *pausingConn) readIdle(b []byte) (int, error) {
 	return p.Conn.Read(b)
 }
 
-// tryRead reads what the connection holds without waiting for more; ok
+// tryRead reads what the connection holds without waiting for more; done
 // is false when it holds nothing yet (or the read is to be made again,
 // to report what happened).
-func (p *pausingConn) tryRead(b []byte) (n int, err error, ok bool) {
+func (p *pausingConn) tryRead(b []byte) (n int, done bool, err error) {
 	sc, isSys := p.Conn.(syscall.Conn)
 	if !isSys {
-		return 0, nil, false
+		return 0, false, nil
 	}
 	rc, err := sc.SyscallConn()
 	if err != nil {
-		return 0, nil, false
+		return 0, false, nil
 	}
 	var rerr error
 	if rc.Read(func(fd uintptr) bool {
 		n, rerr = syscall.Read(int(fd), b)
 		return true // one try: no wait
 	}) != nil {
-		return 0, nil, false
+		return 0, false, nil
 	}
 	switch {
 	case rerr == syscall.EAGAIN || rerr == syscall.EINTR:
-		return 0, nil, false
+		return 0, false, nil
 	case rerr != nil:
-		return 0, rerr, true // its error is taken: reading again would not report it
+		return 0, true, rerr // its error is taken: reading again would not report it
 	case n == 0:
-		return 0, io.EOF, true
+		return 0, true, io.EOF
 	}
-	return n, nil, true
+	return n, true, nil
 }
 
 func (p *pausingConn) Write(b []byte) (int, error) {
