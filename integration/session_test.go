@@ -286,3 +286,53 @@ func TestLongHeader(t *testing.T) {
 		t.Errorf("status after a long header: %s", errs)
 	}
 }
+
+// TestMaxSessions: with --max-sessions 2 and two clients holding their
+// sessions, the client is refused with the error and exit status 1; once
+// one of them leaves, it is served.
+func TestMaxSessions(t *testing.T) {
+	d := startDaemonFlags(t, "", []string{"--max-sessions", "2"}, "link add d0 type dummy")
+	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			_ = c.Close() // ends its session
+		}
+	}()
+	for deadline := time.Now().Add(10 * time.Second); len(held) < 2; {
+		c, err := net.Dial("unix", d.sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// served: a line runs, and the session waits for the next
+		if _, err := c.Write([]byte("urouter/1 - -\nlink show d0\n")); err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetReadDeadline(deadline)
+		var b [1]byte
+		if _, err := io.ReadFull(c, b[:]); err != nil {
+			t.Fatalf("a client holding a session: %v", err)
+		}
+		if b[0] != 'o' {
+			// refused: the start's probe had not yet left
+			_ = c.Close()
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		held = append(held, c)
+	}
+	out, errs, st := d.run("link", "show", "d0")
+	if st != 1 || errs != "Error: 2 sessions run already.\n" || out != "" {
+		t.Errorf("a third client: exit %d, %q %q; want 1 and the error", st, out, errs)
+	}
+	_ = held[0].Close()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		out, errs, st := d.run("link", "show", "d0")
+		if st == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a client after one of the two left: %d %s%s", st, out, errs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
