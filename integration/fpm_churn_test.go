@@ -3,7 +3,6 @@ package integration
 import (
 	"encoding/binary"
 	"net"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -31,21 +30,6 @@ func fpmBlackhole(dst string) []byte {
 	return append(h, b...)
 }
 
-// threads is the number of threads of process pid.
-func threads(t *testing.T, pid int) int {
-	t.Helper()
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile(`(?m)^Threads:\s+(\d+)$`).FindSubmatch(b)
-	if m == nil {
-		t.Fatalf("no Threads in /proc/%d/status", pid)
-	}
-	n, _ := strconv.Atoi(string(m[1]))
-	return n
-}
-
 // TestFPMChurn: a peer that connects to the FPM port and goes again as
 // fast as it can for 5 s, half its connections saying a route first,
 // costs the daemon a few log lines (not one or two a connection) and
@@ -60,7 +44,7 @@ func TestFPMChurn(t *testing.T) {
 		t.Fatalf("status: %s", out)
 	}
 	addr, pid := m[1], d.cmd.Process.Pid
-	base := threads(t, pid)
+	base := int(threads(pid))
 	logBefore := strings.Count(d.log.String(), "\n")
 
 	var conns atomic.Int64
@@ -83,11 +67,11 @@ func TestFPMChurn(t *testing.T) {
 	}
 	peak := base
 	for time.Now().Before(end) {
-		peak = max(peak, threads(t, pid))
+		peak = max(peak, int(threads(pid)))
 		time.Sleep(20 * time.Millisecond)
 	}
 	wg.Wait()
-	after := threads(t, pid)
+	after := int(threads(pid))
 	lines := strings.Count(d.log.String(), "\n") - logBefore
 	t.Logf("%d connections in 5 s: threads %d before, peak %d, %d after; %d log lines", conns.Load(), base, peak, after, lines)
 	if conns.Load() < 1000 {
