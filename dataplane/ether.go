@@ -33,7 +33,8 @@ type ether struct {
 	mac   ndisc.MAC
 	neigh *ndisc.Table // nd's, kept here for the packet path's direct call
 	nd    *ndisc.ND
-	rxh   [][batchSize]port.EthHdr // per queue: the headers of the frames read
+	rxh   [][batchSize]port.EthHdr  // per queue: the headers of the frames read
+	rxt   [][batchSize]port.VLANTag // ... and the VLAN tags taken out of them
 	link  atomic.Pointer[Link]
 	// groups are the multicast MACs the link listens to (ndisc.Groups of
 	// its addresses), changed under the link registry's lock
@@ -104,7 +105,8 @@ func randomMAC() ndisc.MAC {
 // newEther makes an Ethernet device that listens to all-nodes and
 // all-routers; an error is a group it could not join.
 func newEther(kind string, io port.Frames, mac ndisc.MAC, p ndisc.Params) (*ether, error) {
-	e := &ether{kind: kind, io: io, mac: mac, rxh: make([][batchSize]port.EthHdr, io.Queues())}
+	e := &ether{kind: kind, io: io, mac: mac, rxh: make([][batchSize]port.EthHdr, io.Queues()),
+		rxt: make([][batchSize]port.VLANTag, io.Queues())}
 	e.nd = ndisc.New((*ndLink)(e), mac, p)
 	e.neigh = e.nd.Table()
 	if err := e.listen(ndisc.Groups(nil)); err != nil {
@@ -248,14 +250,14 @@ func (e *ether) Queues() int { return e.io.Queues() }
 // Neighbour Discovery goes to the ND goroutine, other multicast and other
 // MACs' frames are counted and dropped. It returns once it has a packet.
 func (e *ether) ReadBatch(q int, bufs [][]byte, sizes []int) (int, error) {
-	hdrs := e.rxh[q][:]
+	hdrs, tags := e.rxh[q][:], e.rxt[q][:]
 	for {
-		n, err := e.io.ReadFrames(q, bufs, hdrs[:len(bufs)], sizes)
+		n, err := e.io.ReadFrames(q, bufs, hdrs[:len(bufs)], tags[:len(bufs)], sizes)
 		e.stats.Reads.Add(1)
 		e.stats.Frames.Add(uint64(n))
 		keep := 0
 		for i := 0; i < n; i++ {
-			if sizes[i] != 0 && !e.routes(&hdrs[i], bufs[i][:sizes[i]]) {
+			if sizes[i] != 0 && !e.routes(&hdrs[i], tags[i], bufs[i][:sizes[i]]) {
 				continue
 			}
 			keep = kept(bufs, sizes, i, keep)
@@ -276,15 +278,17 @@ func kept(bufs [][]byte, sizes []int, i, keep int) int {
 	return keep + 1
 }
 
-// routes reports whether a frame (h, then b: virtio_net_hdr and packet)
-// goes to the packet path, its header's offsets made the packet path's;
-// Neighbour Discovery goes to the ND goroutine (and RAs up the mirror as
-// well, ndUp), other multicast up the mirror, and other ethertypes up a
-// TAP mirror, each within its class's limit (copp.go); the rest is
-// counted.
+// routes reports whether a frame (h, then b: virtio_net_hdr and packet;
+// the VLAN tag its port took out of it) goes to the packet path, its
+// header's offsets made the packet path's; Neighbour Discovery goes to
+// the ND goroutine (and RAs up the mirror as well, ndUp), other multicast
+// up the mirror, and other ethertypes up a TAP mirror, each within its
+// class's limit (copp.go); the rest is counted.
 // (A truncated frame goes on: the packet path counts it.)
-func (e *ether) routes(h *port.EthHdr, b []byte) bool {
+func (e *ether) routes(h *port.EthHdr, tag port.VLANTag, b []byte) bool {
 	switch {
+	case tag.VID() != 0 && e.accepts(h[:6]): // another MAC's is not for us, tagged or not
+		e.unknownVLAN(len(b) - vnetHdrLen)
 	case binary.BigEndian.Uint16(h[12:]) != port.EtherTypeIPv6:
 		if !e.toTAP(h, b) {
 			e.stats.NotForUs.Add(1)
@@ -308,6 +312,19 @@ func (e *ether) routes(h *port.EthHdr, b []byte) bool {
 		return true
 	}
 	return false
+}
+
+// unknownVLAN drops a frame of n bytes tagged for a VLAN the link has no
+// link for, and counts it: Linux marks such a frame another host's
+// (__netif_receive_skb_core, PACKET_OTHERHOST) and IPv6 drops it, so a
+// trunk's VLANs do not leak into the untagged LAN. A priority-tagged frame
+// (VID 0) is the untagged LAN's, as in Linux.
+func (e *ether) unknownVLAN(n int) {
+	if ctrs := e.ndCtrs.Load(); ctrs != nil {
+		ctrs.RxPackets.addShared(1)
+		ctrs.RxBytes.addShared(uint64(n))
+		ctrs.Drops[DropUnknownVLAN].addShared(1)
+	}
 }
 
 // mirrorClass is the class of multicast packet p given up the mirror

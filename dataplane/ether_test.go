@@ -39,10 +39,11 @@ func newFakeFrames() *fakeFrames {
 
 func (*fakeFrames) Queues() int { return 1 }
 
-func (f *fakeFrames) ReadFrames(_ int, bufs [][]byte, hdrs []port.EthHdr, sizes []int) (int, error) {
+func (f *fakeFrames) ReadFrames(_ int, bufs [][]byte, hdrs []port.EthHdr, tags []port.VLANTag, sizes []int) (int, error) {
 	select {
 	case fr := <-f.rx:
 		copy(hdrs[0][:], fr)
+		tags[0] = port.VLANTag{}
 		clear(bufs[0][:vnetHdrLen])
 		sizes[0] = vnetHdrLen + copy(bufs[0][vnetHdrLen:], fr[port.EthHdrLen:])
 		return 1, nil

@@ -70,7 +70,7 @@ func (t *tapMirror) readOthers() {
 		copy(h[:], buf[4:4+port.EthHdrLen])
 		b := buf[4+port.EthHdrLen-vnetHdrLen : 4+n]
 		clear(b[:vnetHdrLen])
-		if !t.e.toTAP(&h, b) {
+		if !t.e.toTAP(&h, b) { // what its socket reads is untagged (port.Others)
 			t.e.stats.NotForUs.Add(1)
 		}
 	}
@@ -92,7 +92,7 @@ func (t *tapMirror) Close() error {
 // link here. It returns once it has a packet.
 func (t *tapMirror) ReadBatch(q int, bufs [][]byte, sizes []int) (int, error) {
 	for {
-		n, err := t.ReadFrames(q, bufs, t.hdrs[:len(bufs)], sizes)
+		n, err := t.ReadFrames(q, bufs, t.hdrs[:len(bufs)], nil, sizes) // a tagged frame leaves as it came
 		keep := 0
 		for i := 0; i < n; i++ {
 			if sizes[i] == 0 {

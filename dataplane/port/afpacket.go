@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync"
 	"syscall"
+	"unsafe"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -40,12 +41,17 @@ type AFPacket struct {
 	// netpoller callback that reads it, made once: a closure per read
 	// would be an allocation per batch
 	rx    iovBatch
+	// each frame's sockaddr_ll: its packet type (PACKET_OTHERHOST)
+	rxFrom [BatchSize]unix.RawSockaddrLinklayer
 	rxN   int
 	rxGot int
 	rxErr error
 	rxFn  func(fd uintptr) bool
 	// the kernel's IPv6 is switched off on the interface (ipv6switch.go)
 	tookIPv6 bool
+	// promisc: the router's MAC is not the interface's (set before the
+	// first read)
+	promisc bool
 	closeFlag
 }
 
@@ -181,16 +187,27 @@ func (a *AFPacket) AllMulti(on bool) error {
 
 // Promisc takes every frame, for a router MAC that is not the interface's.
 func (a *AFPacket) Promisc() error {
+	a.promisc = true
 	mr := unix.PacketMreq{Ifindex: int32(a.ifindex), Type: unix.PACKET_MR_PROMISC}
 	return unix.SetsockoptPacketMreq(a.fd, unix.SOL_PACKET, unix.PACKET_ADD_MEMBERSHIP, &mr)
 }
 
 func (*AFPacket) Queues() int { return 1 }
 
-func (a *AFPacket) ReadFrames(_ int, bufs [][]byte, hdrs []EthHdr, sizes []int) (int, error) {
+// ReadFrames reads a batch. The kernel's receive path takes a frame's VLAN
+// tag out of it; when no VLAN device of the kernel's has its VID, it
+// clears the tag too and marks the frame PACKET_OTHERHOST
+// (__netif_receive_skb_core), which reaches an IPv6 socket all the same.
+// So a frame to the interface's MAC or a group that comes as another
+// host's had a VLAN ID: its tag is UnknownVLAN. (With the interface
+// promiscuous, every frame to the router's MAC is another host's, and
+// that cannot be told.)
+func (a *AFPacket) ReadFrames(_ int, bufs [][]byte, hdrs []EthHdr, tags []VLANTag, sizes []int) (int, error) {
 	n := len(bufs)
 	for i := 0; i < n; i++ {
 		a.rx.set(i, bufs[i][:VnetHdrLen], &hdrs[i], bufs[i][VnetHdrLen:])
+		a.rx.msgs[i].Hdr.Name = (*byte)(unsafe.Pointer(&a.rxFrom[i]))
+		a.rx.msgs[i].Hdr.Namelen = unix.SizeofSockaddrLinklayer
 	}
 	a.rxN, a.rxGot, a.rxErr = n, 0, nil
 	err := a.rc.Read(a.rxFn)
@@ -200,7 +217,7 @@ func (a *AFPacket) ReadFrames(_ int, bufs [][]byte, hdrs []EthHdr, sizes []int) 
 	if err != nil {
 		return 0, a.readErr(err)
 	}
-	return a.sizes(a.rxGot, sizes), nil
+	return a.sizes(a.rxGot, tags, sizes), nil
 }
 
 // recv is the netpoller callback of ReadFrames.
@@ -209,12 +226,18 @@ func (a *AFPacket) recv(fd uintptr) bool {
 	return a.rxErr != unix.EAGAIN
 }
 
-func (a *AFPacket) sizes(got int, sizes []int) int {
+func (a *AFPacket) sizes(got int, tags []VLANTag, sizes []int) int {
 	for i := 0; i < got; i++ {
 		m := &a.rx.msgs[i]
 		sizes[i] = int(m.Len) - EthHdrLen
 		if m.Hdr.Flags&unix.MSG_TRUNC != 0 || sizes[i] < VnetHdrLen {
 			sizes[i] = 0 // the packet path counts it as truncated
+		}
+		if tags != nil {
+			tags[i] = VLANTag{}
+			if a.rxFrom[i].Pkttype == unix.PACKET_OTHERHOST && !a.promisc {
+				tags[i] = UnknownVLAN
+			}
 		}
 	}
 	return got

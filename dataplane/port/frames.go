@@ -21,6 +21,28 @@ type EthHdr [EthHdrLen]byte
 
 const EtherTypeIPv6 = 0x86dd
 
+// The TPIDs of a VLAN tag: 802.1Q's (C-tag) and 802.1ad's (S-tag).
+const (
+	EtherTypeVLAN = 0x8100
+	EtherTypeQinQ = 0x88a8
+)
+
+// VLANTag is the VLAN tag a port took out of a frame it read, as Linux's
+// receive path does (skb_vlan_untag, or a NIC's VLAN offload): the frame
+// reaches the link untagged, its tag beside it. Zero: the frame came
+// untagged. A frame with a second tag has the inner one still inline.
+type VLANTag struct{ TPID, TCI uint16 }
+
+// UnknownVLAN is the tag of a frame whose port knows it was tagged with a
+// VLAN ID, but not which (AFPacket.ReadFrames).
+var UnknownVLAN = VLANTag{TPID: EtherTypeVLAN, TCI: 0xffff}
+
+// VID is the tag's VLAN identifier; 0 for a priority tag (802.1p) or none.
+func (t VLANTag) VID() uint16 { return t.TCI & 0x0fff }
+
+// vlanTPID reports whether ethertype t is a VLAN tag's.
+func vlanTPID(t uint16) bool { return t == EtherTypeVLAN || t == EtherTypeQinQ }
+
 // BatchSize is the most frames a Frames reads at once: a worker's batch.
 const BatchSize = 64
 
@@ -28,8 +50,11 @@ const BatchSize = 64
 // Readers are one goroutine per queue; writers may be many at once.
 type Frames interface {
 	Queues() int
-	// ReadFrames reads at least one frame, waiting while there is none.
-	ReadFrames(q int, bufs [][]byte, hdrs []EthHdr, sizes []int) (int, error)
+	// ReadFrames reads at least one frame, waiting while there is none:
+	// frame i's header in hdrs[i], the VLAN tag taken out of it in
+	// tags[i], its virtio_net_hdr and packet in bufs[i][:sizes[i]]; with
+	// tags nil, a tag the frame came with stays in it.
+	ReadFrames(q int, bufs [][]byte, hdrs []EthHdr, tags []VLANTag, sizes []int) (int, error)
 	// WriteFrames writes frames in order and says how many went.
 	WriteFrames(hdrs []EthHdr, pkts [][]byte) (int, error)
 	// Offloads, SetMTU, SetUp and Close are the Port's.

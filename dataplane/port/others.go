@@ -21,9 +21,25 @@ type Others struct {
 	f *os.File
 }
 
-// othersFilter is the filter for a router's MAC: ethertype not IPv6, IPv4
-// or ARP, and the destination a group (its I/G bit) or mac.
+// othersFilter is the filter for a router's MAC: untagged (or priority-
+// tagged: a tag with a VLAN ID is for a VLAN no link is on, and Linux
+// takes such a frame for another host's), ethertype not IPv6, IPv4 or
+// ARP, and the destination a group (its I/G bit) or mac.
 func othersFilter(mac net.HardwareAddr) []unix.SockFilter {
+	// the kernel's ancillary data (linux/filter.h: SKF_AD_OFF -0x1000,
+	// SKF_AD_VLAN_TAG 44, SKF_AD_VLAN_TAG_PRESENT 48)
+	const ad, vlanTag, vlanPresent = 1<<32 - 0x1000, 44, 48
+	vlan := []unix.SockFilter{ // the tag the kernel took out of the frame
+		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: ad + vlanPresent},
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: 0, Jt: 2},
+		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: ad + vlanTag},
+		{Code: unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K, K: 0x0fff, Jt: 11}, // to the untagged filter's drop
+	}
+	return append(vlan, untaggedFilter(mac)...)
+}
+
+// untaggedFilter is othersFilter after the tag.
+func untaggedFilter(mac net.HardwareAddr) []unix.SockFilter {
 	const accept, drop = 10, 11 // the two returns' places
 	jeq := func(at int, k uint32, jt, jf int) unix.SockFilter {
 		return unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: k, Jt: uint8(jt - at - 1), Jf: uint8(jf - at - 1)}

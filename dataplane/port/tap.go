@@ -1,6 +1,7 @@
 package port
 
 import (
+	"encoding/binary"
 	"fmt"
 	"os"
 	"syscall"
@@ -38,6 +39,7 @@ type tapQueue struct {
 	// the batch in progress, for the netpoller callback
 	bufs  [][]byte
 	hdrs  []EthHdr
+	tags  []VLANTag
 	sizes []int
 	n     int
 	err   error
@@ -90,11 +92,13 @@ func OpenTAP(name string, o TAPOptions) (*TAP, error) {
 
 func (t *TAP) Queues() int { return len(t.queues) }
 
-func (t *TAP) ReadFrames(qi int, bufs [][]byte, hdrs []EthHdr, sizes []int) (int, error) {
+// ReadFrames reads a batch; a tag the kernel sent inline (tun_put_user
+// writes a VLAN device's tag into the frame) is taken out of it.
+func (t *TAP) ReadFrames(qi int, bufs [][]byte, hdrs []EthHdr, tags []VLANTag, sizes []int) (int, error) {
 	q := t.queues[qi]
-	q.bufs, q.hdrs, q.sizes, q.n, q.err = bufs, hdrs, sizes, 0, nil
+	q.bufs, q.hdrs, q.tags, q.sizes, q.n, q.err = bufs, hdrs, tags, sizes, 0, nil
 	err := q.rc.Read(q.fn)
-	q.bufs, q.hdrs, q.sizes = nil, nil, nil
+	q.bufs, q.hdrs, q.tags, q.sizes = nil, nil, nil, nil
 	if err == nil {
 		err = q.err
 	}
@@ -124,9 +128,30 @@ func (q *tapQueue) read(fd uintptr) bool {
 		if q.sizes[q.n] < VnetHdrLen {
 			q.sizes[q.n] = 0
 		}
+		if q.tags != nil {
+			q.tags[q.n] = VLANTag{}
+			if vlanTPID(binary.BigEndian.Uint16(q.hdrs[q.n][12:])) {
+				q.tags[q.n], q.sizes[q.n] = untag(&q.hdrs[q.n], b[:q.sizes[q.n]])
+			}
+		}
 		q.n++
 	}
 	return true
+}
+
+// untag takes the VLAN tag out of frame h, b (virtio_net_hdr and what
+// follows the header), as Linux's skb_vlan_untag, and returns it and the
+// frame's new size; a frame too short for its tag is left as it is.
+func untag(h *EthHdr, b []byte) (VLANTag, int) {
+	if len(b) < VnetHdrLen+4 {
+		return VLANTag{}, len(b)
+	}
+	p := b[VnetHdrLen:]
+	t := VLANTag{TPID: binary.BigEndian.Uint16(h[12:]), TCI: binary.BigEndian.Uint16(p)}
+	copy(h[12:], p[2:4])
+	copy(p, p[4:])
+	ShiftVnet(b, -4)
+	return t, len(b) - 4
 }
 
 func (t *TAP) WriteFrames(hdrs []EthHdr, pkts [][]byte) (int, error) {

@@ -1,0 +1,85 @@
+package integration
+
+import (
+	"encoding/binary"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+)
+
+// TestVLANTagged: a frame tagged with a VLAN the router has no link for
+// is another host's, as Linux has it (__netif_receive_skb_core marks it
+// PACKET_OTHERHOST and ipv6_rcv drops it): echo requests tagged with VIDs
+// 1, 100, 4000 and 4095 (802.1Q, and 802.1ad) from a raw socket are not
+// answered, nor forwarded to another LAN, and each is counted
+// (`unknown_vlan`); a priority-tagged one (VID 0) is handled as untagged.
+// On a veth (AF_PACKET: the kernel takes the tag out of the frame) and on
+// a TAP (the tag comes inline).
+func TestVLANTagged(t *testing.T) {
+	l := newEtherLab(t, nil)
+	for _, c := range []struct {
+		link, ns, dev, host, far string
+	}{
+		{"lan1", l.e1, "eth0", "2001:db8:a1::2", "2001:db8:a3::2"},
+		{"lan3", l.e3, "lan3", "2001:db8:a3::2", "2001:db8:a1::2"},
+	} {
+		t.Run(c.link, func(t *testing.T) {
+			s := frameSocket(t, c.ns, c.dev)
+			routerMAC, _ := net.ParseMAC(l.lanMAC[c.link])
+			hostMAC, _ := net.ParseMAC(l.mac[c.ns])
+			src, router, far := netip.MustParseAddr(c.host), netip.MustParseAddr(strings.TrimSuffix(c.host, "2")+"1"), netip.MustParseAddr(c.far)
+			var id uint16
+			echo := func(dst netip.Addr, tpid, tci uint16) []byte {
+				id++
+				p := icmp6(src, dst, header.ICMPv6EchoRequest, []byte{byte(id >> 8), byte(id), 0, 1, 'v', 'l', 'a', 'n'})
+				tag := []byte{byte(tci >> 8), byte(tci), 0x86, 0xdd}
+				return ether(routerMAC, hostMAC, tpid, append(tag, p...))
+			}
+			// answered: an echo reply for identifier id
+			answered := func(want uint16) bool {
+				_, ok := s.await(func(f []byte) bool {
+					return len(f) >= 14+48 && binary.BigEndian.Uint16(f[12:]) == 0x86dd && f[14+6] == 58 &&
+						f[14+40] == byte(header.ICMPv6EchoReply) && binary.BigEndian.Uint16(f[14+44:]) == want
+				})
+				return ok
+			}
+			before := linkDrops(t, l.d, c.link)["unknown_vlan"]
+			// priority-tagged: handled as untagged, answered and forwarded
+			for _, dst := range []netip.Addr{router, far} {
+				s.send(t, echo(dst, 0x8100, 5<<13))
+				if !answered(id) {
+					t.Errorf("a priority-tagged (VID 0) echo request to %v: no answer", dst)
+				}
+			}
+			sent := 0
+			for _, vid := range []uint16{1, 100, 4000, 4095} {
+				for _, tpid := range []uint16{0x8100, 0x88a8} {
+					for _, dst := range []netip.Addr{router, far} {
+						s.send(t, echo(dst, tpid, 3<<13|vid))
+						sent++
+					}
+				}
+			}
+			if _, ok := s.await(func(f []byte) bool {
+				return len(f) >= 14+48 && binary.BigEndian.Uint16(f[12:]) == 0x86dd && f[14+6] == 58 && f[14+40] == byte(header.ICMPv6EchoReply)
+			}); ok {
+				t.Errorf("an echo request tagged with a VLAN the router has none for was answered or forwarded")
+			}
+			if got := linkDrops(t, l.d, c.link)["unknown_vlan"] - before; got != uint64(sent) {
+				o, _, _ := l.d.run("-s", "link", "show", c.link)
+				t.Errorf("%d frames tagged with unknown VLANs, %d counted unknown_vlan\n%s", sent, got, o)
+			}
+			// and untagged still goes
+			s.send(t, ether(routerMAC, hostMAC, 0x86dd, echo(router, 0, 0)[18:]))
+			if !answered(id) {
+				t.Error("an untagged echo request after the tagged ones: no answer")
+			}
+		})
+	}
+	if o, _, _ := l.d.run("-s", "link", "show", "lan1"); !strings.Contains(o, "    drop unknown_vlan 16\n") {
+		t.Errorf("link show -s lan1 does not count the tagged frames:\n%s", o)
+	}
+}
