@@ -40,13 +40,13 @@ type AFPacket struct {
 	// the reader's batch in progress (one queue, one reader), and the
 	// netpoller callback that reads it, made once: a closure per read
 	// would be an allocation per batch
-	rx    iovBatch
+	rx iovBatch
 	// each frame's sockaddr_ll: its packet type (PACKET_OTHERHOST)
 	rxFrom [BatchSize]unix.RawSockaddrLinklayer
-	rxN   int
-	rxGot int
-	rxErr error
-	rxFn  func(fd uintptr) bool
+	rxN    int
+	rxGot  int
+	rxErr  error
+	rxFn   func(fd uintptr) bool
 	// the kernel's IPv6 is switched off on the interface (ipv6switch.go)
 	tookIPv6 bool
 	// promisc: the router's MAC is not the interface's (set before the
