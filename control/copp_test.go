@@ -89,7 +89,7 @@ func TestCoPPLinkStats(t *testing.T) {
 		t.Fatalf("link show -s -j: %v\n%s", err, js)
 	}
 	c := links[0].Stats.CoPP
-	if len(c) != 4 || c["echo"].Passed+c["echo"].Dropped != 7 || c["echo"].Dropped < 4 ||
+	if len(c) != 6 || c["echo"].Passed+c["echo"].Dropped != 7 || c["echo"].Dropped < 4 ||
 		links[0].Stats.Drops["policed"] != c["echo"].Dropped {
 		t.Errorf("link show -s -j: %s", js)
 	}

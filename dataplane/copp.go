@@ -17,15 +17,21 @@ import (
 // CoPPClass is a class of packets punted to the router, highest first.
 type CoPPClass uint8
 
+// A class that any LAN host can fill is apart from routing, which BGP's
+// and BFD's sessions share: the link-layer protocols a TAP mirror takes
+// (IS-IS, LLDP), which come from whoever sends to their groups, have a
+// class each.
 const (
 	CoPPND      CoPPClass = iota // Neighbour and Router Discovery, Redirects
 	CoPPRouting                  // routing protocols, and a session peer's packets to a mirror
+	CoPPISIS                     // IS-IS frames to a TAP mirror
+	CoPPLLDP                     // LLDP frames to a TAP mirror
 	CoPPEcho                     // echo requests to the router
 	CoPPOther                    // everything else punted
 	NumCoPPClasses
 )
 
-var coppNames = [NumCoPPClasses]string{"nd", "routing", "echo", "other"}
+var coppNames = [NumCoPPClasses]string{"nd", "routing", "isis", "lldp", "echo", "other"}
 
 func (c CoPPClass) String() string { return coppNames[c] }
 
@@ -49,9 +55,14 @@ type CoPPLimit struct{ Rate, Burst int }
 // it passes up a mirror mostly earns an answer from the kernel (a SYN+ACK,
 // a reset) that crosses the router again: 10,000 SYNs a second passed
 // cost a lab's router a tenth of a core more, and its transit a fifth.
+// isis has room for a database's exchange (a router paces its LSPs at
+// some 30 a second per link, its hellos every few seconds); lldp for a
+// frame every 30 s from each of a hundred neighbours, and their bursts.
 var DefaultCoPP = [NumCoPPClasses]CoPPLimit{
 	CoPPND:      {2000, 1000},
 	CoPPRouting: {1_000_000, 100_000},
+	CoPPISIS:    {2000, 1000},
+	CoPPLLDP:    {100, 100},
 	CoPPEcho:    {1000, 1000},
 	CoPPOther:   {2000, 2000},
 }

@@ -171,14 +171,17 @@ func (t *tapMirror) WriteBatch(_ int, pkts [][]byte, _ []netip.Addr) (int, error
 }
 
 // frameClass is the CoPP class of a frame that is not IPv6, given up a TAP
-// mirror: LLDP's and IS-IS's groups are routing; anything else (the other
-// IEEE 802.1 groups' STP, LACP, pause frames; unicast) is other.
+// mirror: LLDP's group is lldp, IS-IS's groups isis, each a class of its
+// own (any LAN host may send to them, so they are not routing, which BGP's
+// and BFD's sessions share); anything else (the other IEEE 802.1 groups'
+// STP, LACP, pause frames; unicast) is other.
 func frameClass(h *port.EthHdr) CoPPClass {
 	switch ndisc.MAC(h[:6]) {
-	case ndisc.MAC{0x01, 0x80, 0xc2, 0, 0, 0x0e}, // LLDP
-		ndisc.MAC{0x01, 0x80, 0xc2, 0, 0, 0x14}, ndisc.MAC{0x01, 0x80, 0xc2, 0, 0, 0x15}, // IS-IS AllL1ISs, AllL2ISs
+	case ndisc.MAC{0x01, 0x80, 0xc2, 0, 0, 0x0e}: // LLDP
+		return CoPPLLDP
+	case ndisc.MAC{0x01, 0x80, 0xc2, 0, 0, 0x14}, ndisc.MAC{0x01, 0x80, 0xc2, 0, 0, 0x15}, // IS-IS AllL1ISs, AllL2ISs
 		ndisc.MAC{0x09, 0x00, 0x2b, 0, 0, 0x04}, ndisc.MAC{0x09, 0x00, 0x2b, 0, 0, 0x05}: // AllESs, AllISs
-		return CoPPRouting
+		return CoPPISIS
 	}
 	return CoPPOther
 }
