@@ -251,7 +251,10 @@ const peerTTL = 90
 // sessions with, learnt from what it sends down the mirrors: one atomic
 // word per slot, a 40-bit tag of the address and the coarse second it was
 // last sent to (24 bits, compared modulo their width). A new address takes
-// its group's empty or expired slot, else its oldest.
+// its group's empty or expired slot, never a live peer's: the table's
+// peers cannot be evicted by newcomers, however many (an address that
+// finds its group full is not a peer until a slot expires, and its BGP
+// segments are routing by their port all the same).
 type peerTable struct {
 	seed  [2]uint64
 	slots [peerSlots]atomic.Uint64
@@ -276,25 +279,29 @@ func live(v, now uint64) bool { return v != 0 && age(v, now) < peerTTL }
 
 func age(v, now uint64) uint64 { return (now - v) & peerTimeMask }
 
-// learn stamps peer a as sent to at second now. Two mirrors' workers may
-// learn at once: a stamp lost is made again by the kernel's next segment.
-func (t *peerTable) learn(a *[16]byte, now uint64) {
+// learn stamps peer a as sent to at second now; admit says a may come in
+// if it is not a live peer already (else it is only kept alive). Two
+// mirrors' workers may learn at once: a stamp lost, or a newcomer that
+// lost its slot to another, is made again by the kernel's next segment.
+func (t *peerTable) learn(a *[16]byte, now uint64, admit bool) {
 	tag, g := t.group(a)
 	v := tag<<peerTimeBits | now&peerTimeMask
-	victim := 0
+	free := -1
 	for j := range g {
 		old := g[j].Load()
-		if old>>peerTimeBits == tag {
+		if old>>peerTimeBits == tag && (admit || live(old, now)) {
 			if old != v {
 				g[j].Store(v) // once a second at most: the line stays shared
 			}
 			return
 		}
-		if w := g[victim].Load(); live(w, now) && (!live(old, now) || age(old, now) > age(w, now)) {
-			victim = j
+		if free < 0 && !live(old, now) {
+			free = j
 		}
 	}
-	g[victim].Store(v)
+	if admit && free >= 0 {
+		g[free].Store(v)
+	}
 }
 
 // has reports whether a is a peer the kernel sent to within peerTTL.
@@ -311,7 +318,11 @@ func (t *peerTable) has(a *[16]byte, now uint64) bool {
 // learnPeer learns from a unicast packet the kernel sent: the destination
 // of a TCP segment that is neither SYN nor RST (the kernel's answers to a
 // flood of those establish nothing), nor FIN (a daemon closing a
-// connection it did not want).
+// connection it did not want). Only a segment that carries data admits a
+// new peer: a daemon spoke to it (bgpd's OPEN, its keepalives), where the
+// kernel acknowledges anyone's data, even on a connection its daemon
+// refuses (bgpd closes one from an address it has no neighbor for); a
+// bare ACK keeps a peer alive.
 func (w *worker) learnPeer(k *pkt, now uint64) {
 	if k.l4.proto != protoTCP {
 		return
@@ -319,7 +330,8 @@ func (w *worker) learnPeer(k *pkt, now uint64) {
 	if f, ok := tcpFlags(k.p, &k.l4); !ok || f&(header.TCPFlagSyn|header.TCPFlagRst|header.TCPFlagFin) != 0 {
 		return
 	}
-	w.dp.peers.learn((*[16]byte)(k.p.DestinationAddressSlice()), now)
+	data := len(k.p) > k.l4.off+int(header.TCP(k.p[k.l4.off:]).DataOffset())
+	w.dp.peers.learn((*[16]byte)(k.p.DestinationAddressSlice()), now, data)
 }
 
 // coarseNow is the peers' clock: seconds since epoch.

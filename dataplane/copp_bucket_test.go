@@ -46,35 +46,44 @@ func TestGCRAAllowShared(t *testing.T) {
 	}
 }
 
-// TestPeerTableWays: a way group keeps its four newest peers; an expired
-// slot is taken before a live one.
+// TestPeerTableWays: a way group keeps the four peers it has while they
+// live, however many newcomers come (a fifth is not admitted); an expired
+// slot is taken; a peer not admitted is only kept alive, not let in.
 func TestPeerTableWays(t *testing.T) {
 	var p peerTable
 	p.init()
 	// addresses that fall in one group
 	var same [][16]byte
 	_, g0 := p.group(&[16]byte{15: 1})
-	for i := 2; len(same) < 6; i++ {
+	for i := 2; len(same) < 7; i++ {
 		a := [16]byte{14: byte(i >> 8), 15: byte(i)}
 		if _, g := p.group(&a); &g[0] == &g0[0] {
 			same = append(same, a)
 		}
 	}
 	for i := range 5 {
-		p.learn(&same[i], uint64(100+i))
+		p.learn(&same[i], uint64(100+i), true)
 	}
-	if p.has(&same[0], 105) {
-		t.Error("the oldest of five in a group of four is still there")
-	}
-	for i := 1; i < 5; i++ {
+	for i := range 4 {
 		if !p.has(&same[i], 105) {
-			t.Errorf("peer %d of five forgotten", i)
+			t.Errorf("peer %d of five evicted by a newcomer", i)
 		}
 	}
-	// 90 s after the second, it has expired; the new one takes its slot
-	p.learn(&same[5], 191)
-	if p.has(&same[1], 191) || !p.has(&same[2], 191) || !p.has(&same[5], 191) {
-		t.Errorf("after expiry: %v %v %v", p.has(&same[1], 191), p.has(&same[2], 191), p.has(&same[5], 191))
+	if p.has(&same[4], 105) {
+		t.Error("the fifth of a group of four took a live peer's slot")
+	}
+	// a bare ACK keeps a peer alive, admits no one
+	p.learn(&same[1], 150, false)
+	p.learn(&same[6], 150, false)
+	if !p.has(&same[1], 191) || p.has(&same[6], 150) {
+		t.Errorf("kept alive at 150, at 191: %v; not admitted, at 150: %v", p.has(&same[1], 191), p.has(&same[6], 150))
+	}
+	// 90 s after the first, it has expired; the new one takes its slot,
+	// and an expired peer is not brought back but by a segment that admits
+	p.learn(&same[5], 191, true)
+	p.learn(&same[0], 191, false)
+	if p.has(&same[0], 191) || !p.has(&same[1], 191) || !p.has(&same[5], 191) {
+		t.Errorf("after expiry: %v %v %v", p.has(&same[0], 191), p.has(&same[1], 191), p.has(&same[5], 191))
 	}
 }
 

@@ -23,6 +23,12 @@ func tcpSeg(t testing.TB, src, dst net.IP, sport, dport uint16, seg layers.TCP) 
 	return craft(t, ipv6(src, dst, layers.IPProtocolTCP, 64), &seg)
 }
 
+// dataSeg is a TCP segment carrying a few bytes of data.
+func dataSeg(t testing.TB, src, dst net.IP, sport, dport uint16, seg layers.TCP) []byte {
+	seg.SrcPort, seg.DstPort, seg.Window = layers.TCPPort(sport), layers.TCPPort(dport), 1000
+	return craft(t, ipv6(src, dst, layers.IPProtocolTCP, 64), &seg, gopacket.Payload("data"))
+}
+
 func udpPorts(t testing.TB, src, dst net.IP, sport, dport uint16) []byte {
 	return craft(t, ipv6(src, dst, layers.IPProtocolUDP, 64),
 		&layers.UDP{SrcPort: layers.UDPPort(sport), DstPort: layers.UDPPort(dport)}, gopacket.Payload("x"))
@@ -48,7 +54,7 @@ func TestCoPPClasses(t *testing.T) {
 	peer := net.ParseIP("2001:db8:1::7")
 	r.dp.SetCoPP(dataplane.CoPPOther, dataplane.CoPPLimit{}) // the kernel's packets are not policed anyway
 	mw := dataplane.NewTestMirrorWorker(r.dp, r.ta, 1)
-	mw.ForwardOwn(tcpSeg(t, routerAddr, peer, 179, 40000, layers.TCP{ACK: true, PSH: true, Seq: 1, Ack: 1}))
+	mw.ForwardOwn(dataSeg(t, routerAddr, peer, 179, 40000, layers.TCP{ACK: true, PSH: true, Seq: 1, Ack: 1}))
 	nd, rt, echo, other := dataplane.CoPPND, dataplane.CoPPRouting, dataplane.CoPPEcho, dataplane.CoPPOther
 	cases := []struct {
 		name     string
@@ -93,23 +99,26 @@ func TestCoPPClasses(t *testing.T) {
 	}
 }
 
-// TestCoPPPeers: the kernel's TCP down a mirror makes its destination a
-// session peer for 90 s, but not a SYN, a RST or a FIN (what the kernel
-// answers a flood with), nor a multicast destination.
+// TestCoPPPeers: the kernel's TCP data down a mirror makes its
+// destination a session peer for 90 s, but not a SYN, a RST or a FIN
+// (what the kernel answers a flood with), nor a bare ACK (what it answers
+// anyone's data with, even on a connection its daemon refuses), nor a
+// multicast destination; a bare ACK keeps a peer alive.
 func TestCoPPPeers(t *testing.T) {
 	r := newRig(t)
 	mw := dataplane.NewTestMirrorWorker(r.dp, r.ta, 1)
 	addr := func(s string) net.IP { return net.ParseIP("2001:db8:1::" + s) }
 	mw.ForwardOwn(
-		tcpSeg(t, routerAddr, addr("a"), 179, 40000, layers.TCP{ACK: true, Seq: 1, Ack: 1}),
+		dataSeg(t, routerAddr, addr("a"), 179, 40000, layers.TCP{ACK: true, Seq: 1, Ack: 1}),
 		tcpSeg(t, routerAddr, addr("b"), 179, 40000, layers.TCP{SYN: true, ACK: true}),
 		tcpSeg(t, routerAddr, addr("c"), 22, 40000, layers.TCP{RST: true, ACK: true}),
-		tcpSeg(t, routerAddr, addr("d"), 179, 40000, layers.TCP{FIN: true, ACK: true}),
+		dataSeg(t, routerAddr, addr("d"), 179, 40000, layers.TCP{FIN: true, ACK: true}),
 		udpPorts(t, routerAddr, addr("e"), 179, 179),
-		tcpSeg(t, routerAddr, addr("f"), 5201, 40000, layers.TCP{PSH: true, ACK: true}),
+		dataSeg(t, routerAddr, addr("f"), 5201, 40000, layers.TCP{PSH: true, ACK: true}),
+		tcpSeg(t, routerAddr, addr("0"), 179, 40000, layers.TCP{ACK: true, Seq: 1, Ack: 2}),
 	)
 	r.recv(r.ta)
-	for s, want := range map[string]bool{"a": true, "b": false, "c": false, "d": false, "e": false, "f": true, "9": false} {
+	for s, want := range map[string]bool{"a": true, "b": false, "c": false, "d": false, "e": false, "f": true, "0": false, "9": false} {
 		a := netip.MustParseAddr("2001:db8:1::" + s)
 		if got := r.dp.IsPeer(a, 0); got != want {
 			t.Errorf("%s: a peer %v, want %v", a, got, want)
@@ -124,7 +133,7 @@ func TestCoPPPeers(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		ip := net.ParseIP("2001:db8:1::100").To16()
 		ip[14], ip[15] = byte(i>>8), byte(i)
-		mw.ForwardOwn(tcpSeg(t, routerAddr, ip, 179, 40000, layers.TCP{ACK: true}))
+		mw.ForwardOwn(dataSeg(t, routerAddr, ip, 179, 40000, layers.TCP{ACK: true}))
 		many = append(many, netip.AddrFrom16([16]byte(ip)))
 	}
 	r.recv(r.ta)
