@@ -287,8 +287,8 @@ func kept(bufs [][]byte, sizes []int, i, keep int) int {
 // (A truncated frame goes on: the packet path counts it.)
 func (e *ether) routes(h *port.EthHdr, tag port.VLANTag, b []byte) bool {
 	switch {
-	case tag.VID() != 0 && e.accepts(h[:6]): // another MAC's is not for us, tagged or not
-		e.unknownVLAN(len(b) - vnetHdrLen)
+	case tag.VID() != 0:
+		e.unknownVLAN(h, len(b)-vnetHdrLen)
 	case binary.BigEndian.Uint16(h[12:]) != port.EtherTypeIPv6:
 		if !e.toTAP(h, b) {
 			e.stats.NotForUs.Add(1)
@@ -314,12 +314,18 @@ func (e *ether) routes(h *port.EthHdr, tag port.VLANTag, b []byte) bool {
 	return false
 }
 
-// unknownVLAN drops a frame of n bytes tagged for a VLAN the link has no
-// link for, and counts it: Linux marks such a frame another host's
+// unknownVLAN drops a frame (h, n bytes after it) tagged for a VLAN no
+// link is on, and counts it: Linux marks such a frame another host's
 // (__netif_receive_skb_core, PACKET_OTHERHOST) and IPv6 drops it, so a
-// trunk's VLANs do not leak into the untagged LAN. A priority-tagged frame
-// (VID 0) is the untagged LAN's, as in Linux.
-func (e *ether) unknownVLAN(n int) {
+// trunk's VLANs do not leak into the untagged LAN (nor, of other
+// ethertypes, up a TAP mirror). A priority-tagged frame (VID 0) is the
+// untagged LAN's, as in Linux. Another MAC's unicast is not for us,
+// tagged or not.
+func (e *ether) unknownVLAN(h *port.EthHdr, n int) {
+	if h[0]&1 == 0 && ndisc.MAC(h[:6]) != e.mac {
+		e.stats.NotForUs.Add(1)
+		return
+	}
 	if ctrs := e.ndCtrs.Load(); ctrs != nil {
 		ctrs.RxPackets.addShared(1)
 		ctrs.RxBytes.addShared(uint64(n))

@@ -44,6 +44,11 @@ func (f *fakeFrames) ReadFrames(_ int, bufs [][]byte, hdrs []port.EthHdr, tags [
 	case fr := <-f.rx:
 		copy(hdrs[0][:], fr)
 		tags[0] = port.VLANTag{}
+		if tpid := binary.BigEndian.Uint16(fr[12:]); tpid == port.EtherTypeVLAN || tpid == port.EtherTypeQinQ {
+			tags[0] = port.VLANTag{TPID: tpid, TCI: binary.BigEndian.Uint16(fr[14:])} // taken out, as a port does
+			fr = append(fr[:12:12], fr[16:]...)
+			copy(hdrs[0][:], fr)
+		}
 		clear(bufs[0][:vnetHdrLen])
 		sizes[0] = vnetHdrLen + copy(bufs[0][vnetHdrLen:], fr[port.EthHdrLen:])
 		return 1, nil
