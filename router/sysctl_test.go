@@ -139,6 +139,8 @@ func TestSysctlCoPP(t *testing.T) {
 	r := New()
 	for name, want := range map[string]string{"net.ipv6.copp.nd.rate": "2000", "net.ipv6.copp.nd.burst": "1000",
 		"net.ipv6.copp.routing.rate": "1000000", "net.ipv6.copp.routing.burst": "100000",
+		"net.ipv6.copp.isis.rate": "2000", "net.ipv6.copp.isis.burst": "1000",
+		"net.ipv6.copp.lldp.rate": "100", "net.ipv6.copp.lldp.burst": "100",
 		"net.ipv6.copp.echo.rate": "1000", "net.ipv6.copp.echo.burst": "1000",
 		"net.ipv6.copp.other.rate": "2000", "net.ipv6.copp.other.burst": "2000"} {
 		if v, err := r.Sysctl(name); err != nil || v != want {
