@@ -34,7 +34,7 @@ type ether struct {
 	neigh *ndisc.Table // nd's, kept here for the packet path's direct call
 	nd    *ndisc.ND
 	rxh   [][batchSize]port.EthHdr  // per queue: the headers of the frames read
-	rxt   [][batchSize]port.VLANTag // ... and the VLAN tags taken out of them
+	rxt   [][batchSize]port.VLANTag // ... and the VLAN tags taken out of the tagged ones
 	link  atomic.Pointer[Link]
 	// groups are the multicast MACs the link listens to (ndisc.Groups of
 	// its addresses), changed under the link registry's lock
@@ -257,7 +257,7 @@ func (e *ether) ReadBatch(q int, bufs [][]byte, sizes []int) (int, error) {
 		e.stats.Frames.Add(uint64(n))
 		keep := 0
 		for i := 0; i < n; i++ {
-			if sizes[i] != 0 && !e.routes(&hdrs[i], tags[i], bufs[i][:sizes[i]]) {
+			if sizes[i] != 0 && !e.routes(&hdrs[i], &tags[i], bufs[i][:sizes[i]]) {
 				continue
 			}
 			keep = kept(bufs, sizes, i, keep)
@@ -279,18 +279,19 @@ func kept(bufs [][]byte, sizes []int, i, keep int) int {
 }
 
 // routes reports whether a frame (h, then b: virtio_net_hdr and packet;
-// the VLAN tag its port took out of it) goes to the packet path, its
-// header's offsets made the packet path's; Neighbour Discovery goes to
-// the ND goroutine (and RAs up the mirror as well, ndUp), other multicast
-// up the mirror, and other ethertypes up a TAP mirror, each within its
-// class's limit (copp.go); the rest is counted.
+// tag, the VLAN tag its port took out of it if h says it was tagged) goes
+// to the packet path, its header's offsets made the packet path's;
+// Neighbour Discovery goes to the ND goroutine (and RAs up the mirror as
+// well, ndUp), other multicast up the mirror, and other ethertypes up a
+// TAP mirror, each within its class's limit (copp.go); the rest is
+// counted.
 // (A truncated frame goes on: the packet path counts it.)
-func (e *ether) routes(h *port.EthHdr, tag port.VLANTag, b []byte) bool {
-	switch {
-	case tag.VID() != 0:
-		e.unknownVLAN(h, len(b)-vnetHdrLen)
-	case binary.BigEndian.Uint16(h[12:]) != port.EtherTypeIPv6:
-		if !e.toTAP(h, b) {
+func (e *ether) routes(h *port.EthHdr, tag *port.VLANTag, b []byte) bool {
+	switch et := binary.BigEndian.Uint16(h[12:]); {
+	case et != port.EtherTypeIPv6:
+		if port.IsVLAN(et) {
+			e.tagged(h, tag, len(b)-vnetHdrLen)
+		} else if !e.toTAP(h, b) {
 			e.stats.NotForUs.Add(1)
 		}
 	case !e.accepts(h[:6]):
@@ -312,25 +313,6 @@ func (e *ether) routes(h *port.EthHdr, tag port.VLANTag, b []byte) bool {
 		return true
 	}
 	return false
-}
-
-// unknownVLAN drops a frame (h, n bytes after it) tagged for a VLAN no
-// link is on, and counts it: Linux marks such a frame another host's
-// (__netif_receive_skb_core, PACKET_OTHERHOST) and IPv6 drops it, so a
-// trunk's VLANs do not leak into the untagged LAN (nor, of other
-// ethertypes, up a TAP mirror). A priority-tagged frame (VID 0) is the
-// untagged LAN's, as in Linux. Another MAC's unicast is not for us,
-// tagged or not.
-func (e *ether) unknownVLAN(h *port.EthHdr, n int) {
-	if h[0]&1 == 0 && ndisc.MAC(h[:6]) != e.mac {
-		e.stats.NotForUs.Add(1)
-		return
-	}
-	if ctrs := e.ndCtrs.Load(); ctrs != nil {
-		ctrs.RxPackets.addShared(1)
-		ctrs.RxBytes.addShared(uint64(n))
-		ctrs.Drops[DropUnknownVLAN].addShared(1)
-	}
 }
 
 // mirrorClass is the class of multicast packet p given up the mirror

@@ -43,10 +43,11 @@ func (f *fakeFrames) ReadFrames(_ int, bufs [][]byte, hdrs []port.EthHdr, tags [
 	select {
 	case fr := <-f.rx:
 		copy(hdrs[0][:], fr)
-		tags[0] = port.VLANTag{}
-		if tpid := binary.BigEndian.Uint16(fr[12:]); tpid == port.EtherTypeVLAN || tpid == port.EtherTypeQinQ {
-			tags[0] = port.VLANTag{TPID: tpid, TCI: binary.BigEndian.Uint16(fr[14:])} // taken out, as a port does
-			fr = append(fr[:12:12], fr[16:]...)
+		if tpid := binary.BigEndian.Uint16(fr[12:]); port.IsVLAN(tpid) { // taken out, as a port does
+			tags[0] = port.VLANTag{TPID: tpid, TCI: binary.BigEndian.Uint16(fr[14:]), Type: binary.BigEndian.Uint16(fr[16:])}
+			if fr = append(fr[:12:12], fr[16:]...); tags[0].VID() != 0 {
+				binary.BigEndian.PutUint16(fr[12:], tpid)
+			}
 			copy(hdrs[0][:], fr)
 		}
 		clear(bufs[0][:vnetHdrLen])

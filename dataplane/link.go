@@ -13,7 +13,8 @@
 //   - the Ethernet link (ether.go): a port/ Frames device, framed for
 //     each packet's neighbour through ndisc's cache, its Neighbour
 //     Discovery handed the ND messages it reads (ndlink.go: what ND asks
-//     of the link);
+//     of the link), the frames it reads tagged for a VLAN no link is on
+//     dropped (vlan.go);
 //   - mirrors (mirror.go): the reader of a link's kernel TUN and the
 //     packets given to it (whose TCP teaches CoPP its session peers);
 //     keeping the kernel interface in step is the router's.

@@ -1,6 +1,7 @@
 package port
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -199,9 +200,10 @@ func (*AFPacket) Queues() int { return 1 }
 // clears the tag too and marks the frame PACKET_OTHERHOST
 // (__netif_receive_skb_core), which reaches an IPv6 socket all the same.
 // So a frame to the interface's MAC or a group that comes as another
-// host's had a VLAN ID: its tag is UnknownVLAN. (With the interface
-// promiscuous, every frame to the router's MAC is another host's, and
-// that cannot be told.)
+// host's had a VLAN ID: its tag is UnknownVLAN (and another MAC's frame,
+// which is another host's anyway, is told apart by its reader). With the
+// interface promiscuous, every frame to the router's MAC is another
+// host's, and that cannot be told.
 func (a *AFPacket) ReadFrames(_ int, bufs [][]byte, hdrs []EthHdr, tags []VLANTag, sizes []int) (int, error) {
 	n := len(bufs)
 	for i := 0; i < n; i++ {
@@ -217,7 +219,7 @@ func (a *AFPacket) ReadFrames(_ int, bufs [][]byte, hdrs []EthHdr, tags []VLANTa
 	if err != nil {
 		return 0, a.readErr(err)
 	}
-	return a.sizes(a.rxGot, tags, sizes), nil
+	return a.sizes(a.rxGot, hdrs, tags, sizes), nil
 }
 
 // recv is the netpoller callback of ReadFrames.
@@ -226,18 +228,16 @@ func (a *AFPacket) recv(fd uintptr) bool {
 	return a.rxErr != unix.EAGAIN
 }
 
-func (a *AFPacket) sizes(got int, tags []VLANTag, sizes []int) int {
+func (a *AFPacket) sizes(got int, hdrs []EthHdr, tags []VLANTag, sizes []int) int {
 	for i := 0; i < got; i++ {
 		m := &a.rx.msgs[i]
 		sizes[i] = int(m.Len) - EthHdrLen
 		if m.Hdr.Flags&unix.MSG_TRUNC != 0 || sizes[i] < VnetHdrLen {
 			sizes[i] = 0 // the packet path counts it as truncated
 		}
-		if tags != nil {
-			tags[i] = VLANTag{}
-			if a.rxFrom[i].Pkttype == unix.PACKET_OTHERHOST && !a.promisc {
-				tags[i] = UnknownVLAN
-			}
+		if a.rxFrom[i].Pkttype == unix.PACKET_OTHERHOST && !a.promisc && tags != nil {
+			tags[i] = UnknownVLAN
+			binary.BigEndian.PutUint16(hdrs[i][12:], UnknownVLAN.TPID)
 		}
 	}
 	return got

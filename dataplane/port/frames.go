@@ -28,20 +28,19 @@ const (
 )
 
 // VLANTag is the VLAN tag a port took out of a frame it read, as Linux's
-// receive path does (skb_vlan_untag, or a NIC's VLAN offload): the frame
-// reaches the link untagged, its tag beside it. Zero: the frame came
-// untagged. A frame with a second tag has the inner one still inline.
-type VLANTag struct{ TPID, TCI uint16 }
+// receive path does (skb_vlan_untag, or a NIC's VLAN offload), and the
+// ethertype it carried.
+type VLANTag struct{ TPID, TCI, Type uint16 }
 
-// UnknownVLAN is the tag of a frame whose port knows it was tagged with a
-// VLAN ID, but not which (AFPacket.ReadFrames).
-var UnknownVLAN = VLANTag{TPID: EtherTypeVLAN, TCI: 0xffff}
+// UnknownVLAN is the tag of an IPv6 frame whose port knows it was tagged
+// with a VLAN ID, but not which (AFPacket.ReadFrames).
+var UnknownVLAN = VLANTag{TPID: EtherTypeVLAN, TCI: 0xffff, Type: EtherTypeIPv6}
 
 // VID is the tag's VLAN identifier; 0 for a priority tag (802.1p) or none.
 func (t VLANTag) VID() uint16 { return t.TCI & 0x0fff }
 
-// vlanTPID reports whether ethertype t is a VLAN tag's.
-func vlanTPID(t uint16) bool { return t == EtherTypeVLAN || t == EtherTypeQinQ }
+// IsVLAN reports whether ethertype t is a VLAN tag's.
+func IsVLAN(t uint16) bool { return t == EtherTypeVLAN || t == EtherTypeQinQ }
 
 // BatchSize is the most frames a Frames reads at once: a worker's batch.
 const BatchSize = 64
@@ -51,9 +50,13 @@ const BatchSize = 64
 type Frames interface {
 	Queues() int
 	// ReadFrames reads at least one frame, waiting while there is none:
-	// frame i's header in hdrs[i], the VLAN tag taken out of it in
-	// tags[i], its virtio_net_hdr and packet in bufs[i][:sizes[i]]; with
-	// tags nil, a tag the frame came with stays in it.
+	// frame i's header in hdrs[i], its virtio_net_hdr and packet in
+	// bufs[i][:sizes[i]]. A priority tag (VID 0) is taken out: the frame
+	// is untagged, as Linux has it. A frame tagged with a VLAN ID has the
+	// tag's TPID as its header's ethertype (IsVLAN), and the tag, taken
+	// out of the packet, in tags[i]; tags[i] is written for no other
+	// frame, so untagged ones cost their reader nothing. With tags nil, a
+	// TAP leaves a tag in the frame.
 	ReadFrames(q int, bufs [][]byte, hdrs []EthHdr, tags []VLANTag, sizes []int) (int, error)
 	// WriteFrames writes frames in order and says how many went.
 	WriteFrames(hdrs []EthHdr, pkts [][]byte) (int, error)

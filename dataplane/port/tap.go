@@ -128,30 +128,36 @@ func (q *tapQueue) read(fd uintptr) bool {
 		if q.sizes[q.n] < VnetHdrLen {
 			q.sizes[q.n] = 0
 		}
-		if q.tags != nil {
-			q.tags[q.n] = VLANTag{}
-			if vlanTPID(binary.BigEndian.Uint16(q.hdrs[q.n][12:])) {
-				q.tags[q.n], q.sizes[q.n] = untag(&q.hdrs[q.n], b[:q.sizes[q.n]])
-			}
+		if q.tags != nil && IsVLAN(binary.BigEndian.Uint16(q.hdrs[q.n][12:])) {
+			q.sizes[q.n] = untag(&q.hdrs[q.n], &q.tags[q.n], b[:q.sizes[q.n]])
 		}
 		q.n++
 	}
 	return true
 }
 
-// untag takes the VLAN tag out of frame h, b (virtio_net_hdr and what
-// follows the header), as Linux's skb_vlan_untag, and returns it and the
-// frame's new size; a frame too short for its tag is left as it is.
-func untag(h *EthHdr, b []byte) (VLANTag, int) {
-	if len(b) < VnetHdrLen+4 {
-		return VLANTag{}, len(b)
+// untag takes the VLAN tags out of frame h, b (virtio_net_hdr and what
+// follows the header) as Linux's receive path does (skb_vlan_untag, and
+// again for a tag inside a priority tag), into t, and returns the frame's
+// new size, 0 for a frame too short for its tag (the packet path counts
+// it as truncated). The header's ethertype stays the TPID of a tag with a
+// VLAN ID.
+func untag(h *EthHdr, t *VLANTag, b []byte) int {
+	for IsVLAN(binary.BigEndian.Uint16(h[12:])) {
+		if len(b) < VnetHdrLen+4 {
+			return 0
+		}
+		p := b[VnetHdrLen:]
+		*t = VLANTag{TPID: binary.BigEndian.Uint16(h[12:]), TCI: binary.BigEndian.Uint16(p), Type: binary.BigEndian.Uint16(p[2:])}
+		copy(p, p[4:])
+		ShiftVnet(b, -4)
+		b = b[:len(b)-4]
+		if t.VID() != 0 {
+			break
+		}
+		binary.BigEndian.PutUint16(h[12:], t.Type)
 	}
-	p := b[VnetHdrLen:]
-	t := VLANTag{TPID: binary.BigEndian.Uint16(h[12:]), TCI: binary.BigEndian.Uint16(p)}
-	copy(h[12:], p[2:4])
-	copy(p, p[4:])
-	ShiftVnet(b, -4)
-	return t, len(b) - 4
+	return len(b)
 }
 
 func (t *TAP) WriteFrames(hdrs []EthHdr, pkts [][]byte) (int, error) {
