@@ -83,3 +83,40 @@ func TestVLANTagged(t *testing.T) {
 		t.Errorf("link show -s lan1 does not count the tagged frames:\n%s", o)
 	}
 }
+
+// TestVLANTaggedMirrorTAP: a frame of another ethertype tagged with a
+// VLAN ID (LLDP, VID 100) does not go up a TAP mirror, as the kernel's
+// own LLDP would not see it without a VLAN device; priority-tagged (VID
+// 0) and untagged ones do.
+func TestVLANTaggedMirrorTAP(t *testing.T) {
+	l := newMirrorLabOf(t, "tap", nil)
+	hs, ks := frameSocket(t, l.h, "eth0"), frameSocket(t, l.r, "km1")
+	lldp := func(tci uint16, tagged bool, what string) []byte {
+		payload := []byte("urouter-" + what)
+		if !tagged {
+			return ether([]byte{0x01, 0x80, 0xc2, 0, 0, 0x0e}, hostMAC(t, l), 0x88cc, payload)
+		}
+		return ether([]byte{0x01, 0x80, 0xc2, 0, 0, 0x0e}, hostMAC(t, l), 0x8100, append([]byte{byte(tci >> 8), byte(tci), 0x88, 0xcc}, payload...))
+	}
+	leaked := false // a frame tagged with VID 100 reached km1
+	up := func(what string) bool {
+		_, ok := ks.await(func(f []byte) bool {
+			leaked = leaked || strings.HasSuffix(string(f), "urouter-vid-100")
+			return strings.HasSuffix(string(f), "urouter-"+what)
+		})
+		return ok
+	}
+	hs.send(t, lldp(100, true, "vid-100"))
+	hs.send(t, lldp(0, true, "vid-0"))
+	if !up("vid-0") {
+		t.Error("a priority-tagged LLDP frame did not go up the TAP mirror")
+	}
+	hs.send(t, lldp(100, true, "vid-100"))
+	hs.send(t, lldp(0, false, "untagged"))
+	if !up("untagged") {
+		t.Error("an untagged LLDP frame did not go up the TAP mirror")
+	}
+	if leaked {
+		t.Error("an LLDP frame tagged with VID 100 went up the TAP mirror")
+	}
+}
