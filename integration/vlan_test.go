@@ -16,20 +16,33 @@ import (
 // 1, 100, 4000 and 4095 (802.1Q, and 802.1ad) from a raw socket are not
 // answered, nor forwarded to another LAN, and each is counted
 // (`unknown_vlan`); a priority-tagged one (VID 0) is handled as untagged.
-// On a veth (AF_PACKET: the kernel takes the tag out of the frame) and on
-// a TAP (the tag comes inline).
+// On a veth (AF_PACKET: the kernel takes the tag out of the frame), one
+// whose link has a MAC of its own (its socket promiscuous), and a TAP
+// (the tag comes inline).
 func TestVLANTagged(t *testing.T) {
 	l := newEtherLab(t, nil)
+	// lan4: e1's second interface, the link's MAC not the interface's
+	mustRun(t, "ip", "-n", l.r, "link", "add", "r4", "type", "veth", "peer", "name", "eth1", "netns", l.e1)
+	mustRun(t, "ip", "-n", l.e1, "addr", "add", "2001:db8:a4::2/64", "dev", "eth1", "nodad")
+	mustRun(t, "ip", "-n", l.e1, "link", "set", "eth1", "up")
+	for _, cmd := range []string{"link add lan4 type host dev r4 address 02:00:00:00:a4:01", "link set lan4 up",
+		"address add 2001:db8:a4::1/64 dev lan4"} {
+		if _, e, st := l.d.run(strings.Fields(cmd)...); st != 0 {
+			t.Fatalf("%s: %s", cmd, e)
+		}
+	}
+	l.lanMAC["lan4"] = "02:00:00:00:a4:01"
 	for _, c := range []struct {
 		link, ns, dev, host, far string
 	}{
 		{"lan1", l.e1, "eth0", "2001:db8:a1::2", "2001:db8:a3::2"},
+		{"lan4", l.e1, "eth1", "2001:db8:a4::2", "2001:db8:a3::2"},
 		{"lan3", l.e3, "lan3", "2001:db8:a3::2", "2001:db8:a1::2"},
 	} {
 		t.Run(c.link, func(t *testing.T) {
 			s := frameSocket(t, c.ns, c.dev)
 			routerMAC, _ := net.ParseMAC(l.lanMAC[c.link])
-			hostMAC, _ := net.ParseMAC(l.mac[c.ns])
+			hostMAC, _ := net.ParseMAC(ifaceMAC(t, c.ns, c.dev))
 			src, router, far := netip.MustParseAddr(c.host), netip.MustParseAddr(strings.TrimSuffix(c.host, "2")+"1"), netip.MustParseAddr(c.far)
 			var id uint16
 			echo := func(dst netip.Addr, tpid, tci uint16) []byte {

@@ -1,7 +1,6 @@
 package port
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -42,8 +41,10 @@ type AFPacket struct {
 	// netpoller callback that reads it, made once: a closure per read
 	// would be an allocation per batch
 	rx iovBatch
-	// each frame's sockaddr_ll: its packet type (PACKET_OTHERHOST)
+	// each frame's sockaddr_ll: its packet type (PACKET_OTHERHOST); and on
+	// a promiscuous socket its PACKET_AUXDATA: its VLAN tag (vlan.go)
 	rxFrom [BatchSize]unix.RawSockaddrLinklayer
+	rxCtl  [BatchSize][auxSpace]byte
 	rxN    int
 	rxGot  int
 	rxErr  error
@@ -186,11 +187,15 @@ func (a *AFPacket) AllMulti(on bool) error {
 	return unix.SetsockoptPacketMreq(a.fd, unix.SOL_PACKET, opt, &mr)
 }
 
-// Promisc takes every frame, for a router MAC that is not the interface's.
+// Promisc takes every frame, for a router MAC that is not the interface's
+// (before the first read), and their VLAN tags (promiscTags).
 func (a *AFPacket) Promisc() error {
 	a.promisc = true
 	mr := unix.PacketMreq{Ifindex: int32(a.ifindex), Type: unix.PACKET_MR_PROMISC}
-	return unix.SetsockoptPacketMreq(a.fd, unix.SOL_PACKET, unix.PACKET_ADD_MEMBERSHIP, &mr)
+	if err := unix.SetsockoptPacketMreq(a.fd, unix.SOL_PACKET, unix.PACKET_ADD_MEMBERSHIP, &mr); err != nil {
+		return err
+	}
+	return a.promiscTags()
 }
 
 func (*AFPacket) Queues() int { return 1 }
@@ -201,15 +206,19 @@ func (*AFPacket) Queues() int { return 1 }
 // (__netif_receive_skb_core), which reaches an IPv6 socket all the same.
 // So a frame to the interface's MAC or a group that comes as another
 // host's had a VLAN ID: its tag is UnknownVLAN (and another MAC's frame,
-// which is another host's anyway, is told apart by its reader). With the
-// interface promiscuous, every frame to the router's MAC is another
-// host's, and that cannot be told.
+// which is another host's anyway, is told apart by its reader). A
+// promiscuous socket, whose frames to the router's MAC all come as
+// another host's, reads each frame's tag instead (vlan.go).
 func (a *AFPacket) ReadFrames(_ int, bufs [][]byte, hdrs []EthHdr, tags []VLANTag, sizes []int) (int, error) {
 	n := len(bufs)
 	for i := 0; i < n; i++ {
 		a.rx.set(i, bufs[i][:VnetHdrLen], &hdrs[i], bufs[i][VnetHdrLen:])
 		a.rx.msgs[i].Hdr.Name = (*byte)(unsafe.Pointer(&a.rxFrom[i]))
 		a.rx.msgs[i].Hdr.Namelen = unix.SizeofSockaddrLinklayer
+		if a.promisc {
+			a.rx.msgs[i].Hdr.Control = &a.rxCtl[i][0]
+			a.rx.msgs[i].Hdr.SetControllen(auxSpace)
+		}
 	}
 	a.rxN, a.rxGot, a.rxErr = n, 0, nil
 	err := a.rc.Read(a.rxFn)
@@ -235,10 +244,7 @@ func (a *AFPacket) sizes(got int, hdrs []EthHdr, tags []VLANTag, sizes []int) in
 		if m.Hdr.Flags&unix.MSG_TRUNC != 0 || sizes[i] < VnetHdrLen {
 			sizes[i] = 0 // the packet path counts it as truncated
 		}
-		if a.rxFrom[i].Pkttype == unix.PACKET_OTHERHOST && !a.promisc && tags != nil {
-			tags[i] = UnknownVLAN
-			binary.BigEndian.PutUint16(hdrs[i][12:], UnknownVLAN.TPID)
-		}
+		a.tag(i, &hdrs[i], tags)
 	}
 	return got
 }

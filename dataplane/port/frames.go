@@ -21,27 +21,6 @@ type EthHdr [EthHdrLen]byte
 
 const EtherTypeIPv6 = 0x86dd
 
-// The TPIDs of a VLAN tag: 802.1Q's (C-tag) and 802.1ad's (S-tag).
-const (
-	EtherTypeVLAN = 0x8100
-	EtherTypeQinQ = 0x88a8
-)
-
-// VLANTag is the VLAN tag a port took out of a frame it read, as Linux's
-// receive path does (skb_vlan_untag, or a NIC's VLAN offload), and the
-// ethertype it carried.
-type VLANTag struct{ TPID, TCI, Type uint16 }
-
-// UnknownVLAN is the tag of an IPv6 frame whose port knows it was tagged
-// with a VLAN ID, but not which (AFPacket.ReadFrames).
-var UnknownVLAN = VLANTag{TPID: EtherTypeVLAN, TCI: 0xffff, Type: EtherTypeIPv6}
-
-// VID is the tag's VLAN identifier; 0 for a priority tag (802.1p) or none.
-func (t VLANTag) VID() uint16 { return t.TCI & 0x0fff }
-
-// IsVLAN reports whether ethertype t is a VLAN tag's.
-func IsVLAN(t uint16) bool { return t == EtherTypeVLAN || t == EtherTypeQinQ }
-
 // BatchSize is the most frames a Frames reads at once: a worker's batch.
 const BatchSize = 64
 

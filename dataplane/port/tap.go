@@ -136,30 +136,6 @@ func (q *tapQueue) read(fd uintptr) bool {
 	return true
 }
 
-// untag takes the VLAN tags out of frame h, b (virtio_net_hdr and what
-// follows the header) as Linux's receive path does (skb_vlan_untag, and
-// again for a tag inside a priority tag), into t, and returns the frame's
-// new size, 0 for a frame too short for its tag (the packet path counts
-// it as truncated). The header's ethertype stays the TPID of a tag with a
-// VLAN ID.
-func untag(h *EthHdr, t *VLANTag, b []byte) int {
-	for IsVLAN(binary.BigEndian.Uint16(h[12:])) {
-		if len(b) < VnetHdrLen+4 {
-			return 0
-		}
-		p := b[VnetHdrLen:]
-		*t = VLANTag{TPID: binary.BigEndian.Uint16(h[12:]), TCI: binary.BigEndian.Uint16(p), Type: binary.BigEndian.Uint16(p[2:])}
-		copy(p, p[4:])
-		ShiftVnet(b, -4)
-		b = b[:len(b)-4]
-		if t.VID() != 0 {
-			break
-		}
-		binary.BigEndian.PutUint16(h[12:], t.Type)
-	}
-	return len(b)
-}
-
 func (t *TAP) WriteFrames(hdrs []EthHdr, pkts [][]byte) (int, error) {
 	fd := t.queues[0].fd
 	var iov [3]unix.Iovec
