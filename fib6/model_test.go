@@ -234,6 +234,9 @@ func checkTable(t *testing.T, tab *Table, m *refTable, r *rand.Rand) {
 		} else {
 			dst = probe(r, netip.PrefixFrom(netip.IPv6Unspecified(), 0))
 		}
+		if i > 0 && r.IntN(3) == 0 {
+			dst = dsts[i-1] // a flow's run of one destination (its sources may differ)
+		}
 		dsts, srcs = append(dsts, dst), append(srcs, src)
 		wr, wok := m.get(dst, src)
 		gp, ga, gok := tab.Get(dst, src, nil)

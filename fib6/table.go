@@ -103,11 +103,23 @@ func (t *Table) Lookup(dst, src netip.Addr) *Attrs {
 // (Get with a Score may find another).
 func (t *Table) LookupKeys(dsts [][16]byte, srcs [][16]byte, out []*Attrs, choice []bool) {
 	var sets [batchWidth]*rset
+	var uniq [batchWidth][16]byte // the batch's runs of one destination, each once
+	var run [batchWidth]uint8     // key j's run
 	for base := 0; base < len(dsts); base += batchWidth {
 		n := min(batchWidth, len(dsts)-base)
-		t.trie.lookupKeys(dsts[base:base+n], sets[:n])
+		// a flow's packets come in runs to one destination: the trie is
+		// walked once a run, not once a packet
+		m := 0
 		for j := 0; j < n; j++ {
-			r := sets[j]
+			if j == 0 || dsts[base+j] != dsts[base+j-1] {
+				uniq[m] = dsts[base+j]
+				m++
+			}
+			run[j] = uint8(m - 1)
+		}
+		t.trie.lookupKeys(uniq[:m], sets[:m])
+		for j := 0; j < n; j++ {
+			r := sets[run[j]]
 			switch {
 			case r == nil:
 				out[base+j] = nil
