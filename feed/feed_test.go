@@ -343,9 +343,12 @@ func TestFPMSessions(t *testing.T) {
 	if _, err := old.Read(buf); err == nil {
 		t.Fatal("the lingering connection was not closed")
 	}
-	if st := f.Status(); !st.Connected || st.Peer != c.LocalAddr().String() {
-		t.Fatalf("status %+v, want connected to %s", st, c.LocalAddr())
-	}
+	// the new session begins once the old one has ended, a moment after
+	// its connection closed
+	waitFor(t, "the new connection in status", func() bool {
+		st := f.Status()
+		return st.Connected && st.Peer == c.LocalAddr().String()
+	})
 }
 
 // TestNexthopOrder: a group may come before its members (zebra's replay
