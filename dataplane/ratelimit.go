@@ -121,11 +121,20 @@ func (d *destBuckets) set(interval time.Duration, burst int) {
 	d.slack.Store(int64(max(burst, 1)-1) * iv)
 }
 
-// keyedHash is an address's hash under seed, every bit of it depending
-// on every bit of the address: the halves of a 128-bit product.
+// keyedHash is an address's hash under seed: the halves of a 128-bit
+// product, then mixed (murmur3's fmix64) so that its low bits, which
+// pick a slot, depend on every bit of the address. Without the mix,
+// addresses that differ in their last bytes only (the high bits of the
+// product's operand) fell into a few slot groups under some seeds: 28
+// of 100 session peers forgotten in 1% of TestCoPPPeers' runs.
 func keyedHash(a *[16]byte, seed *[2]uint64) uint64 {
 	hi, lo := bits.Mul64(binary.LittleEndian.Uint64(a[:8])^seed[0], binary.LittleEndian.Uint64(a[8:])^seed[1])
-	return hi ^ lo
+	h := hi ^ lo
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	return h ^ h>>33
 }
 
 // allow charges one error to dst if its bucket has room.
