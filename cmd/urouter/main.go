@@ -59,33 +59,11 @@ func daemon(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *controlShare <= 0 || *controlShare > 100 {
-		fmt.Fprintf(os.Stderr, "urouter daemon: --control-share %v: a percentage in (0, 100]\n", *controlShare)
+	nice, ok := checkLimits(*controlShare, *maxSessions, *controlNice)
+	if !ok {
 		return 2
 	}
-	if *maxSessions <= 0 {
-		fmt.Fprintf(os.Stderr, "urouter daemon: --max-sessions %d: a number of clients, 1 or more\n", *maxSessions)
-		return 2
-	}
-	nice, err := dataplane.NiceIdle, error(nil)
-	if *controlNice != "idle" {
-		if nice, err = strconv.Atoi(*controlNice); err == nil && (nice < 0 || nice > 19) {
-			err = strconv.ErrRange
-		}
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "urouter daemon: --control-nice %s: a nice value in [0, 19], or idle\n", *controlNice)
-		return 2
-	}
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(fib6.GCPercent)
-	}
-	if nice > 0 && os.Getenv("GOMAXPROCS") == "" {
-		// A lowered writer's thread holds one of Go's Ps while the kernel
-		// keeps it off the CPU: a spare P lets a worker whose read
-		// returns run at once (bench/README.md, the route storm).
-		runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + 1)
-	}
+	tuneRuntime(nice)
 	r := router.New()
 	for i, k := range knobs {
 		if err := r.SetSysctl(k.knob, *values[i]); err != nil {
@@ -122,30 +100,11 @@ func daemon(args []string) int {
 	if *fpmAddr != "" {
 		fpmApplier = feed.NewApplier(r, r.LinkOfKernel)
 	}
-	var st *control.State
-	var saved *control.LoadedState
-	if *stateFile != "" {
-		if st, saved, err = control.ReadState(r, *stateFile); err != nil {
-			return fail("state: %v", err)
-		}
-	}
-	srv.Status.Config = *config
-	switch {
-	case *config == "":
-	case st != nil && st.HasSnapshot():
-		srv.Status.ConfigSkipped = true
-		fmt.Fprintf(os.Stderr, "urouter daemon: the state %s holds the whole configuration: config %s not applied\n", *stateFile, *config)
-	default:
-		n, err := control.ApplyConfig(r, *config)
-		srv.Status.ConfigLines = n
-		if err != nil {
-			return fail("config %s:\n%v", *config, err)
-		}
+	st, err := restore(r, srv, *config, *stateFile, fpmApplier)
+	if err != nil {
+		return fail("%v", err)
 	}
 	if st != nil {
-		if err := st.Apply(saved, fpmApplier); err != nil {
-			return fail("state: %v", err)
-		}
 		defer func() { _ = st.Close() }() // every record is sealed already
 	}
 	feeds, err := startFeeds(r, fpmApplier, *fpmAddr, *mirrorTables, *fpmHold)
@@ -165,6 +124,11 @@ func daemon(args []string) int {
 		}
 		defer func() { _ = ms.Close() }() // at exit: nobody is left to hear of it
 	}
+	return serve(r, srv)
+}
+
+// serve starts the router and serves its socket until SIGTERM or SIGINT.
+func serve(r *router.Router, srv *control.Server) int {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	go func() {
@@ -240,4 +204,76 @@ func (f *feeds) close() {
 	for _, m := range f.tables {
 		m.Close()
 	}
+}
+
+// checkLimits checks the flags that bound what the command side takes,
+// and gives the nice value of --control-nice; false after saying what
+// was wrong.
+func checkLimits(share float64, maxSessions int, niceWord string) (int, bool) {
+	if share <= 0 || share > 100 {
+		fmt.Fprintf(os.Stderr, "urouter daemon: --control-share %v: a percentage in (0, 100]\n", share)
+		return 0, false
+	}
+	if maxSessions <= 0 {
+		fmt.Fprintf(os.Stderr, "urouter daemon: --max-sessions %d: a number of clients, 1 or more\n", maxSessions)
+		return 0, false
+	}
+	nice, err := dataplane.NiceIdle, error(nil)
+	if niceWord != "idle" {
+		if nice, err = strconv.Atoi(niceWord); err == nil && (nice < 0 || nice > 19) {
+			err = strconv.ErrRange
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "urouter daemon: --control-nice %s: a nice value in [0, 19], or idle\n", niceWord)
+		return 0, false
+	}
+	return nice, true
+}
+
+// tuneRuntime sets the collector's pace and Go's Ps, unless the
+// environment does.
+func tuneRuntime(nice int) {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(fib6.GCPercent)
+	}
+	if nice > 0 && os.Getenv("GOMAXPROCS") == "" {
+		// A lowered writer's thread holds one of Go's Ps while the kernel
+		// keeps it off the CPU: a spare P lets a worker whose read
+		// returns run at once (bench/README.md, the route storm).
+		runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + 1)
+	}
+}
+
+// restore applies the start-up config and the state file (nil if none),
+// saying in srv's status how it went: a state that holds a snapshot
+// stands for the config.
+func restore(r *router.Router, srv *control.Server, config, stateFile string, fpm *feed.Applier) (*control.State, error) {
+	var st *control.State
+	var saved *control.LoadedState
+	if stateFile != "" {
+		var err error
+		if st, saved, err = control.ReadState(r, stateFile); err != nil {
+			return nil, fmt.Errorf("state: %w", err)
+		}
+	}
+	srv.Status.Config = config
+	switch {
+	case config == "":
+	case st != nil && st.HasSnapshot():
+		srv.Status.ConfigSkipped = true
+		fmt.Fprintf(os.Stderr, "urouter daemon: the state %s holds the whole configuration: config %s not applied\n", stateFile, config)
+	default:
+		n, err := control.ApplyConfig(r, config)
+		srv.Status.ConfigLines = n
+		if err != nil {
+			return nil, fmt.Errorf("config %s:\n%v", config, err)
+		}
+	}
+	if st != nil {
+		if err := st.Apply(saved, fpm); err != nil {
+			return nil, fmt.Errorf("state: %w", err)
+		}
+	}
+	return st, nil
 }
