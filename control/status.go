@@ -95,20 +95,7 @@ func (s *session) statusCmd(args [][]byte) *cmdErr {
 		w.closeObject()
 	}
 	if s.state != nil {
-		l := s.state.Loaded
-		w.openObject("state")
-		w.str("file", "state %s: ", s.state.path)
-		w.uint("records", "%d records, ", uint64(l.Records))
-		w.uint("lines", "%d lines, ", uint64(l.Lines))
-		w.uint("errors", "%d errors", uint64(l.Errors))
-		if len(s.state.held) > 0 {
-			w.uint("held", ", %d lines held", uint64(len(s.state.held)))
-		}
-		if l.Torn != "" {
-			w.str("torn", "; at start %s", l.Torn)
-		}
-		w.text("\n")
-		w.closeObject()
+		s.state.printStatus(&w)
 	}
 	w.openObject("links")
 	w.uint("up", "links %d up", uint64(up))
@@ -128,4 +115,23 @@ func (s *session) statusCmd(args [][]byte) *cmdErr {
 		return &cmdErr{msg: "urouter: not ready", code: 1}
 	}
 	return nil
+}
+
+// printStatus prints status's word on the state file: what the start
+// applied from it.
+func (st *State) printStatus(w *printer) {
+	l := st.Loaded
+	w.openObject("state")
+	w.str("file", "state %s: ", st.path)
+	w.uint("records", "%d records, ", uint64(l.Records))
+	w.uint("lines", "%d lines, ", uint64(l.Lines))
+	w.uint("errors", "%d errors", uint64(l.Errors))
+	if len(st.held) > 0 {
+		w.uint("held", ", %d lines held", uint64(len(st.held)))
+	}
+	if l.Torn != "" {
+		w.str("torn", "; at start %s", l.Torn)
+	}
+	w.text("\n")
+	w.closeObject()
 }
