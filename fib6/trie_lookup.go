@@ -110,41 +110,7 @@ func (t *trie) lookupKeys(as [][16]byte, out []*rset) {
 		colds [batchWidth]uint8          // walks whose node's cold part is touched
 		locs  [batchWidth]uint8          // walks whose locals are touched
 	)
-	// The root and the dense nodes below it (depth 8 and 16) are few and
-	// stay in cache: walk them without passes. Compressed nodes start at
-	// depth 24, so all walks that go on do so from there; a dense node
-	// deeper (there is none) is left to lookup.
-	root := t.root.Load()
-	na := 0
-	for j := range n {
-		a := &as[j]
-		var b *rset
-		e := root.slot(a[0])
-		if tagOf(e) == tagDense {
-			d := asDense(e)
-			if r := d.dflt; r != nil {
-				b = r
-			}
-			e = d.slot(a[1])
-			if tagOf(e) == tagDense {
-				d := asDense(e)
-				if r := d.dflt; r != nil {
-					b = r
-				}
-				e = d.slot(a[2])
-				if tagOf(e) == tagDense {
-					b, e = t.lookup(a), nil
-				}
-			} else if tagOf(e) == tagNode {
-				b, e = t.lookup(a), nil
-			}
-		} else if tagOf(e) == tagNode {
-			b, e = t.lookup(a), nil
-		}
-		es[j&mask], best[j&mask] = e, b
-		act[na&mask] = uint8(j)
-		na++
-	}
+	na := t.walkDense(as, &es, &best, &act)
 	const lvl = 3
 	nt, nc, nl := 0, 0, 0
 	for i := lvl; na+nc+nl > 0; i++ {
@@ -174,15 +140,7 @@ func (t *trie) lookupKeys(as [][16]byte, out []*rset) {
 			}
 		}
 		na = k
-		// The cold parts are in: touch the locals.
-		for _, j := range colds[:nc] {
-			if l := (*cnodeCold)(es[j&mask]).loc; l != nil {
-				atomic.LoadUint64(&l.short[0])
-				es[j&mask] = unsafe.Pointer(l)
-				locs[nl&mask] = j
-				nl++
-			}
-		}
+		nl = touchLocals(colds[:nc], &es, &locs, nl)
 		nc = 0
 		// Work: step each walk down a level, loading its next entry.
 		k = 0
@@ -224,15 +182,87 @@ func (t *trie) lookupKeys(as [][16]byte, out []*rset) {
 			k++
 		}
 		na = k
-		// The locals are in: load the one covering the slot.
-		for _, j := range locs[:nl] {
-			if r := (*locals)(es[j&mask]).shortBest(slot[j&mask]); r != nil {
-				best[j&mask] = r
-			}
-		}
+		loadLocals(locs[:nl], &es, &slot, &best)
 		nl = 0
 	}
-	for _, j := range tails[:nt] {
+	endTails(as, tails[:nt], &es, &best)
+	copy(out[:n], best[:n])
+}
+
+// walkDense starts lookupKeys' walks of as: the root and the dense nodes
+// below it (depth 8 and 16) are few and stay in cache, so they are walked
+// without passes. Compressed nodes start at depth 24, so all walks that
+// go on do so from there; a dense node deeper (there is none) is left to
+// lookup. It gives the walks' entries and answers so far, and the walks
+// going on, in act: how many.
+func (t *trie) walkDense(as [][16]byte, es *[batchWidth]unsafe.Pointer, best *[batchWidth]*rset, act *[batchWidth]uint8) int {
+	const mask = batchWidth - 1
+	root := t.root.Load()
+	na := 0
+	for j := range as {
+		a := &as[j]
+		var b *rset
+		e := root.slot(a[0])
+		if tagOf(e) == tagDense {
+			d := asDense(e)
+			if r := d.dflt; r != nil {
+				b = r
+			}
+			e = d.slot(a[1])
+			if tagOf(e) == tagDense {
+				d := asDense(e)
+				if r := d.dflt; r != nil {
+					b = r
+				}
+				e = d.slot(a[2])
+				if tagOf(e) == tagDense {
+					b, e = t.lookup(a), nil
+				}
+			} else if tagOf(e) == tagNode {
+				b, e = t.lookup(a), nil
+			}
+		} else if tagOf(e) == tagNode {
+			b, e = t.lookup(a), nil
+		}
+		es[j&mask], best[j&mask] = e, b
+		act[na&mask] = uint8(j)
+		na++
+	}
+	return na
+}
+
+// touchLocals is a lookupKeys pass: the cold parts of the walks in colds
+// are in, so their locals are touched, and the walks that have some are
+// added to locs after its first nl; it gives how many locs holds.
+func touchLocals(colds []uint8, es *[batchWidth]unsafe.Pointer, locs *[batchWidth]uint8, nl int) int {
+	const mask = batchWidth - 1
+	for _, j := range colds {
+		if l := (*cnodeCold)(es[j&mask]).loc; l != nil {
+			atomic.LoadUint64(&l.short[0])
+			es[j&mask] = unsafe.Pointer(l)
+			locs[nl&mask] = j
+			nl++
+		}
+	}
+	return nl
+}
+
+// loadLocals is a lookupKeys pass: the locals of the walks in locs are
+// in, so the one covering each walk's slot is its answer, if any.
+func loadLocals(locs []uint8, es *[batchWidth]unsafe.Pointer, slot *[batchWidth]uint8, best *[batchWidth]*rset) {
+	const mask = batchWidth - 1
+	for _, j := range locs {
+		if r := (*locals)(es[j&mask]).shortBest(slot[j&mask]); r != nil {
+			best[j&mask] = r
+		}
+	}
+}
+
+// endTails ends lookupKeys' walks that reached a tail: its value if the
+// key matches it, else its default.
+func endTails(as [][16]byte, tails []uint8, es *[batchWidth]unsafe.Pointer, best *[batchWidth]*rset) {
+	const mask = batchWidth - 1
+	for _, j := range tails {
 		tl := asTail(es[j&mask])
 		if tl.matches(keyOf(&as[j])) {
 			best[j&mask] = tl.val
@@ -240,7 +270,6 @@ func (t *trie) lookupKeys(as [][16]byte, out []*rset) {
 			best[j&mask] = tl.dflt
 		}
 	}
-	copy(out[:n], best[:n])
 }
 
 // match is one prefix that contains an address, as matches reports it.
