@@ -135,9 +135,7 @@ func TestStateNotRegular(t *testing.T) {
 // they seal what they have, the file stays bounded while other sessions
 // change the router, and their later lines and the rest load back whole.
 func TestStateIdleHolder(t *testing.T) {
-	old := compactAt
-	compactAt = 16 << 10
-	t.Cleanup(func() { compactAt = old })
+	smallCompactions(t)
 	r := newTestRouter(t)
 	path := filepath.Join(t.TempDir(), "urouter.state")
 	sock, srv, st := stateServer(t, r, path, func(st *State) { st.SealAfter = 20 * time.Millisecond })

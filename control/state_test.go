@@ -49,6 +49,14 @@ func stateServer(t *testing.T, r *router.Router, path string, configure ...func(
 	return sock, srv, st
 }
 
+// smallCompactions makes the state compact at 16 KB of changes for the
+// test.
+func smallCompactions(t *testing.T) {
+	old := compactAt
+	compactAt = 16 << 10
+	t.Cleanup(func() { compactAt = old })
+}
+
 // saved is r's configuration as save writes it.
 func saved(r *router.Router) string {
 	var b strings.Builder
@@ -76,9 +84,7 @@ func reloaded(t *testing.T, path string) string {
 // the same configuration in a new router, and a new router of the file
 // while the daemon still runs has every acknowledged batch whole.
 func TestStateSessions(t *testing.T) {
-	old := compactAt
-	compactAt = 16 << 10
-	t.Cleanup(func() { compactAt = old })
+	smallCompactions(t)
 	r := newTestRouter(t)
 	path := filepath.Join(t.TempDir(), "urouter.state")
 	// the open session below must not seal part of its batch
