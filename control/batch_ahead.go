@@ -83,14 +83,16 @@ type readAhead struct {
 	shape lineShape // the last line parsed in full
 	timer *time.Timer
 	pace  *dataplane.Pacer // the session's, charged with the reader's CPU
-	// reads counts the reader's reads of the input, twice each: it is odd
-	// while the reader is in one (waiting on the client, or about to)
-	reads atomic.Uint64
+	// waits counts the reads of a client's connection that found nothing
+	// to read, twice each: it is odd while one waits on the client (see
+	// pausingConn.Read); nil for an input that never waits on a client (a
+	// config file), whose batch is never published for being idle
+	waits *atomic.Uint64
 }
 
-func startReadAhead(in *bufio.Reader, pace *dataplane.Pacer) *readAhead {
+func startReadAhead(in *bufio.Reader, pace *dataplane.Pacer, waits *atomic.Uint64) *readAhead {
 	ra := &readAhead{in: in, out: make(chan *aheadChunk, aheadChunks), free: make(chan *aheadChunk, aheadChunks),
-		done: make(chan struct{}), ended: make(chan struct{}), pace: pace}
+		done: make(chan struct{}), ended: make(chan struct{}), pace: pace, waits: waits}
 	for i := 0; i < aheadChunks; i++ {
 		ra.free <- chunkPool.Get().(*aheadChunk)
 	}
@@ -145,13 +147,11 @@ func (ra *readAhead) fill(c *aheadChunk, size int, m *dataplane.Meter) bool {
 	start := 0        // of the line being read
 	for {
 		c.data = slices.Grow(c.data, size)
-		ra.reads.Add(1)
 		if ra.in.Buffered() == 0 {
 			m.Park() // the read waits on the client, or may
 		}
 		n, err := ra.in.Read(c.data[len(c.data) : len(c.data)+size])
 		m.Resume()
-		ra.reads.Add(1)
 		from := len(c.data)
 		c.data = c.data[:from+n]
 		select {
@@ -233,10 +233,12 @@ func modifies(cmd int) bool {
 // parsed ahead (startReadAhead), run in order here; status is the run's
 // so far.
 func (s *session) runAhead(in *bufio.Reader, status int) int {
+	var waits *atomic.Uint64
 	if s.conn != nil {
 		s.conn.ahead = true // read by the reader, which holds nothing
+		waits = &s.conn.aheadWaits
 	}
-	ra := startReadAhead(in, s.pace)
+	ra := startReadAhead(in, s.pace, waits)
 	// A connection's reader ends when the connection closes, after the
 	// session; any other input (a config file) is the caller's again
 	// when run returns (ApplyConfig asks it how it ended), so its reader
@@ -366,9 +368,14 @@ func (s *session) awaitChunk(ra *readAhead) *aheadChunk {
 }
 
 // waitIdle waits for the reader's next chunk (nil at the input's end)
-// while the client sends; idle once one read of the reader's has lasted a
-// whole idleCommit.
+// while the client sends; idle once one read of the reader's has waited
+// on the client a whole idleCommit. A reader descheduled on a loaded
+// machine is not a client gone idle: only a read that found nothing to
+// read counts (pausingConn.Read).
 func (s *session) waitIdle(ra *readAhead) (c *aheadChunk, idle bool) {
+	if ra.waits == nil {
+		return <-ra.out, false
+	}
 	if ra.timer == nil {
 		ra.timer = time.NewTimer(idleCommit)
 	} else {
@@ -383,7 +390,7 @@ func (s *session) waitIdle(ra *readAhead) (c *aheadChunk, idle bool) {
 		}
 		// one read of the reader's lasting a whole idleCommit is a
 		// client that has sent nothing meanwhile
-		r := ra.reads.Load()
+		r := ra.waits.Load()
 		if r%2 == 1 && r == seen {
 			return nil, true
 		}

@@ -47,11 +47,10 @@ func runBoth(t *testing.T, o options, input string) (sync, ahead string) {
 func runBothPaced(t *testing.T, o options, input string, paced bool) (sync, ahead string) {
 	t.Helper()
 	one := func(after int) string {
-		defer func(a int) { aheadAfter = a }(aheadAfter)
-		aheadAfter = after
 		r := newTestRouter(t)
 		var out, errs bytes.Buffer
-		s := &session{r: r, opt: o, out: bufio.NewWriter(&out), errOut: func(m string) { errs.WriteString(m + "\n") }}
+		s := &session{r: r, opt: o, out: bufio.NewWriter(&out), errOut: func(m string) { errs.WriteString(m + "\n") },
+			readAheadAfter: after}
 		if paced && after < 0 {
 			r.DP.SetControlNice(10)
 			if s.pace = r.DP.NewPacer(); s.pace == nil {
@@ -63,10 +62,7 @@ func runBothPaced(t *testing.T, o options, input string, paced bool) (sync, ahea
 		in := &pieces{b: []byte(input), r: rand.New(rand.NewPCG(uint64(len(input)), 1))}
 		st := s.run(bufio.NewReaderSize(in, readBuf))
 		s.flush()
-		after0 := aheadAfter
-		aheadAfter = 1 << 30 // the look at the state is no batch
 		shown, _, _ := run(r, options{}, "route show table all", "nexthop show", "rule show")
-		aheadAfter = after0
 		return fmt.Sprintf("status %d\nstdout:\n%s\nstderr:\n%s\nstate:\n%s", st, out.String(), errs.String(), shown)
 	}
 	return one(1 << 30), one(-1)
@@ -294,7 +290,7 @@ func TestAheadPauseOpen(t *testing.T) {
 	r := newTestRouter(t)
 	sock := startServer(t, r)
 	c := dial(t, sock, options{batch: true, batchName: "-"})
-	const n = 20000 // well past aheadAfter
+	const n = 20000 // well past defaultAheadAfter
 	var b strings.Builder
 	for i := 0; i < n; i++ {
 		fmt.Fprintf(&b, "route add 2001:db8:%x:%x::/64 dev d0 table 100\n", i>>8, i&0xff)

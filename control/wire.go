@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -181,6 +182,9 @@ type pausingConn struct {
 	// runAhead), which holds nothing and parks its own thread; the
 	// session itself publishes when it waits for that reader
 	ahead bool
+	// aheadWaits counts the reader's reads that found nothing to read,
+	// twice each: odd while one waits on the client (readAhead.waits)
+	aheadWaits atomic.Uint64
 	// sealing: the session holds changes it has not sealed; waiting on
 	// its client, it then calls seal every sealAfter (session.sealIdle)
 	sealing   func() bool
@@ -211,6 +215,11 @@ func (p *pausingConn) idle(holding bool, pace *dataplane.Pacer) {
 
 func (p *pausingConn) Read(b []byte) (int, error) {
 	if p.ahead {
+		if n, done, err := p.tryRead(b); done {
+			return n, err
+		}
+		p.aheadWaits.Add(1)
+		defer p.aheadWaits.Add(1)
 		return p.Conn.Read(b)
 	}
 	holding, pace := p.waits()
