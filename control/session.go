@@ -32,7 +32,10 @@ type session struct {
 	line   int
 	long   []byte     // a line longer than the reader's buffer
 	rule   ruleParser // the rule object's own state between commands
-	object memo       // the OBJECT word of the last line (see exec)
+	// readAheadAfter: how much of a batch it reads before it reads ahead
+	// (0: defaultAheadAfter, -1: from the first line)
+	readAheadAfter int
+	object         memo // the OBJECT word of the last line (see exec)
 	// monitor is set by a monitor command: the caller then streams events;
 	// capture by a capture command: the caller streams its packets
 	monitor *monitorReq
@@ -118,7 +121,7 @@ func (s *session) run(in *bufio.Reader) int {
 	defer s.commit()
 	read := 0
 	for {
-		if read > aheadAfter && s.opt.batch {
+		if read > s.aheadAfter() && s.opt.batch {
 			// a long batch: parsed ahead while it runs (what the small
 			// buffer holds is read first)
 			return s.runAhead(in, status)
@@ -203,10 +206,14 @@ func (s *session) flush() {
 	_ = s.out.Flush()
 }
 
-// aheadAfter is how much of a batch a session reads itself before the
-// rest is read and parsed ahead (see runAhead): a short batch is not worth
-// a goroutine. A variable for the tests, which run batches both ways.
-var aheadAfter = readBuf * 4
+// defaultAheadAfter is how much of a batch a session reads itself before
+// the rest is read and parsed ahead (see runAhead): a short batch is not
+// worth a goroutine.
+const defaultAheadAfter = readBuf * 4
+
+// aheadAfter is the session's (session.readAheadAfter: tests run batches
+// both ways); 0 is defaultAheadAfter.
+func (s *session) aheadAfter() int { return cmp.Or(s.readAheadAfter, defaultAheadAfter) }
 
 // A session reads and writes through small buffers (a connection costs
 // their memory, and most carry one short command); a line may be longer

@@ -142,7 +142,7 @@ func TestStateIdleHolder(t *testing.T) {
 	one := dial(t, sock, options{batch: true, batchName: "-"})
 	put(t, one, "route add 2001:db8:ffff::/64 dev d0\n")
 	long := dial(t, sock, options{batch: true, batchName: "-"})
-	for i := range 2000 { // past aheadAfter: read ahead
+	for i := range 2000 { // past defaultAheadAfter: read ahead
 		put(t, long, "route add 2001:db8:fffe:%x::/64 dev d0 table 200\n", i)
 	}
 	waitFor(t, "the holders' routes", func() bool {
