@@ -348,10 +348,10 @@ func (s *session) nextChunk(ra *readAhead) *aheadChunk {
 // a session holding changes not sealed looks every State.SealAfter
 // whether to seal them (as pausingConn's readIdle).
 func (s *session) awaitChunk(ra *readAhead) *aheadChunk {
-	if !s.entered {
+	if s.rec == nil || !s.rec.Holding() {
 		return <-ra.out
 	}
-	every := s.state.sealAfter()
+	every := s.rec.SealEvery()
 	t := time.NewTimer(every)
 	defer t.Stop()
 	for {
@@ -360,7 +360,7 @@ func (s *session) awaitChunk(ra *readAhead) *aheadChunk {
 			return c
 		case <-t.C:
 		}
-		if s.sealIdle(); !s.entered {
+		if s.sealIdle(); !s.rec.Holding() {
 			return <-ra.out
 		}
 		t.Reset(every)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"urouter/control/statefile"
 	"urouter/router"
 )
 
@@ -40,16 +41,16 @@ func BenchmarkBatchApply(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		var state *State
+		var state *statefile.State
 		if os.Getenv("UROUTER_STATE") == "1" {
-			st, ld, err := ReadState(r, filepath.Join(b.TempDir(), "urouter.state"))
+			st, ld, err := statefile.Read(filepath.Join(b.TempDir(), "urouter.state"), NewStateLanguage(r))
 			if err == nil {
 				err = st.Apply(ld, nil)
 			}
 			if err != nil {
 				b.Fatal(err)
 			}
-			st.Run(&Feeds{})
+			st.Run()
 			state = st
 		}
 		b.StartTimer()
@@ -58,13 +59,15 @@ func BenchmarkBatchApply(b *testing.B) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				s := &session{r: r, opt: options{batch: true, batchName: "bench", size: int64(len(d))}, out: bufio.NewWriter(io.Discard), errOut: func(m string) { b.Error(m) },
-					state: state}
+				s := &session{r: r, opt: options{batch: true, batchName: "bench", size: int64(len(d))}, out: bufio.NewWriter(io.Discard), errOut: func(m string) { b.Error(m) }}
+				if state != nil {
+					s.rec = state.Recorder()
+				}
 				if st := s.run(bufio.NewReaderSize(bytes.NewReader(d), 1<<18)); st != 0 {
 					b.Error("exit status", st)
 				}
-				if state != nil {
-					if err := state.leave(s); err != nil {
+				if s.rec != nil {
+					if err := s.rec.Seal(); err != nil {
 						b.Error(err)
 					}
 				}

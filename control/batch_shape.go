@@ -194,9 +194,9 @@ func (s *session) addShaped(tm *aheadLine, dsts []netip.Prefix, texts [][]byte) 
 	if s.adopt != nil {
 		return 0 // each line's route is given to its feed
 	}
-	if s.state != nil {
-		s.state.enter(s)
-		s.made = s.made[:0]
+	if s.rec != nil {
+		s.rec.Enter()
+		s.did.reset()
 	}
 	req := tm.req
 	req.dst = dsts[0]
@@ -221,7 +221,7 @@ func (s *session) addShaped(tm *aheadLine, dsts []netip.Prefix, texts [][]byte) 
 	n, _ := x.AddEach(*rt, dsts) // the line that failed fails again, on its own
 	for j, d := range dsts[:n] {
 		s.routes.changed(d)
-		if s.state != nil {
+		if s.rec != nil {
 			s.record(texts[j], tm.args) // its words are the template's but one
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"urouter/control/statefile"
 	"urouter/router"
 )
 
@@ -40,7 +41,7 @@ type Server struct {
 	Feeds *Feeds
 	// State: set before Serve, the state file every change is sealed in
 	// before its client is told (nil: none).
-	State *State
+	State *statefile.State
 	// Status: set before Serve, how the start went, for `status`.
 	Status Startup
 	// MaxSessions: set before Serve, how many clients are served at once

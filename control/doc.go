@@ -45,6 +45,5 @@
 //	sysctl.go                     sysctl(8): the router's knobs by Linux's names
 //	feeds.go                      fpm show, mirror show
 //	monitor.go                    ip monitor: the hub and its events
-//	state.go, state_replay.go     the state file: changes sealed, compaction, the start's replay
-//	journal.go, journal_load.go   the state file's records and seals, written and read back
+//	record.go                     what the state file (package statefile) is given: lines, effects, the replay
 package control

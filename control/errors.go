@@ -20,9 +20,18 @@ type cmdErr struct {
 	code  int
 	errno syscall.Errno
 	exits bool
+	// unknownObject: the line's object is not one ip knows (which ip
+	// does not end a forced batch for, but a state file's start does)
+	unknownObject bool
 }
 
 func (e *cmdErr) Error() string { return e.msg }
+
+// Refused reports whether the line was well formed and the router refused
+// what it asked (a device not there, a route that exists): a state file's
+// start keeps such a line and goes on, where a line that does not parse
+// stops it.
+func (e *cmdErr) Refused() bool { return !e.exits && e.code != 255 && !e.unknownObject }
 
 func parseErr(format string, args ...any) *cmdErr {
 	return &cmdErr{msg: fmt.Sprintf(format, args...), code: 255, exits: true}

@@ -3,7 +3,6 @@ package control
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -120,12 +119,11 @@ func (s *session) linkAdd(args [][]byte) *cmdErr {
 	// The journal says what the router chose, its index and a random MAC
 	// (not a host link's, which is its interface's): a replay must make
 	// the same, as save says them.
-	s.made = s.made[:0]
 	if a.index == 0 {
-		s.made = strconv.AppendInt(append(s.made, " index "...), int64(l.Index), 10)
+		s.did.linkIndex = l.Index
 	}
 	if mac := l.Hardware().HardwareAddr(); a.address == nil && mac != nil && (eth == nil || !eth.host) {
-		s.made = append(append(s.made, " address "...), mac.String()...)
+		s.did.linkMAC = mac
 	}
 	if a.set && a.up {
 		if err := s.r.SetUp(l, true); err != nil {

@@ -1,7 +1,6 @@
 package control
 
 import (
-	"strconv"
 	"sync"
 	"urouter/fib6"
 	"urouter/nexthop"
@@ -100,7 +99,7 @@ func (s *session) nexthopModify(args [][]byte, replace bool) *cmdErr {
 		return rejected(err)
 	}
 	if sp.ID == 0 {
-		s.made = strconv.AppendUint(append(s.made[:0], " id "...), uint64(o.ID()), 10) // the journal says it: a replay must make the same
+		s.did.nexthopID = o.ID() // the journal says it: a replay must make the same
 	}
 	if s.adopt != nil {
 		s.adopt.AdoptNexthop(o.ID())

@@ -1,6 +1,7 @@
 package control
 
 import (
+	"bytes"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -100,7 +101,9 @@ func (sv *saver) routesAndNexthops() (late []byte) {
 
 // lines emits each line of b.
 func (sv *saver) lines(obj string, b []byte) {
-	_ = lines(b, 1, func(line []byte, _ int) error { sv.emit(obj, line); return nil }) // emit fails nothing
+	for line := range bytes.Lines(b) {
+		sv.emit(obj, line)
+	}
 }
 
 type saver struct {

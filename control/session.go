@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"urouter/control/statefile"
 	"urouter/dataplane"
 	"urouter/fib6"
 	"urouter/router"
@@ -40,23 +41,20 @@ type session struct {
 	// capture by a capture command: the caller streams its packets
 	monitor *monitorReq
 	capture *captureReq
-	// the state file's (nil: none): the lines that changed something, to
-	// seal at the end; entered once the session holds the state's gate
-	state   *State
-	pending [][]byte // chunks of whole lines
-	entered bool
-	sealErr error  // a seal of part of its changes failed (see sealIdle)
-	lastSeq uint64 // the number of its last changing line in the run
-	partial []byte // what a failed command changed all the same, as a command (a sysctl's names written)
+	// rec is the session's part of the state file (nil: none), which it
+	// gives the lines that changed something; did is what the last
+	// command did that its words do not say, for that record
+	rec   *statefile.Recorder
+	did   effect
+	state *statefile.State // the daemon's, for status
 	// restoring: the lines are a saved configuration (a state file, a
 	// config that begins with saveHeader), whose gateways are not checked
 	// again
 	restoring bool
-	made      []byte           // the words of what the router chose for the last command (" id N", " index N address MAC"), for its record
-	clock     time.Time        // a replayed record's time (zero: now)
-	adopt     adopter          // a replay of a feed's routes: the feed to give them
-	startup   *Startup         // the daemon's start, for status
-	pace      *dataplane.Pacer // a batch's, when it yields to the data plane
+	clock     time.Time         // a replayed record's time (zero: now)
+	adopt     statefile.Adopter // a replay of a feed's routes: the feed to give them
+	startup   *Startup          // the daemon's start, for status
+	pace      *dataplane.Pacer  // a batch's, when it yields to the data plane
 	// paceBy: the data plane a batch's pacer is to yield to, taken when
 	// its first line runs (a session that waits for one costs no thread)
 	paceBy *dataplane.Dataplane
@@ -297,18 +295,18 @@ func (s *session) execWords(line []byte, args [][]byte, cw cmdWords) *cmdErr {
 	if obj != "rule" {
 		s.commitRules()
 	}
-	if s.state == nil || !changes(obj, rest) {
+	if s.rec == nil || !changes(obj, rest) {
 		return s.dispatch(obj, w, rest)
 	}
-	s.state.enter(s)
-	s.made, s.partial = s.made[:0], s.partial[:0]
+	s.rec.Enter()
+	s.did.reset()
 	e := s.dispatch(obj, w, rest)
 	switch {
 	case e == nil:
 		s.record(line, args)
-	case len(s.partial) > 0:
+	case len(s.did.partial) > 0:
 		// it failed, but changed this all the same
-		s.record(s.partial, nil)
+		s.rec.Record(s.did.partial)
 	}
 	return e
 }
@@ -356,7 +354,7 @@ func (s *session) dispatch(obj string, w []byte, rest [][]byte) *cmdErr {
 			"       urouter sysctl [ -n ] [ -q ] [ -w ] [ -a ] NAME[=VALUE]...\n" +
 			"       OPTIONS := { -6 | -s[tatistics] | -d[etails] | -j[son] | -p[retty] | -force }")
 	case "":
-		return &cmdErr{msg: fmt.Sprintf("Object \"%s\" is unknown, try \"ip help\".", w), code: 1}
+		return &cmdErr{msg: fmt.Sprintf("Object \"%s\" is unknown, try \"ip help\".", w), code: 1, unknownObject: true}
 	}
 	return &cmdErr{msg: fmt.Sprintf("Error: object \"%s\" is not supported by this router yet.", obj), code: 1}
 }
@@ -390,7 +388,8 @@ func (srv *Server) serveConn(c net.Conn) {
 	}
 	pc.holding, pc.pause = func() bool { return s.txn != nil || s.rtxn != nil }, s.commit
 	if srv.State != nil {
-		pc.sealing, pc.seal, pc.sealAfter = func() bool { return s.entered }, s.sealIdle, srv.State.sealAfter()
+		s.rec = srv.State.Recorder()
+		pc.sealing, pc.seal, pc.sealAfter = s.rec.Holding, s.sealIdle, s.rec.SealEvery()
 	}
 	pc.pacer = func() *dataplane.Pacer { return s.pace }
 	s.conn = pc
@@ -400,8 +399,8 @@ func (srv *Server) serveConn(c net.Conn) {
 		defer s.endPace()
 	}
 	status := s.run(in)
-	if s.state != nil {
-		if err := cmp.Or(s.state.leave(s), s.sealErr); err != nil {
+	if s.rec != nil {
+		if err := s.rec.Seal(); err != nil {
 			s.flush()
 			s.errOut("Error: " + err.Error())
 			status = 1

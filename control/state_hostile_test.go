@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"urouter/control/statefile"
 	"urouter/router"
 )
 
@@ -28,10 +29,10 @@ func TestStateHeldLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := loadInto(t, newTestRouter(t), path)
-	if st.Loaded.Errors != 2 || len(st.held) != 2 {
-		t.Fatalf("%d errors, %d held, want 2 and 2", st.Loaded.Errors, len(st.held))
+	if st.Loaded.Errors != 2 || st.Held() != 2 {
+		t.Fatalf("%d errors, %d held, want 2 and 2", st.Loaded.Errors, st.Held())
 	}
-	if why := st.failedWhy(); !strings.Contains(why, "2 kept in the file until they apply, the first "+path+":3: ") {
+	if why := st.FailedWhy(); !strings.Contains(why, "2 kept in the file until they apply, the first "+path+":3: ") {
 		t.Errorf("status's reason: %s", why)
 	}
 	kept := func(when string) {
@@ -50,10 +51,7 @@ func TestStateHeldLines(t *testing.T) {
 		}
 	}
 	kept("converted at the start")
-	st.gate.Lock()
-	err := st.compact()
-	st.gate.Unlock()
-	if err != nil {
+	if err := st.Compact(); err != nil {
 		t.Fatal(err)
 	}
 	kept("a compaction")
@@ -65,8 +63,8 @@ func TestStateHeldLines(t *testing.T) {
 		t.Fatal(e)
 	}
 	st = loadInto(t, r, path)
-	if st.Loaded.Errors != 0 || len(st.held) != 0 {
-		t.Fatalf("where gone0 is: %d errors, %d held", st.Loaded.Errors, len(st.held))
+	if st.Loaded.Errors != 0 || st.Held() != 0 {
+		t.Fatalf("where gone0 is: %d errors, %d held", st.Loaded.Errors, st.Held())
 	}
 	_ = st.Close()
 	got := saved(r)
@@ -117,14 +115,14 @@ func TestStateNotRegular(t *testing.T) {
 	}
 	for path, kind := range map[string]string{fifo: "a FIFO", dir: "a directory"} {
 		done := make(chan error, 1)
-		go func() { _, _, err := ReadState(router.New(), path); done <- err }()
+		go func() { _, _, err := statefile.Read(path, NewStateLanguage(router.New())); done <- err }()
 		select {
 		case err := <-done:
 			if want := path + ": not a regular file (" + kind + ")"; err == nil || err.Error() != want {
 				t.Errorf("%v, want %s", err, want)
 			}
 		case <-time.After(10 * time.Second):
-			t.Fatalf("ReadState of %s is still waiting", kind)
+			t.Fatalf("statefile.Read of %s is still waiting", kind)
 		}
 	}
 }
@@ -135,10 +133,9 @@ func TestStateNotRegular(t *testing.T) {
 // they seal what they have, the file stays bounded while other sessions
 // change the router, and their later lines and the rest load back whole.
 func TestStateIdleHolder(t *testing.T) {
-	smallCompactions(t)
 	r := newTestRouter(t)
 	path := filepath.Join(t.TempDir(), "urouter.state")
-	sock, srv, st := stateServer(t, r, path, func(st *State) { st.SealAfter = 20 * time.Millisecond })
+	sock, srv, st := stateServer(t, r, path, smallCompactions, func(st *statefile.State) { st.SealAfter = 20 * time.Millisecond })
 	one := dial(t, sock, options{batch: true, batchName: "-"})
 	put(t, one, "route add 2001:db8:ffff::/64 dev d0\n")
 	long := dial(t, sock, options{batch: true, batchName: "-"})
@@ -172,11 +169,11 @@ func TestStateIdleHolder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		snap, _, _ := bytes.Cut(data, []byte("\n"+sealWord+" "))
+		snap, _, _ := bytes.Cut(data, []byte("\n"+"#@urouter"+" "))
 		return bytes.Contains(snap, []byte("2001:db8:ffff::/64")) && bytes.Contains(snap, []byte("2001:db8:fffe:7cf::/64"))
 	})
-	if fi, err := os.Stat(path); err != nil || fi.Size() > 3*st.j.snapshotSize()+compactAt+int64(churn.Len()) {
-		t.Errorf("the file has %d bytes, its snapshot %d", fi.Size(), st.j.snapshotSize())
+	if fi, err := os.Stat(path); err != nil || fi.Size() > 3*st.SnapshotSize()+smallCompaction+int64(churn.Len()) {
+		t.Errorf("the file has %d bytes, its snapshot %d", fi.Size(), st.SnapshotSize())
 	}
 	put(t, one, "route add 2001:db8:fffd::/64 dev d0\n")
 	put(t, long, "route add 2001:db8:fffc::/64 dev d0\n")

@@ -13,13 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"urouter/control/statefile"
 	"urouter/router"
 )
 
 // loadInto applies the state file at path to r.
-func loadInto(t *testing.T, r *router.Router, path string) *State {
+func loadInto(t *testing.T, r *router.Router, path string) *statefile.State {
 	t.Helper()
-	st, ld, err := ReadState(r, path)
+	st, ld, err := statefile.Read(path, NewStateLanguage(r))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,13 +32,13 @@ func loadInto(t *testing.T, r *router.Router, path string) *State {
 }
 
 // stateServer is a daemon's socket for r with a state file at path.
-func stateServer(t *testing.T, r *router.Router, path string, configure ...func(*State)) (string, *Server, *State) {
+func stateServer(t *testing.T, r *router.Router, path string, configure ...func(*statefile.State)) (string, *Server, *statefile.State) {
 	t.Helper()
 	st := loadInto(t, r, path)
 	for _, c := range configure {
 		c(st)
 	}
-	st.Run(&Feeds{})
+	st.Run()
 	sock := filepath.Join(t.TempDir(), "urouter.sock")
 	srv, err := Listen(sock, r)
 	if err != nil {
@@ -49,13 +50,10 @@ func stateServer(t *testing.T, r *router.Router, path string, configure ...func(
 	return sock, srv, st
 }
 
-// smallCompactions makes the state compact at 16 KB of changes for the
-// test.
-func smallCompactions(t *testing.T) {
-	old := compactAt
-	compactAt = 16 << 10
-	t.Cleanup(func() { compactAt = old })
-}
+// smallCompactions makes the state compact at 16 KB of changes.
+func smallCompactions(st *statefile.State) { st.CompactAt = smallCompaction }
+
+const smallCompaction = 16 << 10
 
 // saved is r's configuration as save writes it.
 func saved(r *router.Router) string {
@@ -84,11 +82,10 @@ func reloaded(t *testing.T, path string) string {
 // the same configuration in a new router, and a new router of the file
 // while the daemon still runs has every acknowledged batch whole.
 func TestStateSessions(t *testing.T) {
-	smallCompactions(t)
 	r := newTestRouter(t)
 	path := filepath.Join(t.TempDir(), "urouter.state")
 	// the open session below must not seal part of its batch
-	sock, srv, st := stateServer(t, r, path, func(st *State) { st.SealAfter = time.Hour })
+	sock, srv, st := stateServer(t, r, path, smallCompactions, func(st *statefile.State) { st.SealAfter = time.Hour })
 	var wg sync.WaitGroup
 	for c := 0; c < 4; c++ {
 		wg.Add(1)
@@ -129,9 +126,7 @@ func TestStateSessions(t *testing.T) {
 	}
 	_ = c.Close()
 	srv.Close()
-	for st.busy.Load() {
-		time.Sleep(time.Millisecond)
-	}
+	st.Settle()
 	want := saved(r)
 	got := reloaded(t, path)
 	if got != want {
@@ -140,8 +135,8 @@ func TestStateSessions(t *testing.T) {
 	if n := strings.Count(want, "route add"); n < 4*40*20*3/4 {
 		t.Errorf("only %d routes saved", n)
 	}
-	if st.j.snapshotSize() < 1<<10 {
-		t.Errorf("no compaction happened: the snapshot has %d bytes", st.j.snapshotSize())
+	if st.SnapshotSize() < 1<<10 {
+		t.Errorf("no compaction happened: the snapshot has %d bytes", st.SnapshotSize())
 	}
 }
 
@@ -300,7 +295,7 @@ func TestStateOrder(t *testing.T) {
 		t.Errorf("the state file replays the sessions out of order:\n%s", lineDiff(want, got))
 	}
 	b, _ := os.ReadFile(path)
-	if !strings.Contains(string(b), "\n"+seqWord) {
+	if !strings.Contains(string(b), "\n#@seq ") {
 		t.Errorf("no session's lines are numbered:\n%s", b)
 	}
 }
@@ -313,9 +308,7 @@ func TestStateRepair(t *testing.T) {
 	r := newTestRouter(t)
 	path := filepath.Join(t.TempDir(), "urouter.state")
 	sock, srv, st := stateServer(t, r, path)
-	st.j.mu.Lock()
-	st.j.err = errors.New("no space left on device (the test's)")
-	st.j.mu.Unlock()
+	st.Fail(errors.New("no space left on device (the test's)"))
 	// another session holds a change not sealed: no snapshot can be taken
 	c := dial(t, sock, options{batch: true, batchName: "-"})
 	put(t, c, "route add 2001:db8:80::/64 dev d0\n")

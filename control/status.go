@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"urouter/control/statefile"
 )
 
 // `status`: whether the router is ready, and why not: its config and
@@ -29,10 +31,10 @@ func (s *session) statusCmd(args [][]byte) *cmdErr {
 		st = &Startup{}
 	}
 	if s.state != nil && s.state.Loaded.Errors > 0 {
-		why = append(why, s.state.failedWhy())
+		why = append(why, s.state.FailedWhy())
 	}
-	if s.state != nil && s.state.dirty.Load() {
-		why = append(why, fmt.Sprintf("state %s: a change is not saved: %v", s.state.path, s.state.failed.Load()))
+	if s.state != nil && s.state.Unsaved() != "" {
+		why = append(why, fmt.Sprintf("state %s: a change is not saved: %v", s.state.Path(), s.state.Unsaved()))
 	}
 	up, configured := 0, 0
 	for _, l := range s.r.Links.All() {
@@ -95,7 +97,7 @@ func (s *session) statusCmd(args [][]byte) *cmdErr {
 		w.closeObject()
 	}
 	if s.state != nil {
-		s.state.printStatus(&w)
+		printStateStatus(&w, s.state)
 	}
 	w.openObject("links")
 	w.uint("up", "links %d up", uint64(up))
@@ -117,17 +119,17 @@ func (s *session) statusCmd(args [][]byte) *cmdErr {
 	return nil
 }
 
-// printStatus prints status's word on the state file: what the start
-// applied from it.
-func (st *State) printStatus(w *printer) {
+// printStateStatus prints status's word on the state file: what the
+// start applied from it.
+func printStateStatus(w *printer, st *statefile.State) {
 	l := st.Loaded
 	w.openObject("state")
-	w.str("file", "state %s: ", st.path)
+	w.str("file", "state %s: ", st.Path())
 	w.uint("records", "%d records, ", uint64(l.Records))
 	w.uint("lines", "%d lines, ", uint64(l.Lines))
 	w.uint("errors", "%d errors", uint64(l.Errors))
-	if len(st.held) > 0 {
-		w.uint("held", ", %d lines held", uint64(len(st.held)))
+	if n := st.Held(); n > 0 {
+		w.uint("held", ", %d lines held", uint64(n))
 	}
 	if l.Torn != "" {
 		w.str("torn", "; at start %s", l.Torn)

@@ -55,7 +55,7 @@ func (s *session) sysctlCmd(args [][]byte) *cmdErr {
 			if o.ignore {
 				flags = "sysctl -q -e -w " // a name it passed over is passed over again
 			}
-			s.partial = append(s.partial[:0], flags+strings.Join(written, " ")...)
+			s.did.partial = append(s.did.partial[:0], flags+strings.Join(written, " ")...)
 		}
 		return &cmdErr{msg: strings.Join(errs, "\n"), code: 1}
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"urouter/control"
+	"urouter/control/statefile"
 	"urouter/dataplane"
 	"urouter/dataplane/port"
 	"urouter/feed"
@@ -100,7 +101,8 @@ func daemon(args []string) int {
 	if *fpmAddr != "" {
 		fpmApplier = feed.NewApplier(r, r.LinkOfKernel)
 	}
-	st, err := restore(r, srv, *config, *stateFile, fpmApplier)
+	lang := control.NewStateLanguage(r)
+	st, err := restore(r, srv, lang, *config, *stateFile, fpmApplier)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -114,7 +116,8 @@ func daemon(args []string) int {
 	defer feeds.close()
 	fd := &control.Feeds{FPM: feeds.fpm, Tables: feeds.tables}
 	if st != nil {
-		st.Run(fd)
+		lang.SetFeeds(fd)
+		st.Run()
 	}
 	srv.Feeds, srv.State = fd, st
 	if *metricsAddr != "" {
@@ -248,12 +251,12 @@ func tuneRuntime(nice int) {
 // restore applies the start-up config and the state file (nil if none),
 // saying in srv's status how it went: a state that holds a snapshot
 // stands for the config.
-func restore(r *router.Router, srv *control.Server, config, stateFile string, fpm *feed.Applier) (*control.State, error) {
-	var st *control.State
-	var saved *control.LoadedState
+func restore(r *router.Router, srv *control.Server, lang statefile.Language, config, stateFile string, fpm *feed.Applier) (*statefile.State, error) {
+	var st *statefile.State
+	var saved *statefile.Loaded
 	if stateFile != "" {
 		var err error
-		if st, saved, err = control.ReadState(r, stateFile); err != nil {
+		if st, saved, err = statefile.Read(stateFile, lang); err != nil {
 			return nil, fmt.Errorf("state: %w", err)
 		}
 	}

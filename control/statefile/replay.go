@@ -1,56 +1,54 @@
-package control
+package statefile
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
+	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 )
 
 // Replaying a state file at the start: its snapshot, then its changes in
 // the order they ran.
 
-// replayer applies a state file's lines as a forced batch.
+// replayer runs a state file's lines through the language, and keeps
+// those the router refuses.
 type replayer struct {
 	st *State
-	s  *session
+	rp Replayer
+	// adopted: the lines are a feed's, which come back from its daemon
+	// and are not held
+	adopted bool
 }
 
 func (st *State) replayer() *replayer {
-	return &replayer{st: st, s: &session{r: st.r, feeds: st.feeds, opt: options{batch: true, force: true, batchName: st.path},
-		out: bufio.NewWriter(io.Discard), restoring: true}}
+	return &replayer{st: st, rp: st.lang.Replayer(st.path)}
 }
 
-// run applies line, line fileLine of the file, written at t (0: now): a
-// route's expires counts from then. A line that does not parse is the
-// error; one the router refuses is logged and counted.
+// run applies line, line fileLine of the file, written at t (0: now). A
+// line that does not parse is the error; one the router refuses is logged,
+// counted and held.
 func (rp *replayer) run(line []byte, fileLine int, t int64) error {
-	st, s := rp.st, rp.s
-	s.line = fileLine
-	s.clock = time.Time{}
+	st := rp.st
+	var when time.Time
 	if t != 0 {
-		s.clock = time.Unix(0, t)
-	}
-	if len(line) > maxLine {
-		return fmt.Errorf("%s:%d: command line too long", st.path, fileLine)
+		when = time.Unix(0, t)
 	}
 	st.Loaded.Lines++
-	e := s.exec(line)
-	if e == nil {
+	err := rp.rp.Run(line, fileLine, when)
+	if err == nil {
 		return nil
 	}
-	if e.exits || e.code == 255 || strings.HasPrefix(e.msg, "Object \"") {
-		return fmt.Errorf("%s:%d: %s", st.path, fileLine, e.msg)
+	why := fmt.Sprintf("%s:%d: %v", st.path, fileLine, err)
+	var r refused
+	if !errors.As(err, &r) || !r.Refused() {
+		return errors.New(why)
 	}
 	st.Loaded.Errors++
-	why := fmt.Sprintf("%s:%d: %s", st.path, fileLine, e.msg)
 	st.log("state " + why)
-	if s.adopt == nil { // a feed's line comes back from its daemon
+	if !rp.adopted {
 		text := append(bytes.Clone(bytes.TrimRight(line, "\n")), '\n')
 		st.held = append(st.held, heldLine{text: text, why: why})
 	}
@@ -78,14 +76,15 @@ func lines(text []byte, first int, fn func(line []byte, n int) error) error {
 // is the FPM feed's again (without --fpm, nobody's: it is passed over).
 func (st *State) replay(rec *journalRecord) error {
 	rp := st.replayer()
-	defer rp.s.commit()
+	defer rp.rp.Commit()
 	feedPart := false
 	return lines(rec.text, rec.line, func(line []byte, n int) error {
 		if bytes.Equal(line, feedMark) {
-			rp.s.commit()
+			rp.rp.Commit()
 			feedPart = true
 			if st.fpm != nil {
-				rp.s.adopt = st.fpm
+				rp.rp.Adopt(st.fpm)
+				rp.adopted = true
 			}
 			return nil
 		}
@@ -145,7 +144,7 @@ func (st *State) replayChanges(recs []journalRecord) error {
 	}
 	st.seq.Store(top)
 	rp := st.replayer()
-	defer rp.s.commit()
+	defer rp.rp.Commit()
 	for _, c := range cs {
 		if err := rp.run(c.line, c.n, c.time); err != nil {
 			return err
