@@ -28,7 +28,19 @@ func startServer(t *testing.T, r *router.Router) string {
 	}
 	go func() { _ = srv.Serve() }() // it ends when the test closes it
 	t.Cleanup(srv.Close)
+	servers.Store(path, srv)
+	t.Cleanup(func() { servers.Delete(path) })
 	return path
+}
+
+// servers are startServer's, by socket.
+var servers sync.Map
+
+// subscribed waits until n monitors listen on the daemon at sock.
+func subscribed(t *testing.T, sock string, n int) {
+	t.Helper()
+	srv, _ := servers.Load(sock)
+	waitFor(t, fmt.Sprintf("%d monitors to listen", n), func() bool { return srv.(*Server).hub.listening() == n })
 }
 
 // dial opens a raw connection to the socket and sends o's header; the
@@ -193,7 +205,7 @@ func TestMonitor(t *testing.T) {
 	sock := startServer(t, r)
 	c := dial(t, sock, options{})
 	put(t, c, "monitor route\n")
-	time.Sleep(50 * time.Millisecond) // subscribed
+	subscribed(t, sock, 1)
 	client(sock, options{}, "route add 2001:db8:7::/48 dev d0 table 9\n")
 	client(sock, options{}, "route del 2001:db8:7::/48 table 9\n")
 	got := readMonitor(t, c, "Deleted")
@@ -212,7 +224,7 @@ func TestMonitorSkipNotify(t *testing.T) {
 		sock := startServer(t, r)
 		c := dial(t, sock, options{})
 		put(t, c, "monitor route\n")
-		time.Sleep(50 * time.Millisecond) // subscribed
+		subscribed(t, sock, 1)
 		if skip {
 			client(sock, options{}, "sysctl -q -w net.ipv6.route.skip_notify_on_dev_down=1\n")
 		}

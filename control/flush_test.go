@@ -38,7 +38,7 @@ func TestFlushBigTableMonitor(t *testing.T) {
 	load()
 	mon := dial(t, sock, options{})
 	put(t, mon, "monitor route\n")
-	time.Sleep(50 * time.Millisecond) // subscribed
+	subscribed(t, sock, 1)
 	start := time.Now()
 	if out, e, st := client(sock, options{stats: 1}, "route flush table 100\n"); st != 0 || !strings.Contains(out, fmt.Sprintf("deleting %d entries", n)) {
 		t.Fatalf("flush: %d %q %q", st, out, e)

@@ -13,8 +13,14 @@ import (
 // with these options, and returns what the client would print and the
 // exit status.
 func run(r *router.Router, o options, lines ...string) (stdout, stderr string, status int) {
+	return runIn(&session{r: r, opt: o}, lines...)
+}
+
+// runIn is run in session s, as the test made it.
+func runIn(s *session, lines ...string) (stdout, stderr string, status int) {
 	var out, errs bytes.Buffer
-	s := &session{r: r, opt: o, out: bufio.NewWriter(&out), errOut: func(m string) { errs.WriteString(m + "\n") }}
+	o := s.opt
+	s.out, s.errOut = bufio.NewWriter(&out), func(m string) { errs.WriteString(m + "\n") }
 	if o.batch && o.batchName == "" {
 		s.opt.batchName = "test.batch"
 	}

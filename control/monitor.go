@@ -138,6 +138,13 @@ func (h *hub) subscribe(req monitorReq) *subscriber {
 	return s
 }
 
+// listening is how many monitors listen.
+func (h *hub) listening() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.subs)
+}
+
 func (h *hub) unsubscribe(s *subscriber) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

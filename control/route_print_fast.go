@@ -37,9 +37,6 @@ type printCache struct {
 	dst     []byte // render's
 }
 
-// printCaching is off in a test that prints without the cache.
-var printCaching = true
-
 // maxPrinted bounds the cache: a table whose routes share little is
 // printed by add almost as fast, and the cache then starts again.
 const maxPrinted = 4096
@@ -47,7 +44,7 @@ const maxPrinted = 4096
 // addAttrs prints the route of destination dst and attributes a, the
 // table's own copy of them.
 func (p *routePrinter) addAttrs(dst netip.Prefix, a *fib6.Attrs) {
-	if p.out.j != nil || a.Expires != 0 || p.rotate != 0 || !printCaching {
+	if p.out.j != nil || a.Expires != 0 || p.rotate != 0 || p.s.printUncached {
 		p.add(fib6.Route{Dst: dst, Attrs: *a})
 		return
 	}

@@ -51,9 +51,7 @@ func TestShowCache(t *testing.T) {
 		t.Helper()
 		for _, cmd := range shows {
 			for _, o := range []options{{}, {details: true}, {stats: 1}} {
-				printCaching = false
-				want, _, _ := run(r, o, cmd)
-				printCaching = true
+				want, _, _ := runIn(&session{r: r, opt: o, printUncached: true}, cmd)
 				got, _, _ := run(r, o, cmd)
 				if got != want {
 					t.Fatalf("%s %+v: with the cache\n%s\nwithout\n%s", cmd, o, got, want)

@@ -33,6 +33,9 @@ type session struct {
 	line   int
 	long   []byte     // a line longer than the reader's buffer
 	rule   ruleParser // the rule object's own state between commands
+	// printUncached: routes are printed one by one, without the cache of
+	// what routes sharing attributes print alike (see addAttrs)
+	printUncached bool
 	// readAheadAfter: how much of a batch it reads before it reads ahead
 	// (0: defaultAheadAfter, -1: from the first line)
 	readAheadAfter int
