@@ -266,4 +266,3 @@ func TestJournalSnapshotDamage(t *testing.T) {
 		t.Errorf("its seal cut short: %v", err)
 	}
 }
-
