@@ -2,6 +2,7 @@ package control
 
 import (
 	"net/netip"
+	"strings"
 )
 
 // The address object: ip address { add | del | show | flush }, the
@@ -99,7 +100,7 @@ func (s *session) addrModify(args [][]byte, op addrOp) *cmdErr {
 			if p.Addr().IsUnspecified() || p.Addr().IsMulticast() {
 				return extack("ipv6: Invalid address.")
 			}
-			pfx, set, lenGiven = p, true, containsByte(str(w), '/')
+			pfx, set, lenGiven = p, true, strings.IndexByte(str(w), '/') >= 0
 		}
 	}
 	if dev == nil {

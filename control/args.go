@@ -1,6 +1,9 @@
 package control
 
-import "bytes"
+import (
+	"bytes"
+	"urouter/control/wire"
+)
 
 // splitLine splits a command line into words the way iproute2's batch mode
 // does (getcmdline and makeargs): a '#' ends the line, words are separated
@@ -73,46 +76,9 @@ var class = func() (c [256]uint8) {
 	return c
 }()
 
-// quoteArgs joins command-line arguments into one line that splitLine
-// turns back into the same words.
-func quoteArgs(args []string) []byte {
-	var b []byte
-	for i, a := range args {
-		if i > 0 {
-			b = append(b, ' ')
-		}
-		plain := a != ""
-		for j := 0; j < len(a); j++ {
-			if c := a[j]; c == ' ' || c == '\t' || c == '"' || c == '\'' || c == '#' || c == '\n' || c == '\r' {
-				plain = false
-			}
-		}
-		switch {
-		case plain:
-			b = append(b, a...)
-		case !containsByte(a, '"'):
-			b = append(append(append(b, '"'), a...), '"')
-		default:
-			b = append(append(append(b, '\''), a...), '\'')
-		}
-	}
-	return b
-}
-
-func containsByte(s string, c byte) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] == c {
-			return true
-		}
-	}
-	return false
-}
-
-// matches reports whether word is an abbreviation of keyword, as
-// iproute2's matches(): a non-empty prefix of it.
-func matches(word []byte, keyword string) bool {
-	return len(word) > 0 && len(word) <= len(keyword) && string(word) == keyword[:len(word)]
-}
+// matches reports whether word is an abbreviation of keyword (see
+// wire.Matches).
+func matches(word []byte, keyword string) bool { return wire.Matches(word, keyword) }
 
 // is reports whether word is exactly keyword.
 func is(word []byte, keyword string) bool { return string(word) == keyword }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"urouter/control/wire"
 	"urouter/router"
 )
 
@@ -36,7 +37,7 @@ func (p *pieces) Read(b []byte) (int, error) {
 // runBoth runs input as a batch twice, on fresh routers: read by the
 // session itself and parsed ahead from the first line on, and returns
 // what each printed and left.
-func runBoth(t *testing.T, o options, input string) (sync, ahead string) {
+func runBoth(t *testing.T, o wire.Options, input string) (sync, ahead string) {
 	t.Helper()
 	return runBothPaced(t, o, input, false)
 }
@@ -44,7 +45,7 @@ func runBoth(t *testing.T, o options, input string) (sync, ahead string) {
 // runBothPaced is runBoth, the batch parsed ahead paced if paced (as a
 // daemon's is while its data plane forwards: its lines go in runs of
 // paceEvery at most).
-func runBothPaced(t *testing.T, o options, input string, paced bool) (sync, ahead string) {
+func runBothPaced(t *testing.T, o wire.Options, input string, paced bool) (sync, ahead string) {
 	t.Helper()
 	one := func(after int) string {
 		r := newTestRouter(t)
@@ -58,11 +59,11 @@ func runBothPaced(t *testing.T, o options, input string, paced bool) (sync, ahea
 			}
 			defer s.pace.Done()
 		}
-		s.opt.batchName = "test.batch"
+		s.opt.BatchName = "test.batch"
 		in := &pieces{b: []byte(input), r: rand.New(rand.NewPCG(uint64(len(input)), 1))}
 		st := s.run(bufio.NewReaderSize(in, readBuf))
 		s.flush()
-		shown, _, _ := run(r, options{}, "route show table all", "nexthop show", "rule show")
+		shown, _, _ := run(r, wire.Options{}, "route show table all", "nexthop show", "rule show")
 		return fmt.Sprintf("status %d\nstdout:\n%s\nstderr:\n%s\nstate:\n%s", st, out.String(), errs.String(), shown)
 	}
 	return one(1 << 30), one(-1)
@@ -115,7 +116,7 @@ func TestBatchAhead(t *testing.T) {
 	}
 	for name, input := range cases {
 		for _, force := range []bool{false, true} {
-			sync, ahead := runBoth(t, options{batch: true, force: force}, input)
+			sync, ahead := runBoth(t, wire.Options{Batch: true, Force: force}, input)
 			if sync != ahead {
 				t.Errorf("%s (force %v): parsed ahead\n%.3000s\nread by the session\n%.3000s", name, force, ahead, sync)
 			}
@@ -185,7 +186,7 @@ func TestBatchAheadShape(t *testing.T) {
 	for _, input := range inputs {
 		for _, force := range []bool{false, true} {
 			for _, paced := range []bool{false, true} {
-				sync, ahead := runBothPaced(t, options{batch: true, force: force}, input, paced)
+				sync, ahead := runBothPaced(t, wire.Options{Batch: true, Force: force}, input, paced)
 				if sync != ahead {
 					t.Errorf("force %v, paced %v: parsed ahead\n%.3000s\nread by the session\n%.3000s", force, paced, ahead, sync)
 				}
@@ -200,7 +201,7 @@ func TestBatchAheadShape(t *testing.T) {
 // it runs alone.
 func TestShapedRunGateway(t *testing.T) {
 	r := newTestRouter(t)
-	s := &session{r: r, opt: options{batch: true}, out: bufio.NewWriter(io.Discard), errOut: func(m string) { t.Error(m) }}
+	s := &session{r: r, opt: wire.Options{Batch: true}, out: bufio.NewWriter(io.Discard), errOut: func(m string) { t.Error(m) }}
 	args, _ := splitLine([]byte("2001:db8:1::/48 via 2001:db8:91::2 dev d0\n"), nil)
 	var q routeReq
 	if e := parseRouteModify(&q, args, &s.routes.words); e != nil {
@@ -269,7 +270,7 @@ func TestBatchAheadOnePublish(t *testing.T) {
 	for _, i := range rnd.Perm(n) {
 		fmt.Fprintf(&b, "route add 2001:db8:%x:%x::/64 via 2001:db8:91::2 dev d0 table 100\n", i>>8, i&0xff)
 	}
-	s := &session{r: r, opt: options{batch: true, batchName: "test.batch"}, out: bufio.NewWriter(io.Discard),
+	s := &session{r: r, opt: wire.Options{Batch: true, BatchName: "test.batch"}, out: bufio.NewWriter(io.Discard),
 		errOut: func(m string) { t.Error(m) }}
 	if st := s.run(bufio.NewReaderSize(strings.NewReader(b.String()), readBuf)); st != 0 {
 		t.Fatalf("status %d", st)
@@ -289,7 +290,7 @@ func TestBatchAheadOnePublish(t *testing.T) {
 func TestAheadPauseOpen(t *testing.T) {
 	r := newTestRouter(t)
 	sock := startServer(t, r)
-	c := dial(t, sock, options{batch: true, batchName: "-"})
+	c := dial(t, sock, wire.Options{Batch: true, BatchName: "-"})
 	const n = 20000 // well past defaultAheadAfter
 	var b strings.Builder
 	for i := 0; i < n; i++ {
@@ -306,7 +307,7 @@ func TestAheadPauseOpen(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	if _, e, st := client(sock, options{}, "route add 2001:db8:ffff::/48 dev d0 table 100\n"); st != 0 {
+	if _, e, st := client(sock, wire.Options{}, "route add 2001:db8:ffff::/48 dev d0 table 100\n"); st != 0 {
 		t.Fatalf("another client's add: %q %d", e, st)
 	}
 }

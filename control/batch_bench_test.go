@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"urouter/control/statefile"
+	"urouter/control/wire"
 	"urouter/router"
 )
 
@@ -59,7 +60,7 @@ func BenchmarkBatchApply(b *testing.B) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				s := &session{r: r, opt: options{batch: true, batchName: "bench", size: int64(len(d))}, out: bufio.NewWriter(io.Discard), errOut: func(m string) { b.Error(m) }}
+				s := &session{r: r, opt: wire.Options{Batch: true, BatchName: "bench", Size: int64(len(d))}, out: bufio.NewWriter(io.Discard), errOut: func(m string) { b.Error(m) }}
 				if state != nil {
 					s.rec = state.Recorder()
 				}

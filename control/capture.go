@@ -136,7 +136,7 @@ func (s *session) captureCmd(args [][]byte) *cmdErr {
 	if err != nil {
 		return err
 	}
-	if s.opt.batch {
+	if s.opt.Batch {
 		return &cmdErr{msg: "Error: capture cannot run inside a batch.", code: 1}
 	}
 	s.capture = q

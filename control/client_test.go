@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	cli "urouter/control/client"
+	"urouter/control/wire"
 )
 
 // failingReader gives its text, then fails as a disk or a pipe can.
@@ -34,12 +36,12 @@ func TestClientBatchReadError(t *testing.T) {
 	sock := startServer(t, r)
 	in := &failingReader{text: "route add 2001:db8:1::/48 dev d0\nroute add 2001:db8:ffff::/48 de", err: errors.New("input/output error")}
 	var out, errs strings.Builder
-	st := talk(sock, options{batch: true, batchName: "F"}, in, false, &out, &errs)
+	st := cli.Talk(sock, wire.Options{Batch: true, BatchName: "F"}, in, false, &out, &errs)
 	if st == 0 || !strings.Contains(errs.String(), "Error: ") || !strings.Contains(errs.String(), "Input/output error") ||
 		strings.Contains(errs.String(), "daemon closed") { // the cut is the client's, not the daemon's
 		t.Fatalf("a batch cut by a read error: status %d, stderr %q", st, errs.String())
 	}
-	if got, _, _ := run(r, options{}, "route show 2001:db8:ffff::/48"); got != "" {
+	if got, _, _ := run(r, wire.Options{}, "route show 2001:db8:ffff::/48"); got != "" {
 		t.Fatalf("the line cut short was applied: %q", got)
 	}
 }
@@ -67,7 +69,7 @@ func TestClientShortStatus(t *testing.T) {
 		put(t, c, "x\x00\x00\x00\x01") // the status's length, not the status
 	}()
 	var out, errs strings.Builder
-	st := talk(path, options{}, strings.NewReader("route show\n"), false, &out, &errs)
+	st := cli.Talk(path, wire.Options{}, strings.NewReader("route show\n"), false, &out, &errs)
 	if st == 0 || errs.Len() == 0 {
 		t.Fatalf("a status frame cut short: status %d, stderr %q", st, errs.String())
 	}
@@ -78,9 +80,9 @@ func TestClientShortStatus(t *testing.T) {
 // a pipe or a stream does not, and the header's other options, the stats
 // count among them, read back as they were.
 func TestClientBatchSize(t *testing.T) {
-	o := options{batch: true, force: true, stats: 2, size: 10290274, batchName: "a name with spaces"}
-	if got, err := parseHeader(o.header()); err != nil || got != o {
-		t.Fatalf("header %q reads back as %+v, %v; want %+v", o.header(), got, err, o)
+	o := wire.Options{Batch: true, Force: true, Stats: 2, Size: 10290274, BatchName: "a name with spaces"}
+	if got, err := wire.ParseHeader(o.Header()); err != nil || got != o {
+		t.Fatalf("header %q reads back as %+v, %v; want %+v", o.Header(), got, err, o)
 	}
 	dir := t.TempDir()
 	file := filepath.Join(dir, "routes.batch")
@@ -94,23 +96,23 @@ func TestClientBatchSize(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = l.Close() }()
-	sent := func(input io.Reader) options {
+	sent := func(input io.Reader) wire.Options {
 		t.Helper()
-		got := make(chan options, 1)
+		got := make(chan wire.Options, 1)
 		go func() {
 			c, err := l.Accept()
 			if err != nil {
-				got <- options{}
+				got <- wire.Options{}
 				return
 			}
 			defer func() { _ = c.Close() }()
 			line, _ := bufio.NewReader(c).ReadString('\n')
-			h, _ := parseHeader(line)
+			h, _ := wire.ParseHeader(line)
 			got <- h
 			_, _ = c.Write([]byte{'x', 0, 0, 0, 1, 0})
 		}()
 		var out, errs strings.Builder
-		if st := talk(sock, options{batch: true, batchName: "routes.batch"}, input, false, &out, &errs); st != 0 {
+		if st := cli.Talk(sock, wire.Options{Batch: true, BatchName: "routes.batch"}, input, false, &out, &errs); st != 0 {
 			t.Fatalf("status %d, stderr %q", st, errs.String())
 		}
 		return <-got
@@ -120,10 +122,10 @@ func TestClientBatchSize(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = f.Close() }() // read only
-	if h := sent(f); h.size != int64(len(text)) || !h.batch {
+	if h := sent(f); h.Size != int64(len(text)) || !h.Batch {
 		t.Fatalf("a batch file of %d bytes announced %+v", len(text), h)
 	}
-	if h := sent(strings.NewReader(text)); h.size != 0 {
+	if h := sent(strings.NewReader(text)); h.Size != 0 {
 		t.Fatalf("a batch from a stream announced a size: %+v", h)
 	}
 }
@@ -132,17 +134,17 @@ func TestClientBatchSize(t *testing.T) {
 // reads back; one longer than maxHeader is refused, and only as much of
 // it is read as the session's buffer holds.
 func TestHeaderBound(t *testing.T) {
-	o := options{batch: true, force: true, size: 1 << 40, batchName: "/" + strings.Repeat("a", 4095)}
-	in := bufio.NewReaderSize(strings.NewReader(o.header()+"route show\n"), readBuf)
-	if got, err := readHeader(in); err != nil || got != o {
-		t.Fatalf("a header of %d bytes read back as %+v, %v", len(o.header()), got, err)
+	o := wire.Options{Batch: true, Force: true, Size: 1 << 40, BatchName: "/" + strings.Repeat("a", 4095)}
+	in := bufio.NewReaderSize(strings.NewReader(o.Header()+"route show\n"), readBuf)
+	if got, err := wire.ReadHeader(in); err != nil || got != o {
+		t.Fatalf("a header of %d bytes read back as %+v, %v", len(o.Header()), got, err)
 	}
-	long := &countingReader{r: strings.NewReader(strings.Repeat("a", maxHeader) + "\n")}
-	if _, err := readHeader(bufio.NewReaderSize(long, readBuf)); !errors.Is(err, errLongHeader) {
-		t.Fatalf("a header of %d bytes: %v", maxHeader+1, err)
+	long := &countingReader{r: strings.NewReader(strings.Repeat("a", wire.MaxHeader) + "\n")}
+	if _, err := wire.ReadHeader(bufio.NewReaderSize(long, readBuf)); !errors.Is(err, wire.ErrLongHeader) {
+		t.Fatalf("a header of %d bytes: %v", wire.MaxHeader+1, err)
 	}
 	endless := &countingReader{r: &repeatReader{}}
-	if _, err := readHeader(bufio.NewReaderSize(endless, readBuf)); !errors.Is(err, errLongHeader) || endless.n > readBuf {
+	if _, err := wire.ReadHeader(bufio.NewReaderSize(endless, readBuf)); !errors.Is(err, wire.ErrLongHeader) || endless.n > readBuf {
 		t.Fatalf("a header without end: %v after %d bytes read", err, endless.n)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"urouter/control/wire"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
@@ -32,12 +33,12 @@ func TestCoPPSysctl(t *testing.T) {
 		{"sysctl net.ipv6.copp.bogus.rate", 1, "", "sysctl: cannot stat /proc/sys/net/ipv6/copp/bogus/rate: No such file or directory\n"},
 	}
 	for _, c := range cases {
-		out, errs, st := run(r, options{}, c.cmd)
+		out, errs, st := run(r, wire.Options{}, c.cmd)
 		if st != c.status || out != c.stdout || errs != c.stderr {
 			t.Errorf("%s:\n got %d %q %q\nwant %d %q %q", c.cmd, st, out, errs, c.status, c.stdout, c.stderr)
 		}
 	}
-	all, _, _ := run(r, options{}, "sysctl -a")
+	all, _, _ := run(r, wire.Options{}, "sysctl -a")
 	for _, cl := range []string{"nd", "routing", "echo", "other"} {
 		for _, k := range []string{"rate", "burst"} {
 			if !strings.Contains(all, "\nnet.ipv6.copp."+cl+"."+k+" = ") {
@@ -51,7 +52,7 @@ func TestCoPPSysctl(t *testing.T) {
 // policed, and `link show -s` says so per class, in text and JSON.
 func TestCoPPLinkStats(t *testing.T) {
 	r, e0 := newEtherRouter(t)
-	if _, e, st := run(r, options{batch: true}, "sysctl -q -w net.ipv6.copp.echo.rate=1", "sysctl -q -w net.ipv6.copp.echo.burst=2"); st != 0 {
+	if _, e, st := run(r, wire.Options{Batch: true}, "sysctl -q -w net.ipv6.copp.echo.rate=1", "sysctl -q -w net.ipv6.copp.echo.burst=2"); st != 0 {
 		t.Fatal(e)
 	}
 	send := tapSender(t, e0)
@@ -64,7 +65,7 @@ func TestCoPPLinkStats(t *testing.T) {
 	}
 	var out string
 	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		out, _, _ = run(r, options{stats: 1}, "link show "+e0)
+		out, _, _ = run(r, wire.Options{Stats: 1}, "link show "+e0)
 		if done(out) || time.Now().After(deadline) { // all seven counted, not the first drop
 			break
 		}
@@ -75,7 +76,7 @@ func TestCoPPLinkStats(t *testing.T) {
 	if strings.Contains(out, "copp routing") {
 		t.Errorf("a class that saw nothing has a line:\n%s", out)
 	}
-	js, _, _ := run(r, options{stats: 1, json: true}, "link show "+e0)
+	js, _, _ := run(r, wire.Options{Stats: 1, JSON: true}, "link show "+e0)
 	var links []struct {
 		Stats struct {
 			Drops map[string]uint64 `json:"drops"`

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -15,23 +14,9 @@ import (
 	"time"
 
 	"urouter/control/statefile"
+	"urouter/control/wire"
 	"urouter/router"
 )
-
-// DefaultSocket is where the daemon listens unless told otherwise.
-const DefaultSocket = "/run/urouter/urouter.sock"
-
-// SocketPath picks the control socket: the flag, else $UROUTER_SOCKET,
-// else DefaultSocket.
-func SocketPath(flag string) string {
-	if flag != "" {
-		return flag
-	}
-	if env := os.Getenv("UROUTER_SOCKET"); env != "" {
-		return env
-	}
-	return DefaultSocket
-}
 
 // Server is a running daemon's control socket: it serves a router's
 // clients, each in a session of its own.
@@ -138,7 +123,7 @@ func (s *Server) Serve() error {
 // nothing is read from it. The answer is the first thing written on the
 // new socket and fits its buffer: the accept loop waits for no client.
 func (s *Server) refuse(c *net.UnixConn, bound int64) {
-	tell(c, fmt.Sprintf("Error: %d sessions run already.", bound), 1)
+	wire.Tell(c, fmt.Sprintf("Error: %d sessions run already.", bound), 1)
 	_ = c.Close() // it has been told, or is gone
 }
 
@@ -165,17 +150,17 @@ func ApplyConfig(r *router.Router, path string) (int, error) {
 	out := bufio.NewWriter(os.Stdout)
 	s := &session{
 		r:      r,
-		opt:    options{batch: true, batchName: path, size: max(fileSize(f), 0)},
+		opt:    wire.Options{Batch: true, BatchName: path, Size: max(wire.FileSize(f), 0)},
 		out:    out,
 		errOut: func(m string) { msgs = append(msgs, m) },
 	}
-	le := &lineEnder{r: f}
+	le := &wire.LineEnder{R: f}
 	in := bufio.NewReaderSize(le, readBuf)
 	if head, _ := in.Peek(len(saveHeader)); string(head) == saveHeader {
 		s.restoring = true
 	}
 	status := s.run(in)
-	if err := le.failed(); err != nil {
+	if err := le.Failed(); err != nil {
 		return s.line, fmt.Errorf("reading %s: %w", path, err)
 	}
 	// what a config's show commands print is for a console, if any: a
@@ -185,40 +170,4 @@ func ApplyConfig(r *router.Router, path string) (int, error) {
 		return s.line, errors.New(strings.Join(msgs, "\n"))
 	}
 	return s.line, nil
-}
-
-// lineEnder passes a reader through and adds a final '\n' if the input
-// ends without one. It ends a line only at the input's end: a read that
-// fails leaves the line it cut short as it is, for the reader to drop.
-type lineEnder struct {
-	r    io.Reader
-	last byte
-	err  error // the input's error once it has one (io.EOF at its end)
-}
-
-func (l *lineEnder) Read(p []byte) (int, error) {
-	if l.err != nil {
-		return 0, l.err
-	}
-	n, err := l.r.Read(p)
-	if n > 0 {
-		l.last = p[n-1]
-	}
-	if err == nil || n > 0 {
-		return n, nil // a reader returns its error again on the next Read
-	}
-	l.err = err
-	if err == io.EOF && l.last != '\n' && l.last != 0 && len(p) > 0 {
-		p[0] = '\n'
-		return 1, nil
-	}
-	return 0, err
-}
-
-// failed is the input's error, if it failed before its end.
-func (l *lineEnder) failed() error {
-	if l.err == io.EOF {
-		return nil
-	}
-	return l.err
 }

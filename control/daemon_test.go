@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	cli "urouter/control/client"
+	"urouter/control/wire"
 	"urouter/router"
 )
 
@@ -45,21 +47,21 @@ func subscribed(t *testing.T, sock string, n int) {
 
 // dial opens a raw connection to the socket and sends o's header; the
 // test writes the command lines itself.
-func dial(t *testing.T, sock string, o options) net.Conn {
+func dial(t *testing.T, sock string, o wire.Options) net.Conn {
 	t.Helper()
 	c, err := net.Dial("unix", sock)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() }) // closed by some tests already
-	put(t, c, "%s", o.header())
+	put(t, c, "%s", o.Header())
 	return c
 }
 
 // client runs one client request against the socket.
-func client(sock string, o options, input string) (string, string, int) {
+func client(sock string, o wire.Options, input string) (string, string, int) {
 	var out, errs bytes.Buffer
-	st := talk(sock, o, strings.NewReader(input), false, &out, &errs)
+	st := cli.Talk(sock, o, strings.NewReader(input), false, &out, &errs)
 	return out.String(), errs.String(), st
 }
 
@@ -73,19 +75,19 @@ func TestSocket(t *testing.T) {
 	if _, err := Listen(sock, router.New()); err == nil || !strings.Contains(err.Error(), "another daemon") {
 		t.Fatalf("a second daemon on the same socket: %v", err)
 	}
-	out, e, st := client(sock, options{}, "route add 2001:db8:1::/48 via 2001:db8:91::2 dev d0\n")
+	out, e, st := client(sock, wire.Options{}, "route add 2001:db8:1::/48 via 2001:db8:91::2 dev d0\n")
 	if st != 0 || e != "" || out != "" {
 		t.Fatalf("add: %q %q %d", out, e, st)
 	}
-	out, _, _ = client(sock, options{json: true}, "route show 2001:db8:1::/48\n")
+	out, _, _ = client(sock, wire.Options{JSON: true}, "route show 2001:db8:1::/48\n")
 	if out != `[{"dst":"2001:db8:1::/48","gateway":"2001:db8:91::2","dev":"d0","metric":1024,"flags":[],"pref":"medium"}]`+"\n" {
 		t.Fatalf("show over the socket: %q", out)
 	}
-	_, e, st = client(sock, options{}, "route add 2001:db8:1::/48 dev d0\n")
+	_, e, st = client(sock, wire.Options{}, "route add 2001:db8:1::/48 dev d0\n")
 	if st != 2 || e != "RTNETLINK answers: File exists\n" {
 		t.Fatalf("error over the socket: %q %d", e, st)
 	}
-	_, e, st = client(sock, options{batch: true, batchName: "x.batch"}, "route add 2001:db8:2::/48 dev d0\nroute add 2001:db8:2::/48 dev d0\n")
+	_, e, st = client(sock, wire.Options{Batch: true, BatchName: "x.batch"}, "route add 2001:db8:2::/48 dev d0\nroute add 2001:db8:2::/48 dev d0\n")
 	if st != 1 || e != "RTNETLINK answers: File exists\nCommand failed x.batch:2\n" {
 		t.Fatalf("batch over the socket: %q %d", e, st)
 	}
@@ -114,7 +116,7 @@ func TestStaleSocket(t *testing.T) {
 func TestDisconnectMidBatch(t *testing.T) {
 	r := newTestRouter(t)
 	sock := startServer(t, r)
-	c := dial(t, sock, options{batch: true, batchName: "-"})
+	c := dial(t, sock, wire.Options{Batch: true, BatchName: "-"})
 	for i := 0; i < 100; i++ {
 		put(t, c, "route add 2001:db8:%x::/48 dev d0\n", i)
 	}
@@ -124,7 +126,7 @@ func TestDisconnectMidBatch(t *testing.T) {
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		out, _, _ := run(r, options{}, "route show root 2001:db8::/32")
+		out, _, _ := run(r, wire.Options{}, "route show root 2001:db8::/32")
 		n := strings.Count(out, "\n") - 1 // less the connected /64? it is in 2001:db8:91::/64
 		if n == 100 {
 			break
@@ -134,7 +136,7 @@ func TestDisconnectMidBatch(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if out, _, _ := run(r, options{}, "route show 2001:db8:ffff::/48"); out != "" {
+	if out, _, _ := run(r, wire.Options{}, "route show 2001:db8:ffff::/48"); out != "" {
 		t.Fatalf("a line cut short was applied: %q", out)
 	}
 }
@@ -145,11 +147,11 @@ func TestDisconnectMidBatch(t *testing.T) {
 func TestPausedClientPublishes(t *testing.T) {
 	r := newTestRouter(t)
 	sock := startServer(t, r)
-	c := dial(t, sock, options{batch: true, batchName: "-"})
+	c := dial(t, sock, wire.Options{Batch: true, BatchName: "-"})
 	put(t, c, "route add 2001:db8:1::/48 dev d0\nroute add 2001:db8:2::/48 dev d0\n")
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		out, _, _ := client(sock, options{}, "route show root 2001:db8::/32\n")
+		out, _, _ := client(sock, wire.Options{}, "route show root 2001:db8::/32\n")
 		if strings.Contains(out, "2001:db8:1::/48") && strings.Contains(out, "2001:db8:2::/48") {
 			break
 		}
@@ -159,7 +161,7 @@ func TestPausedClientPublishes(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	// the table is free for another client while the first one waits
-	if _, e, st := client(sock, options{}, "route add 2001:db8:3::/48 dev d0\n"); st != 0 {
+	if _, e, st := client(sock, wire.Options{}, "route add 2001:db8:3::/48 dev d0\n"); st != 0 {
 		t.Fatalf("another client's add: %q %d", e, st)
 	}
 }
@@ -170,7 +172,7 @@ func TestPausedClientPublishes(t *testing.T) {
 func TestParallelClients(t *testing.T) {
 	r := newTestRouter(t)
 	sock := startServer(t, r)
-	run(r, options{batch: true}, "link add d1 type dummy", "link set d1 up")
+	run(r, wire.Options{Batch: true}, "link add d1 type dummy", "link set d1 up")
 	var wg sync.WaitGroup
 	for c := 0; c < 4; c++ {
 		wg.Add(1)
@@ -181,16 +183,16 @@ func TestParallelClients(t *testing.T) {
 				fmt.Fprintf(&b, "route add 2001:db8:%x:%x::/64 dev d0 table %d\n", c, i, 100+c)
 				fmt.Fprintf(&b, "route add 2001:db9:%x:%x::/64 dev d1 table %d\n", c, i, 100+c)
 			}
-			client(sock, options{batch: true, force: true, batchName: "-"}, b.String())
+			client(sock, wire.Options{Batch: true, Force: true, BatchName: "-"}, b.String())
 		}(c)
 	}
 	time.Sleep(5 * time.Millisecond)
-	if _, e, st := client(sock, options{}, "link set d1 down\n"); st != 0 {
+	if _, e, st := client(sock, wire.Options{}, "link set d1 down\n"); st != 0 {
 		t.Fatal(e)
 	}
 	wg.Wait()
 	for c := 0; c < 4; c++ {
-		out, _, _ := run(r, options{}, fmt.Sprintf("route show table %d", 100+c))
+		out, _, _ := run(r, wire.Options{}, fmt.Sprintf("route show table %d", 100+c))
 		if got := strings.Count(out, "dev d0"); got != 2000 {
 			t.Errorf("table %d: %d routes via d0, want 2000", 100+c, got)
 		}
@@ -203,11 +205,11 @@ func TestParallelClients(t *testing.T) {
 func TestMonitor(t *testing.T) {
 	r := newTestRouter(t)
 	sock := startServer(t, r)
-	c := dial(t, sock, options{})
+	c := dial(t, sock, wire.Options{})
 	put(t, c, "monitor route\n")
 	subscribed(t, sock, 1)
-	client(sock, options{}, "route add 2001:db8:7::/48 dev d0 table 9\n")
-	client(sock, options{}, "route del 2001:db8:7::/48 table 9\n")
+	client(sock, wire.Options{}, "route add 2001:db8:7::/48 dev d0 table 9\n")
+	client(sock, wire.Options{}, "route del 2001:db8:7::/48 table 9\n")
 	got := readMonitor(t, c, "Deleted")
 	want := "2001:db8:7::/48 dev d0 table 9 metric 1024 pref medium\nDeleted 2001:db8:7::/48 dev d0 table 9 metric 1024 pref medium\n"
 	if got != want {
@@ -222,15 +224,15 @@ func TestMonitorSkipNotify(t *testing.T) {
 	for _, skip := range []bool{false, true} {
 		r := newTestRouter(t)
 		sock := startServer(t, r)
-		c := dial(t, sock, options{})
+		c := dial(t, sock, wire.Options{})
 		put(t, c, "monitor route\n")
 		subscribed(t, sock, 1)
 		if skip {
-			client(sock, options{}, "sysctl -q -w net.ipv6.route.skip_notify_on_dev_down=1\n")
+			client(sock, wire.Options{}, "sysctl -q -w net.ipv6.route.skip_notify_on_dev_down=1\n")
 		}
-		client(sock, options{}, "route add 2001:db8:7::/48 dev d0 table 9\n")
-		client(sock, options{}, "link set d0 down\n")
-		client(sock, options{}, "route add blackhole 2001:db8:8::/48 table 9\n")
+		client(sock, wire.Options{}, "route add 2001:db8:7::/48 dev d0 table 9\n")
+		client(sock, wire.Options{}, "link set d0 down\n")
+		client(sock, wire.Options{}, "route add blackhole 2001:db8:8::/48 table 9\n")
 		got := readMonitor(t, c, "2001:db8:8::/48")
 		if told := strings.Contains(got, "Deleted 2001:db8:7::/48"); told == skip {
 			t.Errorf("skip_notify_on_dev_down %v: monitor printed %q", skip, got)
@@ -316,24 +318,24 @@ func TestSaveRestore(t *testing.T) {
 		i++
 	}
 	a := newTestRouter(t)
-	if _, e, st := run(a, options{batch: true}, lines...); st != 0 {
+	if _, e, st := run(a, wire.Options{Batch: true}, lines...); st != 0 {
 		t.Fatal(e)
 	}
-	saved, _, st := run(a, options{}, "route save table 100")
+	saved, _, st := run(a, wire.Options{}, "route save table 100")
 	if st != 0 {
 		t.Fatal("save failed")
 	}
 	b := newTestRouter(t)
-	if _, e, st := run(b, options{batch: true}, strings.Split(strings.TrimSuffix(saved, "\n"), "\n")...); st != 0 {
+	if _, e, st := run(b, wire.Options{Batch: true}, strings.Split(strings.TrimSuffix(saved, "\n"), "\n")...); st != 0 {
 		t.Fatalf("restore: %s", e)
 	}
-	for _, o := range []options{{}, {json: true}} {
+	for _, o := range []wire.Options{{}, {JSON: true}} {
 		wa, _, _ := run(a, o, "route show table 100")
 		wb, _, _ := run(b, o, "route show table 100")
 		if wa != wb {
-			t.Fatalf("restored table differs (json %v)", o.json)
+			t.Fatalf("restored table differs (json %v)", o.JSON)
 		}
-		if n := strings.Count(wa, "\n"); !o.json && n < 160147 {
+		if n := strings.Count(wa, "\n"); !o.JSON && n < 160147 {
 			t.Fatalf("only %d lines", n)
 		}
 	}
@@ -350,12 +352,12 @@ func TestClientThatDoesNotRead(t *testing.T) {
 	r.Start()
 	defer r.Close()
 	sock := startServer(t, r)
-	if _, e, st := run(r, options{}, "route add 2001:db8:e::/48 dev d0 table 100 expires 1"); st != 0 {
+	if _, e, st := run(r, wire.Options{}, "route add 2001:db8:e::/48 dev d0 table 100 expires 1"); st != 0 {
 		t.Fatal(e)
 	}
 	added := time.Now()
-	base := slowest(t, sock, options{}, 50, func(i int) string { return fmt.Sprintf("route add 2001:db8:7:%x::/64 dev d0", i) })
-	c := dial(t, sock, options{batch: true, force: true, batchName: "F"})
+	base := slowest(t, sock, wire.Options{}, 50, func(i int) string { return fmt.Sprintf("route add 2001:db8:7:%x::/64 dev d0", i) })
+	c := dial(t, sock, wire.Options{Batch: true, Force: true, BatchName: "F"})
 	go func() {
 		w := bufio.NewWriter(c)
 		fmt.Fprint(w, "route add 2001:db8:5::/48 dev d0\n")
@@ -370,7 +372,7 @@ func TestClientThatDoesNotRead(t *testing.T) {
 	} else {
 		x.Commit()
 	}
-	worst := slowest(t, sock, options{}, 50, func(i int) string { return fmt.Sprintf("route add 2001:db8:6:%x::/64 dev d0", i) })
+	worst := slowest(t, sock, wire.Options{}, 50, func(i int) string { return fmt.Sprintf("route add 2001:db8:6:%x::/64 dev d0", i) })
 	t.Logf("the slowest of 50 route adds by another client took %v, %v before", worst, base)
 	if delayed(worst, base) {
 		t.Errorf("another client's route add waited %v, %v before", worst, base)
@@ -395,7 +397,7 @@ func delayed(worst, base time.Duration) bool {
 
 // slowest runs n commands (cmd(i)) as another client, one after another,
 // and returns the longest any took; one that fails or waits 5 s fails t.
-func slowest(t *testing.T, sock string, o options, n int, cmd func(i int) string) time.Duration {
+func slowest(t *testing.T, sock string, o wire.Options, n int, cmd func(i int) string) time.Duration {
 	t.Helper()
 	var worst time.Duration
 	for i := 0; i < n; i++ {

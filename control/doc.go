@@ -1,7 +1,8 @@
 // Package control owns the command language: iproute2's words, grammar,
 // output and errors (ip's global options, -batch, -force, -json,
 // -pretty, -details, -stats), the daemon's control socket and its
-// sessions, and the client that talks to it.
+// sessions. Its rooms of its own: the client (control/client), the wire
+// between them (control/wire) and the state file (control/statefile).
 //
 // control has no policy of its own: it parses a command, calls the router
 // (package router), a table's transaction or the rule set's, and prints
@@ -24,8 +25,7 @@
 // gateways and paths checked) is in a parser of its own (routeParser,
 // ruleParser), not in the session.
 //
-//	client.go                     the client: ip's global options, the request, the answer
-//	wire.go                       the wire: header, frames, pausingConn
+//	conn.go                       pausingConn: a client's connection as its session uses it
 //	daemon.go                     the socket's server, the config file
 //	session.go                    a session: lines in, the object picked, the transactions
 //	args.go, errors.go, names.go  words, iproute2's errors, its names of protocols and tables

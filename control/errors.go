@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"syscall"
 
+	"urouter/control/wire"
 	"urouter/fib6"
 )
 
@@ -102,16 +103,7 @@ func rejected(err error) *cmdErr {
 }
 
 func answers(errno syscall.Errno) *cmdErr {
-	return &cmdErr{msg: "RTNETLINK answers: " + strerror(errno), code: 2, errno: errno}
+	return &cmdErr{msg: "RTNETLINK answers: " + wire.Strerror(errno), code: 2, errno: errno}
 }
 
 func extack(msg string) *cmdErr { return &cmdErr{msg: "Error: " + msg, code: 2} }
-
-// strerror is glibc's wording: Go's text with a capital letter.
-func strerror(e syscall.Errno) string {
-	s := e.Error()
-	if s != "" && s[0] >= 'a' && s[0] <= 'z' {
-		s = string(s[0]-'a'+'A') + s[1:]
-	}
-	return s
-}

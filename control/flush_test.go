@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"urouter/control/wire"
 )
 
 // TestFlushBigTableMonitor: `route flush table 100` of 100,000 routes
@@ -31,23 +32,23 @@ func TestFlushBigTableMonitor(t *testing.T) {
 		want[fmt.Sprintf("Deleted %s %s table 100 metric 1024 pref medium", p, via)] = true
 	}
 	load := func() {
-		if _, e, st := client(sock, options{batch: true, batchName: "-"}, batch.String()); st != 0 {
+		if _, e, st := client(sock, wire.Options{Batch: true, BatchName: "-"}, batch.String()); st != 0 {
 			t.Fatalf("load: %d %s", st, e)
 		}
 	}
 	load()
-	mon := dial(t, sock, options{})
+	mon := dial(t, sock, wire.Options{})
 	put(t, mon, "monitor route\n")
 	subscribed(t, sock, 1)
 	start := time.Now()
-	if out, e, st := client(sock, options{stats: 1}, "route flush table 100\n"); st != 0 || !strings.Contains(out, fmt.Sprintf("deleting %d entries", n)) {
+	if out, e, st := client(sock, wire.Options{Stats: 1}, "route flush table 100\n"); st != 0 || !strings.Contains(out, fmt.Sprintf("deleting %d entries", n)) {
 		t.Fatalf("flush: %d %q %q", st, out, e)
 	}
 	took := time.Since(start)
 	if tab := r.Tables.Get(100); tab.Len() != 0 {
 		t.Fatalf("%d routes after the flush", tab.Len())
 	}
-	if out, _, _ := client(sock, options{}, "route show table 100\n"); out != "" {
+	if out, _, _ := client(sock, wire.Options{}, "route show table 100\n"); out != "" {
 		t.Fatalf("show after the flush: %.200q", out)
 	}
 	// the monitor hears every route, once, and nothing else
@@ -63,7 +64,7 @@ func TestFlushBigTableMonitor(t *testing.T) {
 	}
 	t.Logf("flush of %d routes: %v", n, took)
 	load()
-	out, _, _ := client(sock, options{}, "route show table 100\n")
+	out, _, _ := client(sock, wire.Options{}, "route show table 100\n")
 	if got := strings.Count(out, "\n"); got != n || r.Tables.Get(100).Len() != n {
 		t.Fatalf("after the reload: %d lines, %d routes", got, r.Tables.Get(100).Len())
 	}

@@ -6,13 +6,14 @@ import (
 	"strings"
 	"testing"
 
+	"urouter/control/wire"
 	"urouter/router"
 )
 
 // run executes lines in a session of r, as the daemon would for a client
 // with these options, and returns what the client would print and the
 // exit status.
-func run(r *router.Router, o options, lines ...string) (stdout, stderr string, status int) {
+func run(r *router.Router, o wire.Options, lines ...string) (stdout, stderr string, status int) {
 	return runIn(&session{r: r, opt: o}, lines...)
 }
 
@@ -21,8 +22,8 @@ func runIn(s *session, lines ...string) (stdout, stderr string, status int) {
 	var out, errs bytes.Buffer
 	o := s.opt
 	s.out, s.errOut = bufio.NewWriter(&out), func(m string) { errs.WriteString(m + "\n") }
-	if o.batch && o.batchName == "" {
-		s.opt.batchName = "test.batch"
+	if o.Batch && o.BatchName == "" {
+		s.opt.BatchName = "test.batch"
 	}
 	status = s.run(bufio.NewReader(strings.NewReader(strings.Join(lines, "\n") + "\n")))
 	_ = s.out.Flush() // a bytes.Buffer takes everything
@@ -33,7 +34,7 @@ func runIn(s *session, lines ...string) (stdout, stderr string, status int) {
 func newTestRouter(t *testing.T) *router.Router {
 	t.Helper()
 	r := router.New()
-	if _, e, st := run(r, options{batch: true},
+	if _, e, st := run(r, wire.Options{Batch: true},
 		"link add d0 type dummy", "link set d0 up", "address add 2001:db8:91::1/64 dev d0"); st != 0 {
 		t.Fatalf("setup: %s", e)
 	}
@@ -93,12 +94,12 @@ func TestRouteGrammar(t *testing.T) {
 		{"route change 2001:db8:99::/48 dev d0", 2, "Error: Can not replace route - no match found.\n"},
 	}
 	for _, c := range cases {
-		_, e, st := run(r, options{}, c.cmd)
+		_, e, st := run(r, wire.Options{}, c.cmd)
 		if st != c.status || e != c.stderr {
 			t.Errorf("%q: status %d, stderr %q; want %d, %q", c.cmd, st, e, c.status, c.stderr)
 		}
 	}
-	out, _, _ := run(r, options{}, "route show 2001:db8:87::/48", "route show 2001:db8:83::/48 table 100",
+	out, _, _ := run(r, wire.Options{}, "route show 2001:db8:87::/48", "route show 2001:db8:83::/48 table 100",
 		"route show 2001:db8:80::/48", "route show 2001:db8:82::/48", "route show 2001:db8:90::1",
 		"route show 2001:db8:70::/48")
 	want := "unreachable 2001:db8:87::/48 dev lo metric 7 pref medium\n" +
@@ -131,7 +132,7 @@ func outputRouter(t *testing.T) *router.Router {
 		"route append 2001:db8:74::/48 via fe80::2 dev d0",
 		"route add ::/0 via fe80::1 dev d0",
 	} {
-		if _, e, st := run(r, options{}, c); st != 0 {
+		if _, e, st := run(r, wire.Options{}, c); st != 0 {
 			t.Fatalf("%s: %s", c, e)
 		}
 	}
@@ -140,7 +141,7 @@ func outputRouter(t *testing.T) *router.Router {
 
 func TestRouteOutput(t *testing.T) {
 	r := outputRouter(t)
-	text, _, _ := run(r, options{}, "route show")
+	text, _, _ := run(r, wire.Options{}, "route show")
 	want := `default via fe80::1 dev d0 metric 1024 pref medium
 2001:db8:5::/48 via 2001:db8:91::2 dev d0 metric 1024 pref medium
 unreachable 2001:db8:6::/48 dev lo metric 1024 pref medium
@@ -162,14 +163,14 @@ throw 2001:db8:d::/48 dev lo metric 1024 pref medium
 
 func TestRouteOutputJSON(t *testing.T) {
 	r := outputRouter(t)
-	js, _, _ := run(r, options{json: true}, "route show 2001:db8:7::/48", "route show 2001:db8:74::/48")
+	js, _, _ := run(r, wire.Options{JSON: true}, "route show 2001:db8:7::/48", "route show 2001:db8:74::/48")
 	wantJS := `[{"dst":"2001:db8:7::/48","dev":"d0","protocol":"static","metric":10,"flags":[],"metrics":[{"mtu":1400}],"pref":"medium"}]
 [{"dst":"2001:db8:74::/48","metric":1024,"flags":[],"pref":"medium","nexthops":[{"gateway":"fe80::1","dev":"d0","weight":1,"flags":[]},{"gateway":"fe80::2","dev":"d0","weight":1,"flags":[]}]}]
 `
 	if js != wantJS {
 		t.Errorf("-j route show:\n%s\nwant:\n%s", js, wantJS)
 	}
-	pretty, _, _ := run(r, options{json: true, pretty: true}, "route show table 100")
+	pretty, _, _ := run(r, wire.Options{JSON: true, Pretty: true}, "route show table 100")
 	wantPretty := `[ {
         "type": "blackhole",
         "dst": "2001:db8:9::/48",
@@ -186,7 +187,7 @@ func TestRouteOutputJSON(t *testing.T) {
 
 func TestRouteOutputTables(t *testing.T) {
 	r := outputRouter(t)
-	all, _, _ := run(r, options{}, "route show table all")
+	all, _, _ := run(r, wire.Options{}, "route show table all")
 	for _, line := range []string{
 		"blackhole 2001:db8:9::/48 dev lo table 100 metric 1024 pref medium\n",
 		"local 2001:db8:91::1 dev d0 table local proto kernel metric 0 pref medium\n",
@@ -196,7 +197,7 @@ func TestRouteOutputTables(t *testing.T) {
 			t.Errorf("route show table all lacks %q", line)
 		}
 	}
-	details, _, _ := run(r, options{details: true}, "route show 2001:db8:5::/48")
+	details, _, _ := run(r, wire.Options{Details: true}, "route show 2001:db8:5::/48")
 	if details != "unicast 2001:db8:5::/48 via 2001:db8:91::2 dev d0 proto boot scope global metric 1024 pref medium\n" {
 		t.Errorf("-d: %q", details)
 	}
@@ -214,7 +215,7 @@ func TestRouteOutputSelectors(t *testing.T) {
 		"route show proto static":                            "2001:db8:7::/48 dev d0 metric 10 mtu 1400 pref medium\n",
 		"route show type unreachable":                        "unreachable 2001:db8:6::/48 dev lo metric 1024 pref medium\n",
 	} {
-		got, e, st := run(r, options{}, cmd)
+		got, e, st := run(r, wire.Options{}, cmd)
 		if got != want || st != 0 {
 			t.Errorf("%s: %q (%s, %d)\nwant %q", cmd, got, e, st, want)
 		}
@@ -224,7 +225,7 @@ func TestRouteOutputSelectors(t *testing.T) {
 		"route get 2001:db8:c::1": "RTNETLINK answers: Permission denied\n",
 		"route show table 4444":   "Error: ipv6: FIB table does not exist.\nDump terminated\n",
 	} {
-		if _, e, st := run(r, options{}, cmd); e != want || st != 2 {
+		if _, e, st := run(r, wire.Options{}, cmd); e != want || st != 2 {
 			t.Errorf("%s: %q %d, want %q", cmd, e, st, want)
 		}
 	}
@@ -240,27 +241,27 @@ func TestBatch(t *testing.T) {
 		"route add 2001:db8:60::/48 dev d0",
 		"route add 2001:db8:62::/48 dev d0",
 	}
-	_, e, st := run(r, options{batch: true, batchName: "/tmp/b1"}, lines...)
+	_, e, st := run(r, wire.Options{Batch: true, BatchName: "/tmp/b1"}, lines...)
 	if st != 1 || e != "RTNETLINK answers: File exists\nCommand failed /tmp/b1:5\n" {
 		t.Errorf("batch: %d %q", st, e)
 	}
-	out, _, _ := run(r, options{}, "route show root 2001:db8:60::/46")
+	out, _, _ := run(r, wire.Options{}, "route show root 2001:db8:60::/46")
 	if out != "2001:db8:60::/48 dev d0 metric 1024 pref medium\n2001:db8:61::/48 dev d0 metric 1024 pref medium\n" {
 		t.Errorf("a batch stops at its first error, with the lines before it applied:\n%s", out)
 	}
-	_, e, st = run(r, options{batch: true, force: true, batchName: "/tmp/b1"}, lines...)
+	_, e, st = run(r, wire.Options{Batch: true, Force: true, BatchName: "/tmp/b1"}, lines...)
 	if st != 1 || strings.Count(e, "Command failed") != 3 {
 		t.Errorf("-force: %d %q", st, e)
 	}
-	out, _, _ = run(r, options{}, "route show 2001:db8:62::/48")
+	out, _, _ = run(r, wire.Options{}, "route show 2001:db8:62::/48")
 	if out == "" {
 		t.Errorf("-force goes on after errors")
 	}
-	_, e, st = run(r, options{batch: true, force: true, batchName: "-"}, "route add 2001:db8:63::/48 dev d0 bogus", "route add 2001:db8:64::/48 dev d0")
+	_, e, st = run(r, wire.Options{Batch: true, Force: true, BatchName: "-"}, "route add 2001:db8:63::/48 dev d0 bogus", "route add 2001:db8:64::/48 dev d0")
 	if st != 255 || e != "Error: either \"to\" is duplicate, or \"bogus\" is a garbage.\n" {
 		t.Errorf("parse error in a batch: %d %q", st, e)
 	}
-	if out, _, _ := run(r, options{}, "route show 2001:db8:64::/48"); out != "" {
+	if out, _, _ := run(r, wire.Options{}, "route show 2001:db8:64::/48"); out != "" {
 		t.Errorf("a parse error ends even a forced batch, as ip's exit(-1): %q", out)
 	}
 }
@@ -268,8 +269,8 @@ func TestBatch(t *testing.T) {
 // TestRejectsChangeNothing: a refused command leaves every table as it was.
 func TestRejectsChangeNothing(t *testing.T) {
 	r := newTestRouter(t)
-	run(r, options{}, "route add 2001:db8:5::/48 via 2001:db8:91::2 dev d0")
-	before, _, _ := run(r, options{}, "route show table all")
+	run(r, wire.Options{}, "route add 2001:db8:5::/48 via 2001:db8:91::2 dev d0")
+	before, _, _ := run(r, wire.Options{}, "route show table all")
 	gens := map[uint32]uint64{}
 	for _, tb := range r.Tables.All() {
 		gens[tb.ID()] = tb.Generation()
@@ -281,11 +282,11 @@ func TestRejectsChangeNothing(t *testing.T) {
 		"address add 2001:db8:91::1/64 dev d0", "address del 2001:db8:92::1/64 dev d0", "link set nosuch up",
 		"route add 2001:db8:6::/48 dev d0 table 300 bogus",
 	} {
-		if _, _, st := run(r, options{}, c); st == 0 {
+		if _, _, st := run(r, wire.Options{}, c); st == 0 {
 			t.Errorf("%s: accepted", c)
 		}
 	}
-	after, _, _ := run(r, options{}, "route show table all")
+	after, _, _ := run(r, wire.Options{}, "route show table all")
 	if after != before {
 		t.Errorf("rejected commands changed the routes:\n%s\nbefore:\n%s", after, before)
 	}
@@ -298,7 +299,7 @@ func TestRejectsChangeNothing(t *testing.T) {
 
 func TestLinkAndAddress(t *testing.T) {
 	r := newTestRouter(t)
-	out, _, _ := run(r, options{}, "route show table all")
+	out, _, _ := run(r, wire.Options{}, "route show table all")
 	for _, l := range []string{"2001:db8:91::/64 dev d0 proto kernel metric 256 pref medium\n",
 		"local 2001:db8:91::1 dev d0 table local proto kernel metric 0 pref medium\n"} {
 		if !strings.Contains(out, l) {
@@ -306,48 +307,48 @@ func TestLinkAndAddress(t *testing.T) {
 		}
 	}
 	// a user route to the connected prefix coexists with metric 1024
-	if _, e, st := run(r, options{}, "route add 2001:db8:91::/64 dev d0"); st != 0 {
+	if _, e, st := run(r, wire.Options{}, "route add 2001:db8:91::/64 dev d0"); st != 0 {
 		t.Errorf("user route beside the connected one: %s", e)
 	}
-	run(r, options{}, "route add 2001:db8:5::/48 via 2001:db8:91::2 dev d0 table 7")
+	run(r, wire.Options{}, "route add 2001:db8:5::/48 via 2001:db8:91::2 dev d0 table 7")
 	// down: every route through the link goes, and so do its addresses
-	run(r, options{}, "link set d0 down")
-	out, _, _ = run(r, options{}, "route show table all")
+	run(r, wire.Options{}, "link set d0 down")
+	out, _, _ = run(r, wire.Options{}, "route show table all")
 	if strings.Contains(out, " d0 ") {
 		t.Errorf("link down left routes through it:\n%s", out)
 	}
-	if a, _, _ := run(r, options{}, "address show dev d0"); strings.Contains(a, "inet6") {
+	if a, _, _ := run(r, wire.Options{}, "address show dev d0"); strings.Contains(a, "inet6") {
 		t.Errorf("link down left addresses: %s", a)
 	}
-	run(r, options{}, "link set d0 up", "address add 2001:db8:91::1/64 dev d0")
-	ls, _, _ := run(r, options{}, "link show d0")
+	run(r, wire.Options{}, "link set d0 up", "address add 2001:db8:91::1/64 dev d0")
+	ls, _, _ := run(r, wire.Options{}, "link show d0")
 	if !strings.HasPrefix(ls, "2: d0: <BROADCAST,NOARP,UP,LOWER_UP> mtu 1500 qdisc noqueue state UNKNOWN mode DEFAULT group default qlen 1000\n    link/ether ") {
 		t.Errorf("link show: %q", ls)
 	}
-	if _, e, st := run(r, options{}, "link set d0 mtu 1000"); st != 2 || e != "Error: mtu less than device minimum.\n" {
+	if _, e, st := run(r, wire.Options{}, "link set d0 mtu 1000"); st != 2 || e != "Error: mtu less than device minimum.\n" {
 		t.Errorf("mtu below IPv6's minimum: %d %q", st, e)
 	}
-	run(r, options{}, "link set d0 mtu 9000")
-	if ls, _, _ := run(r, options{}, "link show d0"); !strings.Contains(ls, " mtu 9000 ") {
+	run(r, wire.Options{}, "link set d0 mtu 9000")
+	if ls, _, _ := run(r, wire.Options{}, "link show d0"); !strings.Contains(ls, " mtu 9000 ") {
 		t.Errorf("mtu not set: %s", ls)
 	}
-	as, _, _ := run(r, options{}, "address show dev d0")
+	as, _, _ := run(r, wire.Options{}, "address show dev d0")
 	l2 := strings.SplitAfter(ls, "\n")[1] // ip address shows the link-layer line too
 	if as != "2: d0: <BROADCAST,NOARP,UP,LOWER_UP> mtu 9000 qdisc noqueue state UNKNOWN group default qlen 1000\n"+l2+"    inet6 2001:db8:91::1/64 scope global \n       valid_lft forever preferred_lft forever\n" {
 		t.Errorf("address show: %q", as)
 	}
-	if _, e, st := run(r, options{}, "address add 2001:db8:91::1/64 dev d0"); st != 2 || e != "Error: ipv6: address already assigned.\n" {
+	if _, e, st := run(r, wire.Options{}, "address add 2001:db8:91::1/64 dev d0"); st != 2 || e != "Error: ipv6: address already assigned.\n" {
 		t.Errorf("duplicate address: %d %q", st, e)
 	}
-	run(r, options{}, "address del 2001:db8:91::1/64 dev d0")
-	out, _, _ = run(r, options{}, "route show table all")
+	run(r, wire.Options{}, "address del 2001:db8:91::1/64 dev d0")
+	out, _, _ = run(r, wire.Options{}, "route show table all")
 	if strings.Contains(out, "proto kernel metric 256") || strings.Contains(out, "local 2001:db8:91::1") {
 		t.Errorf("address del left its routes:\n%s", out)
 	}
-	if _, e, st := run(r, options{}, "link del d0"); st != 0 {
+	if _, e, st := run(r, wire.Options{}, "link del d0"); st != 0 {
 		t.Errorf("link del: %s", e)
 	}
-	if _, e, st := run(r, options{}, "link show d0"); st != 1 || e != "Device \"d0\" does not exist.\n" {
+	if _, e, st := run(r, wire.Options{}, "link show d0"); st != 1 || e != "Device \"d0\" does not exist.\n" {
 		t.Errorf("deleted link: %d %q", st, e)
 	}
 }
@@ -357,7 +358,7 @@ func TestLinkAndAddress(t *testing.T) {
 // line took away, as `ip -batch` applies each line before the next.
 func TestGatewayThroughEarlierLine(t *testing.T) {
 	r := newTestRouter(t)
-	_, e, st := run(r, options{batch: true},
+	_, e, st := run(r, wire.Options{Batch: true},
 		"route add 2001:db8:77::/64 dev d0",
 		"route add 2001:db8:1::/48 via 2001:db8:77::1",
 		"route add 2001:db8:2::/48 via 2001:db8:77::1",
@@ -366,7 +367,7 @@ func TestGatewayThroughEarlierLine(t *testing.T) {
 	if st != 1 || e != "RTNETLINK answers: No route to host\nCommand failed test.batch:5\n" {
 		t.Fatalf("status %d, errors %q", st, e)
 	}
-	out, _, _ := run(r, options{}, "route show root 2001:db8::/32")
+	out, _, _ := run(r, wire.Options{}, "route show root 2001:db8::/32")
 	want := "2001:db8:1::/48 via 2001:db8:77::1 dev d0 metric 1024 pref medium\n" +
 		"2001:db8:2::/48 via 2001:db8:77::1 dev d0 metric 1024 pref medium\n" +
 		"2001:db8:91::/64 dev d0 proto kernel metric 256 pref medium\n"
@@ -381,7 +382,7 @@ func TestGatewayThroughEarlierLine(t *testing.T) {
 func TestBatchDeleteForgetsPaths(t *testing.T) {
 	for _, path := range []string{"via 2001:db8:99::2", "nexthop via 2001:db8:99::2 nexthop via 2001:db8:91::3"} {
 		r := newTestRouter(t)
-		_, e, st := run(r, options{batch: true}, "route add 2001:db8:99::/64 dev d0",
+		_, e, st := run(r, wire.Options{Batch: true}, "route add 2001:db8:99::/64 dev d0",
 			"route add 2001:db8:5::/48 "+path, "route del 2001:db8:99::/64", "route add 2001:db8:6::/48 "+path)
 		if want := "RTNETLINK answers: No route to host\nCommand failed test.batch:4\n"; st != 1 || e != want {
 			t.Errorf("%s: status %d, stderr %q; want 1, %q", path, st, e, want)

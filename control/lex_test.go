@@ -3,6 +3,7 @@ package control
 import (
 	"reflect"
 	"testing"
+	"urouter/control/wire"
 )
 
 func TestSplitLine(t *testing.T) {
@@ -31,7 +32,7 @@ func TestSplitLine(t *testing.T) {
 		t.Errorf("a comment inside quotes ends the line, as in iproute2: %v", err)
 	}
 	for _, args := range [][]string{{"route", "add", "a b", "x"}, {"it's", `say "hi"`}, {""}} {
-		got, _ := splitLine(quoteArgs(args), nil)
+		got, _ := splitLine(wire.QuoteArgs(args), nil)
 		var gs []string
 		for _, g := range got {
 			gs = append(gs, string(g))
@@ -40,7 +41,7 @@ func TestSplitLine(t *testing.T) {
 			continue // an empty word cannot be quoted back: ip drops it too
 		}
 		if !reflect.DeepEqual(gs, args) {
-			t.Errorf("quoteArgs(%q) splits back to %q", args, gs)
+			t.Errorf("wire.QuoteArgs(%q) splits back to %q", args, gs)
 		}
 	}
 }

@@ -83,7 +83,7 @@ func (s *session) printLink(w *printer, l *dataplane.Link, full bool) {
 	if full || w.json() { // ip addr's text leaves the mirror out, its JSON has it
 		s.printMirror(w, l)
 	}
-	if full && s.opt.stats > 0 {
+	if full && s.opt.Stats > 0 {
 		printLinkStats(w, l.Stats(), below(l))
 	}
 }
@@ -112,7 +112,7 @@ func (s *session) printMirror(w *printer, l *dataplane.Link) {
 	w.str("ifname", "    mirror %s", m.Name)
 	w.uint("ifindex", " ifindex %d", uint64(m.Index))
 	w.str("type", " type %s\n", m.Kind)
-	if s.opt.stats > 0 {
+	if s.opt.Stats > 0 {
 		w.uint("up_packets", "    mirror up %d packets", m.UpPackets.Load())
 		w.uint("up_bytes", " %d bytes", m.UpBytes.Load())
 		w.uint("down_packets", " down %d packets", m.DownPackets.Load())

@@ -90,7 +90,7 @@ func (s *session) monitorCmd(args [][]byte) *cmdErr {
 	if !req.route && !req.link && !req.addr && !req.neigh {
 		req.route, req.link, req.addr, req.neigh = true, true, true, true
 	}
-	if s.opt.batch {
+	if s.opt.Batch {
 		return &cmdErr{msg: "Error: monitor cannot run inside a batch.", code: 1}
 	}
 	s.monitor = req

@@ -185,7 +185,7 @@ func (s *session) printNeigh(w *printer, l *dataplane.Link, i ndisc.Info, withDe
 	if i.Flags&ndisc.Router != 0 {
 		w.null("router", "router ")
 	}
-	if s.opt.stats > 0 {
+	if s.opt.Stats > 0 {
 		w.uint("used", " used %d", secs(i.Used))
 		w.uint("confirmed", "/%d", secs(i.Confirmed))
 		w.uint("updated", "/%d", secs(i.Updated))

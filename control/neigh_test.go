@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"urouter/control/wire"
 	"urouter/router"
 )
 
@@ -18,11 +19,11 @@ func newEtherRouter(t *testing.T) (*router.Router, string) {
 	}
 	r := router.New()
 	name := fmt.Sprintf("ut%d", os.Getpid()%100000)
-	if _, e, st := run(r, options{batch: true}, "link add "+name+" type tap address 02:00:00:00:01:01",
+	if _, e, st := run(r, wire.Options{Batch: true}, "link add "+name+" type tap address 02:00:00:00:01:01",
 		"link set "+name+" up", "address add 2001:db8:91::1/64 dev "+name); st != 0 {
 		t.Fatalf("setup: %s", e)
 	}
-	t.Cleanup(func() { run(r, options{}, "link del "+name) })
+	t.Cleanup(func() { run(r, wire.Options{}, "link del "+name) })
 	return r, name
 }
 
@@ -76,14 +77,14 @@ func TestNeighGrammar(t *testing.T) {
 	}
 	for _, c := range cases {
 		cmd := strings.ReplaceAll(c.cmd, "E0", e0)
-		var o options
+		var o wire.Options
 		args := strings.Fields(cmd)
 		for len(args) > 0 && strings.HasPrefix(args[0], "-") {
 			switch args[0] {
 			case "-j":
-				o.json = true
+				o.JSON = true
 			case "-s":
-				o.stats++
+				o.Stats++
 			}
 			args = args[1:]
 		}
@@ -93,16 +94,16 @@ func TestNeighGrammar(t *testing.T) {
 			t.Errorf("%s:\n got %d %q %q\nwant %d %q %q", cmd, st, out, errs, c.status, want, c.stderr)
 		}
 	}
-	out, _, _ := run(r, options{}, "ntable show dev "+e0)
+	out, _, _ := run(r, wire.Options{}, "ntable show dev "+e0)
 	if !strings.Contains(out, "base_reachable 2000 retrans 500 \n") || !strings.Contains(out, " queue 5 \n") {
 		t.Errorf("ntable show after change:\n%s", out)
 	}
-	out, _, _ = run(r, options{}, "link show "+e0)
+	out, _, _ = run(r, wire.Options{}, "link show "+e0)
 	if !strings.Contains(out, "<BROADCAST,MULTICAST,UP,LOWER_UP>") || !strings.Contains(out, "state UP") ||
 		!strings.Contains(out, "link/ether 02:00:00:00:01:01 brd ff:ff:ff:ff:ff:ff") {
 		t.Errorf("link show of a TAP link:\n%s", out)
 	}
-	out, _, _ = run(r, options{}, "address show dev "+e0)
+	out, _, _ = run(r, wire.Options{}, "address show dev "+e0)
 	if !strings.Contains(out, "inet6 fe80::ff:fe00:101/64 scope link") {
 		t.Errorf("the link-local address from the MAC (modified EUI-64) is missing:\n%s", out)
 	}

@@ -114,7 +114,7 @@ func (s *session) nexthopKind(q *nhReq) *cmdErr {
 	sp := &q.sp
 	switch {
 	case sp.IsGroup():
-		if q.blackhole || sp.Gateway.IsValid() || q.dev != nil || s.opt.inet6 { // a group is AF_UNSPEC
+		if q.blackhole || sp.Gateway.IsValid() || q.dev != nil || s.opt.Inet6 { // a group is AF_UNSPEC
 			return extack("Invalid family for group.")
 		}
 	case q.blackhole:
@@ -123,7 +123,7 @@ func (s *session) nexthopKind(q *nhReq) *cmdErr {
 		}
 		sp.Flags |= nexthop.Blackhole
 	case q.dev == nil:
-		if !sp.Gateway.IsValid() && !s.opt.inet6 {
+		if !sp.Gateway.IsValid() && !s.opt.Inet6 {
 			return extack("Invalid address family.")
 		}
 		return extack("Device attribute required for non-blackhole and non-fdb nexthops.")
@@ -131,7 +131,7 @@ func (s *session) nexthopKind(q *nhReq) *cmdErr {
 		return extack("ONLINK flag can not be set for nexthop without a gateway.")
 	}
 	sp.Family = nexthop.FamilyInet
-	if s.opt.inet6 || sp.Gateway.Is6() {
+	if s.opt.Inet6 || sp.Gateway.Is6() {
 		sp.Family = nexthop.FamilyInet6
 	}
 	if sp.IsGroup() {

@@ -192,7 +192,7 @@ func nhScope(v *nexthop.Version) string {
 }
 
 func (p *nhPrinter) print(v *nexthop.Version) {
-	d, w := p.s.opt.details, &p.out
+	d, w := p.s.opt.Details, &p.out
 	scope := nhScope(v)
 	w.openObject("")
 	w.uint("id", "id %d ", uint64(v.ID))

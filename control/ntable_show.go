@@ -54,7 +54,7 @@ func (s *session) ntableShow(args [][]byte) *cmdErr {
 		fmt.Fprintf(s.out, "    gc_stale %d delay_probe %d queue %d \n", ms(p.GCStale), ms(p.DelayProbe), p.QueueLen)
 		fmt.Fprintf(s.out, "    app_probes 0 ucast_probes %d mcast_probes %d \n", p.UcastProbes, p.McastProbes)
 		fmt.Fprintf(s.out, "    unres_max %d unres_src_max %d solicit_rate %d solicit_burst %d \n", p.UnresMax, p.UnresSrcMax, p.SolicitRate, p.SolicitBurst)
-		if s.opt.stats > 0 {
+		if s.opt.Stats > 0 {
 			ntableStats(s, t.Stats())
 		}
 		fmt.Fprintln(s.out)

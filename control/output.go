@@ -167,8 +167,8 @@ type printer struct {
 
 func (s *session) newPrinter() printer {
 	p := printer{w: s.out}
-	if s.opt.json {
-		p.j = &jsonw{w: s.out, pretty: s.opt.pretty}
+	if s.opt.JSON {
+		p.j = &jsonw{w: s.out, pretty: s.opt.Pretty}
 	}
 	return p
 }

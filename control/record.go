@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"urouter/control/statefile"
+	"urouter/control/wire"
 	"urouter/feed"
 	"urouter/router"
 )
@@ -89,7 +90,7 @@ func (s *session) record(line []byte, args [][]byte) {
 	cmd := 1 // args[cmd] is the command word: OBJECT COMMAND, or -6 OBJECT COMMAND
 	if len(args) > 1 && is(args[0], "-6") {
 		cmd = 2
-	} else if s.opt.inet6 {
+	} else if s.opt.Inet6 {
 		six = inet6Word
 	}
 	if made := s.did.made(); len(made) > 0 {
@@ -139,7 +140,7 @@ func (l *StateLanguage) SaveFeed(fpm *feed.Applier, emit func(line []byte)) {
 // Replayer runs the lines of the state file at path as a forced batch.
 func (l *StateLanguage) Replayer(path string) statefile.Replayer {
 	s := l.session()
-	s.opt = options{batch: true, force: true, batchName: path}
+	s.opt = wire.Options{Batch: true, Force: true, BatchName: path}
 	s.out, s.restoring = bufio.NewWriter(io.Discard), true
 	return &replay{s: s}
 }

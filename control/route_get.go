@@ -214,7 +214,7 @@ func (s *session) routeGet(args [][]byte) *cmdErr {
 	}
 	s.commit()
 	var r decide.Result
-	if s.opt.details {
+	if s.opt.Details {
 		r = s.explain(q)
 	} else {
 		r = s.r.Decider.Decide(&q.key)

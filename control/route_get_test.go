@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"urouter/control/wire"
 )
 
 // TestRouteGetMultipath: over a two-member multipath route, route get
@@ -12,7 +13,7 @@ import (
 // Linux does.
 func TestRouteGetMultipath(t *testing.T) {
 	r := newTestRouter(t)
-	if _, e, st := run(r, options{batch: true},
+	if _, e, st := run(r, wire.Options{Batch: true},
 		"link add d1 type dummy", "link set d1 up", "address add 2001:db8:92::1/64 dev d1",
 		"route add 2001:db8:100::/48 via 2001:db8:91::2 dev d0",
 		"route append 2001:db8:100::/48 via 2001:db8:92::2 dev d1"); st != 0 {
@@ -21,7 +22,7 @@ func TestRouteGetMultipath(t *testing.T) {
 	devs := map[string]int{}
 	for host := 1000; host < 1200; host++ { // Linux's default policy hashes addresses, not ports
 		flow := fmt.Sprintf("2001:db8:100::1 from 2001:db8:1::%x ipproto udp sport 5000 dport 53", host)
-		out, e, st := run(r, options{}, "route get "+flow)
+		out, e, st := run(r, wire.Options{}, "route get "+flow)
 		if st != 0 {
 			t.Fatalf("route get %s: %s", flow, e)
 		}
@@ -35,7 +36,7 @@ func TestRouteGetMultipath(t *testing.T) {
 			t.Fatalf("route get %s:\n%s", flow, out)
 		}
 		devs[dev]++
-		fm, _, _ := run(r, options{}, "route get fibmatch "+flow)
+		fm, _, _ := run(r, wire.Options{}, "route get fibmatch "+flow)
 		other := map[string]string{"d0": "\tnexthop via 2001:db8:92::2 dev d1 weight 1 \n", "d1": "\tnexthop via 2001:db8:91::2 dev d0 weight 1 \n"}[dev]
 		if want := "2001:db8:100::/48 metric 1024 pref medium\n\tnexthop via " + via + " dev " + dev + " weight 1 \n" + other; fm != want {
 			t.Fatalf("fibmatch %s:\n%s\nwant\n%s", flow, fm, want)
@@ -54,7 +55,7 @@ func TestRouteGetMultipath(t *testing.T) {
 // is for multicast routing to print, which the router has not.
 func TestRouteLinuxChecks(t *testing.T) {
 	r := newTestRouter(t)
-	if _, e, st := run(r, options{batch: true},
+	if _, e, st := run(r, wire.Options{Batch: true},
 		"link add d1 type dummy", "link set d1 up", "address add 2001:db8:92::1/64 dev d1"); st != 0 {
 		t.Fatal(e)
 	}
@@ -74,17 +75,17 @@ func TestRouteLinuxChecks(t *testing.T) {
 		{"rule add pref 5 lookup 5", ""},
 		{"route get ff02::1 iif d1", ""}, // as Linux without multicast routing (below)
 	} {
-		if _, e, _ := run(r, options{}, c.cmd); e != c.stderr {
+		if _, e, _ := run(r, wire.Options{}, c.cmd); e != c.stderr {
 			t.Errorf("%s: %q, want %q", c.cmd, e, c.stderr)
 		}
 	}
-	if out, _, _ := run(r, options{}, "route get ff02::1 oif d1"); out != "ff02::1 from :: dev d1 table 5 src 2001:db8:92::1 metric 1024 pref medium\n" {
+	if out, _, _ := run(r, wire.Options{}, "route get ff02::1 oif d1"); out != "ff02::1 from :: dev d1 table 5 src 2001:db8:92::1 metric 1024 pref medium\n" {
 		t.Errorf("route get ff02::1 oif d1: %q", out)
 	}
 	// A kernel built with IPv6 multicast routing asks it (ip6mr_get_route)
 	// and, finding nothing, answers "Message too long"; one without, as
 	// urouter, which routes no multicast, prints the route.
-	if out, _, _ := run(r, options{}, "route get ff02::1 iif d1"); out != "ff02::1 from :: dev d1 table 5 metric 1024 iif d1 pref medium\n" {
+	if out, _, _ := run(r, wire.Options{}, "route get ff02::1 iif d1"); out != "ff02::1 from :: dev d1 table 5 metric 1024 iif d1 pref medium\n" {
 		t.Errorf("route get ff02::1 iif d1: %q", out)
 	}
 }

@@ -3,6 +3,7 @@ package control
 import (
 	"net/netip"
 	"strconv"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -73,7 +74,7 @@ func parsePrefix(b []byte) (netip.Prefix, *cmdErr) {
 	}
 	var p netip.Prefix
 	var err error
-	if containsByte(s, '/') {
+	if strings.IndexByte(s, '/') >= 0 {
 		p, err = netip.ParsePrefix(s)
 	} else {
 		var a netip.Addr

@@ -75,7 +75,7 @@ func (p *routePrinter) shape(r *fib6.Route) routeShape {
 
 // add prints route r, as iproute2's print_route does.
 func (p *routePrinter) add(r fib6.Route) {
-	d := p.s.opt.details
+	d := p.s.opt.Details
 	sh := p.shape(&r)
 	w := &p.out
 	w.openObject("")
@@ -127,7 +127,7 @@ func (p *routePrinter) add(r fib6.Route) {
 
 // attrs prints the route's table, protocol, scope, source and metric.
 func (p *routePrinter) attrs(r *fib6.Route) {
-	d, w := p.s.opt.details, &p.out
+	d, w := p.s.opt.Details, &p.out
 	if p.showTable() {
 		w.str("table", " table %s", tableString(p.table))
 	}
@@ -184,7 +184,7 @@ func (p *routePrinter) showTable() bool {
 	if p.get {
 		return p.table != fib6.TableMain
 	}
-	return (p.f.table == tableAll || p.f.monitor) && (p.table != fib6.TableMain || p.s.opt.details)
+	return (p.f.table == tableAll || p.f.monitor) && (p.table != fib6.TableMain || p.s.opt.Details)
 }
 
 func (p *routePrinter) expires(r *fib6.Route) int64 {

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"urouter/control/wire"
 )
 
 // expiresRE is a route's time left, which two shows may see a second apart.
@@ -45,7 +46,7 @@ func TestShowCache(t *testing.T) {
 			lines = append(lines, "route add "+p+" via 2001:db8:91::3 dev d0 expires 300 table 100")
 		}
 	}
-	if _, e, st := run(r, options{batch: true}, lines...); st != 0 {
+	if _, e, st := run(r, wire.Options{Batch: true}, lines...); st != 0 {
 		t.Fatalf("setup: %s", e)
 	}
 	shows := []string{"route show table all", "route show table 100", "route show table 100 dev d0",
@@ -54,7 +55,7 @@ func TestShowCache(t *testing.T) {
 	check := func() {
 		t.Helper()
 		for _, cmd := range shows {
-			for _, o := range []options{{}, {details: true}, {stats: 1}} {
+			for _, o := range []wire.Options{{}, {Details: true}, {Stats: 1}} {
 				// the two shows may fall in two seconds: a route that
 				// expires (never cached) may say one second less
 				want, _, _ := runIn(&session{r: r, opt: o, printUncached: true}, cmd)
@@ -70,7 +71,7 @@ func TestShowCache(t *testing.T) {
 		}
 	}
 	check()
-	if _, e, st := run(r, options{}, "nexthop replace id 1 via 2001:db8:91::4 dev d0"); st != 0 {
+	if _, e, st := run(r, wire.Options{}, "nexthop replace id 1 via 2001:db8:91::4 dev d0"); st != 0 {
 		t.Fatal(e)
 	}
 	check()

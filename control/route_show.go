@@ -396,7 +396,7 @@ func (s *session) appendPath(b []byte, nh nexthop.Nexthop, withFlags bool) []byt
 // flushed reports a flush of n entries as ip -s does (one round: the
 // router deletes them at once).
 func (s *session) flushed(n int) {
-	if s.opt.stats == 0 {
+	if s.opt.Stats == 0 {
 		return
 	}
 	if n == 0 {

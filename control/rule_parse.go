@@ -216,7 +216,7 @@ func parseRuleAction(r *rules.Rule, w []byte, ws *argv) *cmdErr {
 // rulePrefix reads a prefix as get_prefix does; "all" is no prefix.
 func (s *session) rulePrefix(v []byte) (p netip.Prefix, err *cmdErr) {
 	p, err = parsePrefix(v)
-	if err != nil && !s.opt.inet6 {
+	if err != nil && !s.opt.Inet6 {
 		err = exit1("Error: any valid prefix is expected rather than \"" + string(v) + "\".")
 	}
 	if err == nil && p.Bits() == 0 {

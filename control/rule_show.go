@@ -188,7 +188,7 @@ func (s *session) ruleShow(args [][]byte, act ruleAction) *cmdErr {
 		if r := set.Rule(i); f.selects(r) {
 			w.openObject("")
 			w.uint("priority", "%d:\t", uint64(r.Pref))
-			printRule(&w, r, set.State(i), s.opt.details)
+			printRule(&w, r, set.State(i), s.opt.Details)
 			w.text("\n")
 			w.closeObject()
 		}

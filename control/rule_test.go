@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"urouter/control/wire"
 )
 
 // TestRuleBatchPausedAndCut: a client streaming rule adds that pauses has
@@ -15,13 +16,13 @@ import (
 func TestRuleBatchPausedAndCut(t *testing.T) {
 	r := newTestRouter(t)
 	sock := startServer(t, r)
-	c := dial(t, sock, options{batch: true, batchName: "-", inet6: true})
+	c := dial(t, sock, wire.Options{Batch: true, BatchName: "-", Inet6: true})
 	for i := 1; i <= 50; i++ {
 		put(t, c, "rule add pref %d from 2001:db8:%x::/48 table %d\n", i, i, i)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		out, _, _ := client(sock, options{inet6: true}, "rule show\n")
+		out, _, _ := client(sock, wire.Options{Inet6: true}, "rule show\n")
 		if strings.Count(out, "\n") == 52 {
 			break
 		}
@@ -30,7 +31,7 @@ func TestRuleBatchPausedAndCut(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	if _, e, st := client(sock, options{inet6: true}, "rule add pref 99 table 99\n"); st != 0 {
+	if _, e, st := client(sock, wire.Options{Inet6: true}, "rule add pref 99 table 99\n"); st != 0 {
 		t.Fatalf("another client's rule add: %q %d", e, st)
 	}
 	put(t, c, "rule add pref 60 table 60\nrule add pref 61 ta") // cut short
@@ -38,7 +39,7 @@ func TestRuleBatchPausedAndCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	for {
-		out, _, _ := client(sock, options{inet6: true}, "rule show\n")
+		out, _, _ := client(sock, wire.Options{Inet6: true}, "rule show\n")
 		if strings.Contains(out, "60:\tfrom all lookup 60\n") {
 			if strings.Contains(out, "61:") {
 				t.Fatalf("a line cut short was applied:\n%s", out)
@@ -63,18 +64,18 @@ func TestRuleSaveRestore(t *testing.T) {
 		"rule add from 2001:db8:7::/48 table 7",
 	}
 	a := newTestRouter(t)
-	if _, e, st := run(a, options{batch: true}, lines...); st != 0 {
+	if _, e, st := run(a, wire.Options{Batch: true}, lines...); st != 0 {
 		t.Fatal(e)
 	}
-	saved, _, _ := run(a, options{}, "rule save")
+	saved, _, _ := run(a, wire.Options{}, "rule save")
 	b := newTestRouter(t)
-	if _, e, st := run(b, options{batch: true, restore: true}, strings.Split(strings.TrimSuffix(saved, "\n"), "\n")...); st != 0 {
+	if _, e, st := run(b, wire.Options{Batch: true, Restore: true}, strings.Split(strings.TrimSuffix(saved, "\n"), "\n")...); st != 0 {
 		t.Fatalf("restore: %s", e)
 	}
-	for _, o := range []options{{}, {json: true}, {details: true}} {
+	for _, o := range []wire.Options{{}, {JSON: true}, {Details: true}} {
 		wa, _, _ := run(a, o, "rule show")
 		wb, _, _ := run(b, o, "rule show")
-		if wa != wb || strings.Count(wa, "\n") < len(lines) && !o.json {
+		if wa != wb || strings.Count(wa, "\n") < len(lines) && !o.JSON {
 			t.Fatalf("restored rules differ:\n%s\nwant:\n%s", wb, wa)
 		}
 	}
@@ -86,18 +87,18 @@ func TestLongLines(t *testing.T) {
 	r := newTestRouter(t)
 	sock := startServer(t, r)
 	long := "rule add" + strings.Repeat(" ", 100<<10) + "pref 5 table 5\n"
-	if _, e, st := client(sock, options{batch: true, batchName: "-"}, long+"rule add pref 6 table 6\n"); st != 0 {
+	if _, e, st := client(sock, wire.Options{Batch: true, BatchName: "-"}, long+"rule add pref 6 table 6\n"); st != 0 {
 		t.Fatalf("a 100 KiB line: %q %d", e, st)
 	}
-	out, _, _ := client(sock, options{}, "rule show\n")
+	out, _, _ := client(sock, wire.Options{}, "rule show\n")
 	if !strings.Contains(out, "5:\tfrom all lookup 5\n6:\tfrom all lookup 6\n") {
 		t.Fatalf("after a 100 KiB line:\n%s", out)
 	}
 	tooLong := "rule add" + strings.Repeat(" ", 300<<10) + "pref 7 table 7\n"
-	if _, e, st := client(sock, options{batch: true, batchName: "-"}, tooLong+"rule add pref 8 table 8\n"); st != 255 || e != "Error: command line too long\n" {
+	if _, e, st := client(sock, wire.Options{Batch: true, BatchName: "-"}, tooLong+"rule add pref 8 table 8\n"); st != 255 || e != "Error: command line too long\n" {
 		t.Fatalf("a 300 KiB line: %q %d", e, st)
 	}
-	if out, _, _ := client(sock, options{}, "rule show\n"); strings.Contains(out, "lookup 7") || strings.Contains(out, "lookup 8") {
+	if out, _, _ := client(sock, wire.Options{}, "rule show\n"); strings.Contains(out, "lookup 7") || strings.Contains(out, "lookup 8") {
 		t.Fatalf("after a refused line:\n%s", out)
 	}
 }
@@ -107,7 +108,7 @@ func TestLongLines(t *testing.T) {
 // path its hash chose, then prints the answer.
 func TestRouteGetExplains(t *testing.T) {
 	r := newTestRouter(t)
-	if _, e, st := run(r, options{batch: true, inet6: true},
+	if _, e, st := run(r, wire.Options{Batch: true, Inet6: true},
 		"route add 2001:db8:5::/48 via 2001:db8:91::2 dev d0 table 10",
 		"route add throw 2001:db8:5::/48 table 20",
 		"route add default via 2001:db8:91::3 dev d0 table 30",
@@ -121,7 +122,7 @@ func TestRouteGetExplains(t *testing.T) {
 	); st != 0 {
 		t.Fatal(e)
 	}
-	out, _, _ := run(r, options{details: true, inet6: true}, "route get 2001:db8:5::1 from 2001:db8:a::1")
+	out, _, _ := run(r, wire.Options{Details: true, Inet6: true}, "route get 2001:db8:5::1 from 2001:db8:a::1")
 	want := `rule 0: from all lookup local: matches
   table local: no route: on to the next rule
 rule 10: from 2001:db8:a::/48 lookup 20: matches
@@ -137,12 +138,12 @@ rule 20: from all lookup 10: matches
 	if out != want {
 		t.Errorf("route get -d:\n%s\nwant:\n%s", out, want)
 	}
-	out, _, _ = run(r, options{details: true, inet6: true}, "route get 2001:db8:6::1")
+	out, _, _ = run(r, wire.Options{Details: true, Inet6: true}, "route get 2001:db8:6::1")
 	if !strings.Contains(out, "rule 10: from 2001:db8:a::/48 lookup 20: no match: the lookup has no source\n") ||
 		!regexp.MustCompile(`\n  multipath: flow hash 0x[0-9a-f]{8} selects path [12] of 2: via 2001:db8:91::[45] dev d0\n`).MatchString(out) {
 		t.Errorf("route get -d of a multipath route:\n%s", out)
 	}
-	out, e, _ := run(r, options{details: true, inet6: true}, "route get 2001:db8:6::1 iif d0")
+	out, e, _ := run(r, wire.Options{Details: true, Inet6: true}, "route get 2001:db8:6::1 iif d0")
 	if !strings.Contains(out, "rule 11: from all iif d0 goto 40: matches\n  goto 40\nrule 40: from all unreachable: matches\n  the rule decides: unreachable\n") ||
 		e != "RTNETLINK answers: Network is unreachable\n" {
 		t.Errorf("route get -d through a goto to an unreachable rule:\n%s%s", out, e)
@@ -157,8 +158,8 @@ rule 20: from all lookup 10: matches
 func TestRuleClientThatDoesNotRead(t *testing.T) {
 	r := newTestRouter(t)
 	sock := startServer(t, r)
-	base := slowest(t, sock, options{inet6: true}, 20, func(i int) string { return fmt.Sprintf("rule add pref %d table %d", 200+i, 200+i) })
-	c := dial(t, sock, options{batch: true, force: true, batchName: "F", inet6: true})
+	base := slowest(t, sock, wire.Options{Inet6: true}, 20, func(i int) string { return fmt.Sprintf("rule add pref %d table %d", 200+i, 200+i) })
+	c := dial(t, sock, wire.Options{Batch: true, Force: true, BatchName: "F", Inet6: true})
 	go func() {
 		w := bufio.NewWriter(c)
 		for i := 0; i < 200000; i++ {
@@ -167,7 +168,7 @@ func TestRuleClientThatDoesNotRead(t *testing.T) {
 		_ = w.Flush() // the test may be over and the connection closed: what counts is asserted below
 	}()
 	time.Sleep(300 * time.Millisecond) // the errors fill the socket: the daemon waits on the client
-	worst := slowest(t, sock, options{inet6: true}, 20, func(i int) string { return fmt.Sprintf("rule add pref %d table %d", 100+i, 100+i) })
+	worst := slowest(t, sock, wire.Options{Inet6: true}, 20, func(i int) string { return fmt.Sprintf("rule add pref %d table %d", 100+i, 100+i) })
 	t.Logf("the slowest of 20 rule adds by another client took %v, %v before", worst, base)
 	if delayed(worst, base) {
 		t.Errorf("another client's rule add waited %v, %v before", worst, base)

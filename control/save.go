@@ -49,7 +49,7 @@ func (s *session) saveCmd(args [][]byte) *cmdErr {
 			return garbageArgs(a)
 		}
 	}
-	if !s.opt.json {
+	if !s.opt.JSON {
 		s.out.WriteString(saveHeader)
 		s.save(all, func(_ string, line []byte) { s.out.Write(line) })
 		return nil

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"urouter/control/wire"
 	"urouter/router"
 )
 
@@ -16,7 +17,7 @@ import (
 // router-chosen index after a deleted link.
 func TestSaveLoads(t *testing.T) {
 	r := router.New()
-	if _, e, st := run(r, options{batch: true},
+	if _, e, st := run(r, wire.Options{Batch: true},
 		"link add gone type dummy", "link add d0 type dummy", "link del gone",
 		"link add eth0 type dummy", "link add eth0.100 type dummy",
 		"sysctl -w net.ipv6.conf.eth0.hop_limit=9 net.ipv6.conf.eth0.100.hop_limit=7",
@@ -36,7 +37,7 @@ func TestSaveLoads(t *testing.T) {
 	); st != 0 {
 		t.Fatal(e)
 	}
-	saved, e, st := run(r, options{}, "save")
+	saved, e, st := run(r, wire.Options{}, "save")
 	if st != 0 {
 		t.Fatal(e)
 	}
@@ -51,13 +52,13 @@ func TestSaveLoads(t *testing.T) {
 	if _, err := ApplyConfig(r2, conf); err != nil { // as --config
 		t.Fatalf("the save does not load: %v\n%s", err, saved)
 	}
-	again, _, _ := run(r2, options{}, "save")
+	again, _, _ := run(r2, wire.Options{}, "save")
 	if again != saved {
 		t.Errorf("a new router saves another configuration:\n%s", lineDiff(saved, again))
 	}
 	for _, show := range []string{"link show", "-6 route show table all", "rule show", "sysctl -a"} {
-		a, _, _ := run(r, options{}, show)
-		b, _, _ := run(r2, options{}, show)
+		a, _, _ := run(r, wire.Options{}, show)
+		b, _, _ := run(r2, wire.Options{}, show)
 		if a != b {
 			t.Errorf("%s differs:\n%s", show, lineDiff(a, b))
 		}

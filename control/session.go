@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"urouter/control/statefile"
+	"urouter/control/wire"
 	"urouter/dataplane"
 	"urouter/fib6"
 	"urouter/router"
@@ -23,7 +24,7 @@ type session struct {
 	r      *router.Router
 	hub    *hub   // the daemon's monitors; nil for a config file
 	feeds  *Feeds // the daemon's route feeds; nil for none
-	opt    options
+	opt    wire.Options
 	out    *bufio.Writer
 	errOut func(string)
 	txn    *fib6.Txn
@@ -76,10 +77,10 @@ func (s *session) txnFor(t *fib6.Table) *fib6.Txn {
 	}
 	s.commit()
 	s.txn = t.Begin()
-	if s.opt.batch && s.opt.size > 0 {
+	if s.opt.Batch && s.opt.Size > 0 {
 		// a full table's batch is lines of ~64 bytes; one of shorter lines
 		// grows the load's buffer on from there
-		s.txn.Expect(int(s.opt.size / 48))
+		s.txn.Expect(int(s.opt.Size / 48))
 	}
 	if s.pace != nil {
 		s.txn.SetHelper(s.pace.Go) // a paced writer's helpers are lowered with it
@@ -122,7 +123,7 @@ func (s *session) run(in *bufio.Reader) int {
 	defer s.commit()
 	read := 0
 	for {
-		if read > s.aheadAfter() && s.opt.batch {
+		if read > s.aheadAfter() && s.opt.Batch {
 			// a long batch: parsed ahead while it runs (what the small
 			// buffer holds is read first)
 			return s.runAhead(in, status)
@@ -187,17 +188,17 @@ func (s *session) step() {
 // says whether the run stops there, with what exit status; status is the
 // run's so far (1 once a forced batch had a failure).
 func (s *session) outcome(e *cmdErr, status *int) (int, bool) {
-	if e == nil || s.opt.restore && e.errno == syscall.EEXIST {
+	if e == nil || s.opt.Restore && e.errno == syscall.EEXIST {
 		return 0, false
 	}
 	s.flush()
 	s.errOut(e.msg)
-	if !s.opt.batch || e.exits {
+	if !s.opt.Batch || e.exits {
 		return e.code, true // ip's exit(): it ends even a forced batch
 	}
-	s.errOut(fmt.Sprintf("Command failed %s:%d", s.opt.batchName, s.line))
+	s.errOut(fmt.Sprintf("Command failed %s:%d", s.opt.BatchName, s.line))
 	*status = 1
-	return 1, !s.opt.force
+	return 1, !s.opt.Force
 }
 
 // flush sends what the session has printed. A client that went away gets
@@ -287,9 +288,9 @@ func classify(args [][]byte, m *memo) cmdWords {
 // classify found.
 func (s *session) execWords(line []byte, args [][]byte, cw cmdWords) *cmdErr {
 	if cw.inet6 {
-		inet6 := s.opt.inet6
-		s.opt.inet6 = true
-		defer func() { s.opt.inet6 = inet6 }()
+		inet6 := s.opt.Inet6
+		s.opt.Inet6 = true
+		defer func() { s.opt.Inet6 = inet6 }()
 	}
 	obj, w, rest := cw.obj, cw.w, cw.rest
 	if obj != "route" {
@@ -369,24 +370,24 @@ func (srv *Server) serveConn(c net.Conn) {
 	defer func() { _ = c.Close() }() // the session is over: its client has been told, or is gone
 	pc := &pausingConn{Conn: c}
 	in := bufio.NewReaderSize(pc, readBuf)
-	opt, err := readHeader(in)
+	opt, err := wire.ReadHeader(in)
 	switch {
-	case errors.Is(err, errLongHeader):
-		tell(pc, "Error: "+err.Error()+".", 1) // the rest is not read
+	case errors.Is(err, wire.ErrLongHeader):
+		wire.Tell(pc, "Error: "+err.Error()+".", 1) // the rest is not read
 		return
-	case errors.Is(err, errBadHeader):
-		tell(pc, "Error: the daemon speaks another protocol version.", 1)
+	case errors.Is(err, wire.ErrBadHeader):
+		wire.Tell(pc, "Error: the daemon speaks another protocol version.", 1)
 		return
 	case err != nil:
 		return // gone before its header
 	}
-	ew := &frameWriter{c: pc, kind: 'e'}
+	ew := &wire.FrameWriter{W: pc, Kind: 'e'}
 	s := &session{
 		r:      srv.R,
 		hub:    srv.hub,
 		feeds:  srv.Feeds,
 		opt:    opt,
-		out:    bufio.NewWriterSize(&frameWriter{c: pc, kind: 'o'}, writeBuf),
+		out:    bufio.NewWriterSize(&wire.FrameWriter{W: pc, Kind: 'o'}, writeBuf),
 		errOut: func(m string) { _, _ = ew.Write([]byte(m + "\n")) }, // as flush
 	}
 	pc.holding, pc.pause = func() bool { return s.txn != nil || s.rtxn != nil }, s.commit
@@ -397,7 +398,7 @@ func (srv *Server) serveConn(c net.Conn) {
 	pc.pacer = func() *dataplane.Pacer { return s.pace }
 	s.conn = pc
 	s.state, s.startup = srv.State, &srv.Status
-	if opt.batch && srv.R.DP != nil {
+	if opt.Batch && srv.R.DP != nil {
 		s.paceBy = srv.R.DP
 		defer s.endPace()
 	}
@@ -416,9 +417,34 @@ func (srv *Server) serveConn(c net.Conn) {
 	}
 	if s.capture != nil {
 		if st, there := s.streamCapture(in); there {
-			_, _ = (&frameWriter{c: pc, kind: 'x'}).Write([]byte{byte(st)}) // as flush
+			_, _ = (&wire.FrameWriter{W: pc, Kind: 'x'}).Write([]byte{byte(st)}) // as flush
 		}
 		return
 	}
-	_, _ = (&frameWriter{c: pc, kind: 'x'}).Write([]byte{byte(status)}) // as flush
+	_, _ = (&wire.FrameWriter{W: pc, Kind: 'x'}).Write([]byte{byte(status)}) // as flush
+}
+
+// Words is the command language as the client asks it (client.Words).
+type Words struct{}
+
+// Object is the object word w picks, "" for none.
+func (Words) Object(w string) string {
+	if i := objectWords().of([]byte(w)); i > 0 {
+		return objects[i-1]
+	}
+	return ""
+}
+
+// Restores reports whether `obj cmd` is a restore, which reads stdin: cmd
+// picks restore in the object's own order of checks (route's "r" is
+// replace, rule's is restore).
+func (Words) Restores(obj, cmd string) bool {
+	w := []byte(cmd)
+	switch (Words{}).Object(obj) {
+	case "route":
+		return routeCmds().of(w) == rcRestore
+	case "rule":
+		return ruleCmds().of(w) == rlRestore
+	}
+	return false
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"urouter/control/wire"
 	"urouter/router"
 )
 
@@ -28,7 +29,7 @@ func loadBench(b *testing.B) *router.Router {
 			b.Fatal(err)
 		}
 	}
-	s := &session{r: r, opt: options{batch: true, batchName: "bench"}, out: bufio.NewWriter(io.Discard), errOut: func(m string) { b.Fatal(m) }}
+	s := &session{r: r, opt: wire.Options{Batch: true, BatchName: "bench"}, out: bufio.NewWriter(io.Discard), errOut: func(m string) { b.Fatal(m) }}
 	if st := s.run(bufio.NewReaderSize(bytes.NewReader(d), 1<<18)); st != 0 {
 		b.Fatal("exit status", st)
 	}
@@ -42,7 +43,7 @@ func BenchmarkRouteShow(b *testing.B) {
 	r := loadBench(b)
 	var n countingWriter
 	for i := 0; i < b.N; i++ {
-		s := &session{r: r, opt: options{inet6: true}, out: bufio.NewWriterSize(&frameWriter{c: &n, kind: 'o'}, writeBuf), errOut: func(m string) { b.Fatal(m) }}
+		s := &session{r: r, opt: wire.Options{Inet6: true}, out: bufio.NewWriterSize(&wire.FrameWriter{W: &n, Kind: 'o'}, writeBuf), errOut: func(m string) { b.Fatal(m) }}
 		if st := s.run(bufio.NewReader(strings.NewReader("route show table all\n"))); st != 0 {
 			b.Fatal("exit status", st)
 		}

@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	cli "urouter/control/client"
 	"urouter/control/statefile"
+	"urouter/control/wire"
 	"urouter/router"
 )
 
@@ -59,7 +61,7 @@ func TestStateHeldLines(t *testing.T) {
 
 	// a router where gone0 is: they apply, and nothing is held
 	r := router.New()
-	if _, e, code := run(r, options{batch: true}, "link add gone0 index 50 type dummy", "link set gone0 up"); code != 0 {
+	if _, e, code := run(r, wire.Options{Batch: true}, "link add gone0 index 50 type dummy", "link set gone0 up"); code != 0 {
 		t.Fatal(e)
 	}
 	st = loadInto(t, r, path)
@@ -136,14 +138,14 @@ func TestStateIdleHolder(t *testing.T) {
 	r := newTestRouter(t)
 	path := filepath.Join(t.TempDir(), "urouter.state")
 	sock, srv, st := stateServer(t, r, path, smallCompactions, func(st *statefile.State) { st.SealAfter = 20 * time.Millisecond })
-	one := dial(t, sock, options{batch: true, batchName: "-"})
+	one := dial(t, sock, wire.Options{Batch: true, BatchName: "-"})
 	put(t, one, "route add 2001:db8:ffff::/64 dev d0\n")
-	long := dial(t, sock, options{batch: true, batchName: "-"})
+	long := dial(t, sock, wire.Options{Batch: true, BatchName: "-"})
 	for i := range 2000 { // past defaultAheadAfter: read ahead
 		put(t, long, "route add 2001:db8:fffe:%x::/64 dev d0 table 200\n", i)
 	}
 	waitFor(t, "the holders' routes", func() bool {
-		out, _, _ := client(sock, options{}, "route show table all\n")
+		out, _, _ := client(sock, wire.Options{}, "route show table all\n")
 		return strings.Contains(out, "2001:db8:ffff::/64") && strings.Contains(out, "2001:db8:fffe:7cf::/64")
 	})
 	for b := range 40 {
@@ -151,7 +153,7 @@ func TestStateIdleHolder(t *testing.T) {
 		for i := range 40 {
 			fmt.Fprintf(&in, "route add 2001:db8:%x:%x::/64 via 2001:db8:91::2 dev d0 table 100\n", b, i)
 		}
-		if _, e, code := client(sock, options{batch: true, batchName: "-"}, in.String()); code != 0 {
+		if _, e, code := client(sock, wire.Options{Batch: true, BatchName: "-"}, in.String()); code != 0 {
 			t.Fatal(e)
 		}
 	}
@@ -162,7 +164,7 @@ func TestStateIdleHolder(t *testing.T) {
 		fmt.Fprintf(&churn, "route add 2001:db8:eeee:%x::/64 dev d0\nroute del 2001:db8:eeee:%x::/64\n", i, i)
 	}
 	waitFor(t, "a compaction with the holders' routes", func() bool {
-		if _, e, code := client(sock, options{batch: true, batchName: "-"}, churn.String()); code != 0 {
+		if _, e, code := client(sock, wire.Options{Batch: true, BatchName: "-"}, churn.String()); code != 0 {
 			t.Fatal(e)
 		}
 		data, err := os.ReadFile(path)
@@ -184,7 +186,7 @@ func TestStateIdleHolder(t *testing.T) {
 	}
 	for _, c := range []net.Conn{one, long} {
 		var out, errs strings.Builder
-		if code, failure := answer(c.(*net.UnixConn), &out, &errs); code != 0 || failure != "" {
+		if code, failure := cli.Answer(c.(*net.UnixConn), &out, &errs); code != 0 || failure != "" {
 			t.Errorf("a holder's status: %d %s %s", code, failure, errs.String())
 		}
 	}

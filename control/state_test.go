@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"urouter/control/statefile"
+	"urouter/control/wire"
 	"urouter/router"
 )
 
@@ -105,7 +106,7 @@ func TestStateSessions(t *testing.T) {
 				if rng.IntN(8) == 0 {
 					fmt.Fprintf(&in, "nexthop add via 2001:db8:91::%x dev d0\n", 2+rng.IntN(200)) // the router picks its id
 				}
-				if _, e, code := client(sock, options{batch: true, batchName: "-"}, in.String()); code != 0 {
+				if _, e, code := client(sock, wire.Options{Batch: true, BatchName: "-"}, in.String()); code != 0 {
 					t.Errorf("client %d batch %d: %s", c, b, e)
 					return
 				}
@@ -114,7 +115,7 @@ func TestStateSessions(t *testing.T) {
 	}
 	wg.Wait()
 	// a session still open with a change not sealed: the file has none of it
-	c := dial(t, sock, options{batch: true, batchName: "-"})
+	c := dial(t, sock, wire.Options{Batch: true, BatchName: "-"})
 	put(t, c, "route add 2001:db8:ffff::/64 dev d0\n")
 	deadline := time.Now().Add(5 * time.Second)
 	for !strings.Contains(mustShow(t, sock), "2001:db8:ffff::/64") {
@@ -144,7 +145,7 @@ func TestStateSessions(t *testing.T) {
 
 func mustShow(t *testing.T, sock string) string {
 	t.Helper()
-	out, e, code := client(sock, options{}, "route show\n")
+	out, e, code := client(sock, wire.Options{}, "route show\n")
 	if code != 0 {
 		t.Fatal(e)
 	}
@@ -185,20 +186,20 @@ func TestStateRecords(t *testing.T) {
 	r := newTestRouter(t)
 	path := filepath.Join(t.TempDir(), "urouter.state")
 	sock, srv, _ := stateServer(t, r, path)
-	if _, e, code := client(sock, options{batch: true, batchName: "-"},
+	if _, e, code := client(sock, wire.Options{Batch: true, BatchName: "-"},
 		"nexthop add via 2001:db8:91::2 dev d0\nnexthop add via 2001:db8:91::3 dev d0 # a comment\n"); code != 0 {
 		t.Fatal(e)
 	}
-	if _, e, code := client(sock, options{inet6: true}, "nexthop add dev d0\n"); code != 0 {
+	if _, e, code := client(sock, wire.Options{Inet6: true}, "nexthop add dev d0\n"); code != 0 {
 		t.Fatal(e)
 	}
-	if _, e, code := client(sock, options{}, "route add 2001:db8:7::/64 dev d0 expires 100\n"); code != 0 {
+	if _, e, code := client(sock, wire.Options{}, "route add 2001:db8:7::/64 dev d0 expires 100\n"); code != 0 {
 		t.Fatal(e)
 	}
-	if _, e, code := client(sock, options{}, "route show\n"); code != 0 {
+	if _, e, code := client(sock, wire.Options{}, "route show\n"); code != 0 {
 		t.Fatal(e)
 	}
-	if _, _, code := client(sock, options{}, "sysctl -w net.ipv6.conf.d0.hop_limit=33 net.ipv6.conf.d0.nosuch=1\n"); code == 0 {
+	if _, _, code := client(sock, wire.Options{}, "sysctl -w net.ipv6.conf.d0.hop_limit=33 net.ipv6.conf.d0.nosuch=1\n"); code == 0 {
 		t.Fatal("a write of a knob that does not exist passed")
 	}
 	srv.Close()
@@ -269,7 +270,7 @@ func TestStateShapedRuns(t *testing.T) {
 			b.WriteString("-6 route add 2001:db8:5::/48 via 2001:db8:91::2 dev d0 table 100\n") // it is there
 		}
 	}
-	if _, e, code := client(sock, options{batch: true, force: true, batchName: "-"}, b.String()); code != 1 || !strings.Contains(e, "File exists") {
+	if _, e, code := client(sock, wire.Options{Batch: true, Force: true, BatchName: "-"}, b.String()); code != 1 || !strings.Contains(e, "File exists") {
 		t.Fatalf("the batch: %d, %q", code, e)
 	}
 	srv.Close()
@@ -299,14 +300,14 @@ func TestStateOrder(t *testing.T) {
 	r := newTestRouter(t)
 	path := filepath.Join(t.TempDir(), "urouter.state")
 	sock, srv, _ := stateServer(t, r, path)
-	a := dial(t, sock, options{batch: true, batchName: "-"})
+	a := dial(t, sock, wire.Options{Batch: true, BatchName: "-"})
 	put(t, a, "link add foo type dummy\nroute add 2001:db8:77::/64 dev d0\n")
 	for deadline := time.Now().Add(5 * time.Second); r.Links.ByName("foo") == nil || !strings.Contains(mustShow(t, sock), "2001:db8:77::/64"); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("A's lines did not run")
 		}
 	}
-	if _, e, code := client(sock, options{batch: true, batchName: "-"},
+	if _, e, code := client(sock, wire.Options{Batch: true, BatchName: "-"},
 		"link set foo up\naddress add 2001:db8:78::1/64 dev foo\nroute del 2001:db8:77::/64\n"); code != 0 {
 		t.Fatal(e)
 	}
@@ -337,31 +338,31 @@ func TestStateRepair(t *testing.T) {
 	sock, srv, st := stateServer(t, r, path)
 	st.Fail(errors.New("no space left on device (the test's)"))
 	// another session holds a change not sealed: no snapshot can be taken
-	c := dial(t, sock, options{batch: true, batchName: "-"})
+	c := dial(t, sock, wire.Options{Batch: true, BatchName: "-"})
 	put(t, c, "route add 2001:db8:80::/64 dev d0\n")
 	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(mustShow(t, sock), "2001:db8:80::/64"); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the open session's route was not installed")
 		}
 	}
-	_, e, code := client(sock, options{}, "route add 2001:db8:81::/64 dev d0\n")
+	_, e, code := client(sock, wire.Options{}, "route add 2001:db8:81::/64 dev d0\n")
 	if code == 0 || !strings.Contains(e, "not saved") {
 		t.Errorf("a change not saved was acknowledged: %d %q", code, e)
 	}
-	if out, _, code := client(sock, options{}, "status\n"); code == 0 || !strings.Contains(out, "a change is not saved") {
+	if out, _, code := client(sock, wire.Options{}, "status\n"); code == 0 || !strings.Contains(out, "a change is not saved") {
 		t.Errorf("status with a change not saved:\n%s", out)
 	}
 	_ = c.Close()
 	// the next change is sealed by a snapshot, and the one before with it
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if _, _, code := client(sock, options{}, "route add 2001:db8:82::/64 dev d0\n"); code == 0 {
+		if _, _, code := client(sock, wire.Options{}, "route add 2001:db8:82::/64 dev d0\n"); code == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("the state file was not repaired")
 		}
 	}
-	if out, _, code := client(sock, options{}, "status\n"); code != 0 {
+	if out, _, code := client(sock, wire.Options{}, "status\n"); code != 0 {
 		t.Errorf("status after the repair:\n%s", out)
 	}
 	srv.Close()

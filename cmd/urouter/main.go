@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"urouter/control"
+	"urouter/control/client"
 	"urouter/control/statefile"
+	"urouter/control/wire"
 	"urouter/dataplane"
 	"urouter/dataplane/port"
 	"urouter/feed"
@@ -28,14 +30,14 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "daemon" {
 		os.Exit(daemon(os.Args[2:]))
 	}
-	os.Exit(control.Main(os.Args[1:]))
+	os.Exit(client.Main(os.Args[1:], control.Words{}))
 }
 
 func daemon(args []string) int {
 	fs := flag.NewFlagSet("urouter daemon", flag.ContinueOnError)
 	config := fs.String("config", "", "apply this batch of commands at start")
 	stateFile := fs.String("state", "", "keep the configuration in this file: applied at start after --config (a snapshot in it stands for the config), and every change sealed in it before its client is told")
-	socket := fs.String("socket", "", "control socket (default $UROUTER_SOCKET or "+control.DefaultSocket+")")
+	socket := fs.String("socket", "", "control socket (default $UROUTER_SOCKET or "+wire.DefaultSocket+")")
 	// the flags that are a sysctl knob set it: `sysctl -w` says the same
 	knobs := []struct{ flag, knob, dflt, usage string }{
 		{"icmp-ratelimit", "net.ipv4.icmp_msgs_per_sec", "1000", "ICMPv6 errors sent per second at most (0: no limit)"},
@@ -76,7 +78,7 @@ func daemon(args []string) int {
 	r.DP.SetControlShare(*controlShare / 100)
 	r.DP.SetControlNice(nice)
 	r.SetRouterProbeInterval(*probe)
-	sock := control.SocketPath(*socket)
+	sock := wire.SocketPath(*socket)
 	srv, err := control.Listen(sock, r)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "urouter daemon:", err)

@@ -1,4 +1,4 @@
-package control
+package client
 
 import (
 	"bufio"
@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"urouter/control/wire"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
@@ -24,7 +25,7 @@ import (
 // the capture.
 
 // captureMain runs `capture ARGS...` (args[0] is the object's word).
-func captureMain(o options, socket string, args []string) int {
+func captureMain(o wire.Options, socket string, args []string) int {
 	var rest []string
 	file := ""
 	// -w is the client's, before the filter (whose words are the
@@ -71,15 +72,15 @@ func captureMain(o options, socket string, args []string) int {
 		defer lf.close()
 		sink = lf
 	}
-	c, err := net.Dial("unix", SocketPath(socket))
+	c, err := net.Dial("unix", wire.SocketPath(socket))
 	if err != nil {
-		say(os.Stderr, "urouter: cannot reach the daemon at %s: %v\n", SocketPath(socket), err)
+		say(os.Stderr, "urouter: cannot reach the daemon at %s: %v\n", wire.SocketPath(socket), err)
 		return 1
 	}
 	defer func() { _ = c.Close() }() // read to its end
 	uc := c.(*net.UnixConn)
-	line := string(quoteArgs(append([]string{"capture"}, rest...)))
-	if _, err := uc.Write([]byte(o.header() + line + "\n")); err != nil {
+	line := string(wire.QuoteArgs(append([]string{"capture"}, rest...)))
+	if _, err := uc.Write([]byte(o.Header() + line + "\n")); err != nil {
 		say(os.Stderr, "urouter: the daemon closed the connection\n")
 		return 1
 	}

@@ -1,4 +1,12 @@
-package control
+// Package client is urouter's command-line client: it reads ip's global
+// options, sends a command or a batch to the daemon over its socket (the
+// format is package wire's) and prints the answer as it comes; `capture`
+// streams a pcapng capture to a file, to stdout, or printed a line per
+// packet. It knows the command language only through Words.
+//
+//	client.go   the options, the request, the answer
+//	capture.go  the capture client
+package client
 
 import (
 	"bufio"
@@ -11,6 +19,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+
+	"urouter/control/wire"
 )
 
 const usage = `Usage: urouter [ OPTIONS ] OBJECT { COMMAND | help }
@@ -20,52 +30,61 @@ const usage = `Usage: urouter [ OPTIONS ] OBJECT { COMMAND | help }
 where  OBJECT := { route | link | address | monitor | trace | ... }
        OPTIONS := { -6 | -s[tatistics] | -d[etails] | -j[son] | -p[retty] |
                     -force | --socket PATH }
-The daemon is found at --socket PATH, $UROUTER_SOCKET, or ` + DefaultSocket + "."
+The daemon is found at --socket PATH, $UROUTER_SOCKET, or ` + wire.DefaultSocket + "."
+
+// Words is what the client asks of the command language: the object a
+// word picks ("" for none), and whether `obj cmd` is a restore, which
+// reads stdin (in the object's own order of checks: route's "r" is
+// replace, rule's is restore).
+type Words interface {
+	Object(word string) string
+	Restores(obj, cmd string) bool
+}
 
 // Main is the client: it parses ip's global options, sends the command (or
 // the batch) to the daemon and prints what comes back. It returns the exit
 // status.
-func Main(args []string) int {
+func Main(args []string, words Words) int {
 	o, socket, args, status := parseOptions(args)
 	if status >= 0 {
 		return status
 	}
-	if !o.batch && len(args) == 0 {
+	if !o.Batch && len(args) == 0 {
 		fmt.Fprintln(os.Stderr, usage)
 		return 255
 	}
 	var input io.Reader
 	keepOpen := false
 	switch {
-	case o.batch:
-		if o.batchName == "-" {
+	case o.Batch:
+		if o.BatchName == "-" {
 			input = os.Stdin
 		} else {
-			f, err := os.Open(o.batchName)
+			f, err := os.Open(o.BatchName)
 			if err != nil {
-				fmt.Fprintf(os.Stderr, "Cannot open file \"%s\" for reading: %s\n", o.batchName, strerrorOf(err))
+				fmt.Fprintf(os.Stderr, "Cannot open file \"%s\" for reading: %s\n", o.BatchName, strerrorOf(err))
 				return 1
 			}
 			defer func() { _ = f.Close() }() // read only: nothing to lose
 			input = f
 		}
-	case len(args) >= 2 && restores(args[0], args[1]):
+	case len(args) >= 2 && words.Restores(args[0], args[1]):
 		// restore replays what `route save` or `rule save` wrote: a batch on stdin
-		o.batch, o.restore, o.batchName, input = true, true, "-", os.Stdin
-	case objectIs(args[0], "capture"):
+		o.Batch, o.Restore, o.BatchName, input = true, true, "-", os.Stdin
+	case words.Object(args[0]) == "capture":
 		return captureMain(o, socket, args)
 	default:
 		w := []byte(args[0])
-		keepOpen = matches(w, "monitor") && !matches(w, "maddress")
-		input = strings.NewReader(string(quoteArgs(args)) + "\n")
+		keepOpen = wire.Matches(w, "monitor") && !wire.Matches(w, "maddress")
+		input = strings.NewReader(string(wire.QuoteArgs(args)) + "\n")
 	}
-	return talk(SocketPath(socket), o, input, keepOpen, os.Stdout, os.Stderr)
+	return Talk(wire.SocketPath(socket), o, input, keepOpen, os.Stdout, os.Stderr)
 }
 
 // parseOptions reads ip's global options and returns what follows them;
 // status is the client's exit status when an option ends it (an error,
 // -Version, -help), else -1.
-func parseOptions(args []string) (o options, socket string, rest []string, status int) {
+func parseOptions(args []string) (o wire.Options, socket string, rest []string, status int) {
 	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
 		opt := args[0]
 		if opt == "--" {
@@ -84,7 +103,7 @@ func parseOptions(args []string) (o options, socket string, rest []string, statu
 			opt = opt[1:]
 		}
 		var st int
-		if args, st = o.option(opt, args); st >= 0 {
+		if args, st = option(&o, opt, args); st >= 0 {
 			return o, "", nil, st
 		}
 		args = args[1:]
@@ -95,7 +114,7 @@ func parseOptions(args []string) (o options, socket string, rest []string, statu
 // option reads one option, args[0] (written opt), and any value it takes
 // from args; it returns args less that value, and an exit status as
 // parseOptions does.
-func (o *options) option(opt string, args []string) ([]string, int) {
+func option(o *wire.Options, opt string, args []string) ([]string, int) {
 	w := []byte(opt[1:])
 	next := func() (string, bool) {
 		if len(args) < 2 {
@@ -105,12 +124,12 @@ func (o *options) option(opt string, args []string) ([]string, int) {
 		return args[0], true
 	}
 	switch {
-	case matches(w, "loops"), matches(w, "rcvbuf"):
+	case wire.Matches(w, "loops"), wire.Matches(w, "rcvbuf"):
 		if _, ok := next(); !ok {
 			fmt.Fprintf(os.Stderr, "Error: argument \"%s\" is required\n", opt)
 			return args, 255
 		}
-	case matches(w, "family"):
+	case wire.Matches(w, "family"):
 		f, ok := next()
 		if !ok {
 			fmt.Fprintln(os.Stderr, "Error: argument \"family type\" is required")
@@ -120,67 +139,57 @@ func (o *options) option(opt string, args []string) ([]string, int) {
 			fmt.Fprintf(os.Stderr, "Error: only the inet6 family is routed here, not \"%s\".\n", f)
 			return args, 255
 		}
-		o.inet6 = true
-	case matches(w, "batch"):
+		o.Inet6 = true
+	case wire.Matches(w, "batch"):
 		f, ok := next()
 		if !ok {
 			fmt.Fprintln(os.Stderr, "Error: argument \"batch file\" is required")
 			return args, 255
 		}
-		o.batch, o.batchName = true, f
+		o.Batch, o.BatchName = true, f
 	default:
-		return args, o.flag(opt, w, args[0])
+		return args, flag(o, opt, w, args[0])
 	}
 	return args, -1
 }
 
 // flag reads an option that takes no value.
-func (o *options) flag(opt string, w []byte, arg string) int {
+func flag(o *wire.Options, opt string, w []byte, arg string) int {
 	switch {
 	case opt == "-6":
-		o.inet6 = true
+		o.Inet6 = true
 	case opt == "-4", opt == "-0", opt == "-M", opt == "-B":
 		fmt.Fprintf(os.Stderr, "Error: only IPv6 (-6) is routed here, not %s.\n", opt)
 		return 255
-	case matches(w, "human"), matches(w, "human-readable"), matches(w, "iec"):
-	case matches(w, "stats"), matches(w, "statistics"):
-		o.stats++
-	case matches(w, "details"):
-		o.details = true
-	case matches(w, "resolve"), matches(w, "oneline"), matches(w, "timestamp"), matches(w, "tshort"):
-	case matches(w, "Version"):
+	case wire.Matches(w, "human"), wire.Matches(w, "human-readable"), wire.Matches(w, "iec"):
+	case wire.Matches(w, "stats"), wire.Matches(w, "statistics"):
+		o.Stats++
+	case wire.Matches(w, "details"):
+		o.Details = true
+	case wire.Matches(w, "resolve"), wire.Matches(w, "oneline"), wire.Matches(w, "timestamp"), wire.Matches(w, "tshort"):
+	case wire.Matches(w, "Version"):
 		fmt.Println("urouter, iproute2-compatible command language (ip utility 6.x words)")
 		return 0
-	case matches(w, "force"):
-		o.force = true
-	case matches(w, "brief"):
+	case wire.Matches(w, "force"):
+		o.Force = true
+	case wire.Matches(w, "brief"):
 		fmt.Fprintln(os.Stderr, "Error: -brief is not supported.")
 		return 255
-	case matches(w, "json"):
-		o.json = true
-	case matches(w, "pretty"):
-		o.pretty = true
+	case wire.Matches(w, "json"):
+		o.JSON = true
+	case wire.Matches(w, "pretty"):
+		o.Pretty = true
 	case strings.HasPrefix(opt, "-c"):
-	case matches(w, "help"):
+	case wire.Matches(w, "help"):
 		fmt.Fprintln(os.Stderr, usage)
 		return 255
-	case matches(w, "netns"):
+	case wire.Matches(w, "netns"):
 		fmt.Fprintln(os.Stderr, "Error: -netns is not supported: start the client in the namespace.")
 		return 255
-	case matches(w, "Numeric"), matches(w, "all"), opt == "-echo":
+	case wire.Matches(w, "Numeric"), wire.Matches(w, "all"), opt == "-echo":
 	default:
 		fmt.Fprintf(os.Stderr, "Option \"%s\" is unknown, try \"ip -help\".\n", arg)
 		return 255
-	}
-	return -1
-}
-
-// fileSize is the size of input if it is a regular file, else -1.
-func fileSize(input io.Reader) int64 {
-	if f, ok := input.(*os.File); ok {
-		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-			return fi.Size()
-		}
 	}
 	return -1
 }
@@ -198,33 +207,10 @@ func writeSize(input io.Reader, size int64) int {
 	return 4 << 10
 }
 
-// objectIs reports whether word w picks object obj.
-func objectIs(w, obj string) bool {
-	i := objectWords().of([]byte(w))
-	return i > 0 && objects[i-1] == obj
-}
-
-// restores reports whether `obj cmd` is a restore, which reads stdin:
-// cmd picks restore in the object's own order of checks (route's "r" is
-// replace, rule's is restore).
-func restores(obj, cmd string) bool {
-	i := objectWords().of([]byte(obj))
-	w := []byte(cmd)
-	switch {
-	case i == 0:
-		return false
-	case objects[i-1] == "route":
-		return routeCmds().of(w) == rcRestore
-	case objects[i-1] == "rule":
-		return ruleCmds().of(w) == rlRestore
-	}
-	return false
-}
-
 func strerrorOf(err error) string {
 	var errno syscall.Errno
 	if errors.As(err, &errno) {
-		return strerror(errno)
+		return wire.Strerror(errno)
 	}
 	if pe, ok := err.(*os.PathError); ok {
 		err = pe.Err
@@ -236,9 +222,9 @@ func strerrorOf(err error) string {
 	return s
 }
 
-// talk sends the header and input to the daemon, writing its answer to
+// Talk sends the header and input to the daemon, writing its answer to
 // stdout and stderr as it comes, and returns the exit status it sends.
-func talk(socket string, o options, input io.Reader, keepOpen bool, stdoutW, stderr io.Writer) int {
+func Talk(socket string, o wire.Options, input io.Reader, keepOpen bool, stdoutW, stderr io.Writer) int {
 	c, err := net.Dial("unix", socket)
 	if err != nil {
 		say(stderr, "urouter: cannot reach the daemon at %s: %v\n", socket, err)
@@ -256,9 +242,9 @@ func talk(socket string, o options, input io.Reader, keepOpen bool, stdoutW, std
 			_ = uc.Close() // the error reported is the input's
 		}
 	}()
-	st, failure := answer(uc, stdoutW, stderr)
+	st, failure := Answer(uc, stdoutW, stderr)
 	if e := sendErr.Load(); e != nil { // the connection was cut for it
-		say(stderr, "Error: cannot read the batch %q: %s\n", o.batchName, strerrorOf(*e))
+		say(stderr, "Error: cannot read the batch %q: %s\n", o.BatchName, strerrorOf(*e))
 		return 1
 	}
 	if failure != "" {
@@ -271,16 +257,16 @@ func talk(socket string, o options, input io.Reader, keepOpen bool, stdoutW, std
 // writing side unless the session streams (monitor). It returns only a
 // failure to read the input: a failed write means the daemon stopped
 // reading (a batch that failed), and its answer says why.
-func send(uc *net.UnixConn, o options, input io.Reader, keepOpen bool) error {
-	size := fileSize(input)
+func send(uc *net.UnixConn, o wire.Options, input io.Reader, keepOpen bool) error {
+	size := wire.FileSize(input)
 	w := bufio.NewWriterSize(uc, writeSize(input, size))
-	if o.batch {
-		o.size = max(size, 0)
+	if o.Batch {
+		o.Size = max(size, 0)
 	}
-	w.WriteString(o.header())
-	in := &lineEnder{r: input}
+	w.WriteString(o.Header())
+	in := &wire.LineEnder{R: input}
 	if _, err := io.Copy(w, in); err != nil {
-		return in.failed() // nil: the write failed, the daemon stopped reading
+		return in.Failed() // nil: the write failed, the daemon stopped reading
 	}
 	if err := w.Flush(); err != nil {
 		return nil // the daemon stopped reading; its answer tells
@@ -291,12 +277,12 @@ func send(uc *net.UnixConn, o options, input io.Reader, keepOpen bool) error {
 	return nil
 }
 
-// answer copies the daemon's frames to stdout and stderr and returns the
+// Answer copies the daemon's frames to stdout and stderr and returns the
 // exit status of its 'x' frame, or 1 and what went wrong with the answer.
 // A frame's payload goes out as it is read, in writes of up to the read
 // buffer (a dump's frames are big: see bigFrame), with nothing held back:
 // what the daemon sent together is written together.
-func answer(uc *net.UnixConn, stdout, stderr io.Writer) (int, string) {
+func Answer(uc *net.UnixConn, stdout, stderr io.Writer) (int, string) {
 	r := bufio.NewReaderSize(uc, answerBuf)
 	var hdr [5]byte
 	for {

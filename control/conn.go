@@ -1,160 +1,16 @@
 package control
 
 import (
-	"bufio"
-	"encoding/binary"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"os"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"urouter/dataplane"
 )
-
-// The wire between client and daemon. The client sends one header line,
-//
-//	urouter/1 OPTIONS BATCHNAME
-//
-// (OPTIONS: letters j p d f b r 6, the stats count as digits, and z and
-// the batch file's size in bytes; or "-"),
-// then command lines, each ending in '\n', then closes its side. The daemon
-// answers with frames: a type byte ('o' stdout, 'e' stderr, 'x' exit
-// status), a big-endian uint32 length and the payload.
-
-const protoMagic = "urouter/1"
-
-type options struct {
-	json, pretty, details, force, batch bool
-	// restore: a batch replaying `route save`; routes that exist already
-	// are not errors, as with ip route restore.
-	restore   bool
-	stats     int
-	batchName string
-	// inet6: -6 was given (a nexthop without an IPv6 gateway is IPv4
-	// without it, as in Linux)
-	inet6 bool
-	// size is the batch file's size in bytes, if known: how big a load
-	// is coming (see session.txnFor)
-	size int64
-}
-
-func (o options) header() string {
-	f := ""
-	for _, x := range []struct {
-		on bool
-		c  string
-	}{{o.json, "j"}, {o.pretty, "p"}, {o.details, "d"}, {o.force, "f"}, {o.batch, "b"}, {o.restore, "r"}, {o.inet6, "6"}} {
-		if x.on {
-			f += x.c
-		}
-	}
-	if o.stats > 0 {
-		f += strconv.Itoa(o.stats)
-	}
-	if o.size > 0 {
-		f += "z" + strconv.FormatInt(o.size, 10)
-	}
-	if f == "" {
-		f = "-"
-	}
-	name := o.batchName
-	if name == "" {
-		name = "-"
-	}
-	return protoMagic + " " + f + " " + name + "\n"
-}
-
-// maxHeader bounds the header line: the magic, the options and a batch
-// file's name, a path of PATH_MAX (4,096 bytes) at most.
-const maxHeader = 4<<10 + 128
-
-// errLongHeader: a header line longer than maxHeader (the rest is not read).
-var errLongHeader = fmt.Errorf("bad header: longer than %d bytes", maxHeader)
-
-// readHeader reads and parses the header line, of maxHeader bytes at most;
-// in's buffer is larger.
-func readHeader(in *bufio.Reader) (options, error) {
-	line, err := in.ReadSlice('\n')
-	if err == bufio.ErrBufferFull || len(line) > maxHeader {
-		return options{}, errLongHeader
-	}
-	if err != nil {
-		return options{}, err
-	}
-	return parseHeader(string(line))
-}
-
-// errBadHeader: a header line of another protocol (version).
-var errBadHeader = errors.New("bad header")
-
-func parseHeader(line string) (options, error) {
-	var o options
-	fields := strings.SplitN(strings.TrimRight(line, "\n"), " ", 3)
-	if len(fields) != 3 || fields[0] != protoMagic {
-		return o, errBadHeader
-	}
-	sizing := false // the digits after z are the size
-	for _, c := range fields[1] {
-		switch {
-		case c == 'z':
-			sizing = true
-		case sizing && c >= '0' && c <= '9':
-			o.size = min(o.size*10+int64(c-'0'), 1<<40)
-		case c == 'j':
-			o.json = true
-		case c == 'p':
-			o.pretty = true
-		case c == 'd':
-			o.details = true
-		case c == 'f':
-			o.force = true
-		case c == 'b':
-			o.batch = true
-		case c == 'r':
-			o.restore = true
-		case c == '6':
-			o.inet6 = true
-		case c >= '0' && c <= '9':
-			o.stats = o.stats*10 + int(c-'0')
-		}
-	}
-	o.batchName = fields[2]
-	return o, nil
-}
-
-// frameWriter writes everything given to it as frames of one type.
-type frameWriter struct {
-	c    io.Writer
-	kind byte
-}
-
-func (w *frameWriter) Write(p []byte) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
-	}
-	var hdr [5]byte
-	hdr[0] = w.kind
-	binary.BigEndian.PutUint32(hdr[1:], uint32(len(p)))
-	bufs := net.Buffers{hdr[:], p}
-	if _, err := bufs.WriteTo(w.c); err != nil {
-		return 0, err
-	}
-	return len(p), nil
-}
-
-// tell sends a client a message for its stderr and its exit status: all
-// that a session that ends before it runs says. A client that cannot read
-// them is gone: no one else to tell.
-func tell(c io.Writer, msg string, status byte) {
-	_, _ = (&frameWriter{c: c, kind: 'e'}).Write([]byte(msg + "\n"))
-	_, _ = (&frameWriter{c: c, kind: 'x'}).Write([]byte{status})
-}
 
 // idleCommit is how long a session waits on its client, in either
 // direction, before it publishes the transaction it holds and lets the
