@@ -1,7 +1,6 @@
 package archdoc
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
@@ -24,16 +23,14 @@ type graph map[string][]string
 // readDoc reads the first fenced block after heading: one line a package,
 // "PKG -> DEP DEP ..." or "PKG -> none".
 func readDoc(path string) (graph, error) {
-	f, err := os.Open(path)
+	text, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
 	g := graph{}
-	sc := bufio.NewScanner(f)
 	section, block := false, false
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
+	for i, line := range strings.Split(string(text), "\n") {
+		n := i + 1
 		switch {
 		case !section:
 			section = line == heading
@@ -58,9 +55,6 @@ func readDoc(path string) (graph, error) {
 			slices.Sort(fields)
 			g[pkg] = fields
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, err
 	}
 	return nil, fmt.Errorf("%s: no fenced block after %q", path, heading)
 }
