@@ -46,75 +46,27 @@ const (
 	addrDel
 )
 
+// addrReq is an address command's words.
+type addrReq struct {
+	dev      []byte
+	pfx      netip.Prefix
+	set      bool // pfx was given
+	lenGiven bool // with its length
+	metric   uint32
+}
+
 func (s *session) addrModify(args [][]byte, op addrOp) *cmdErr {
-	var dev []byte
-	var pfx netip.Prefix
-	var set, lenGiven bool
-	var metric uint32
-	ws := argv{args: args}
-	for ; ws.i < len(args); ws.i++ {
-		w := args[ws.i]
-		switch {
-		case is(w, "dev"):
-			v, err := ws.next()
-			if err != nil {
-				return err
-			}
-			dev = v
-		case is(w, "peer"), is(w, "remote"), matches(w, "broadcast"), is(w, "brd"), is(w, "anycast"):
-			return unsupported(w)
-		case matches(w, "metric"), matches(w, "priority"), matches(w, "preference"): // before the lifetimes, as ip
-			v, err := ws.next()
-			if err != nil {
-				return err
-			}
-			n, ok := parseUint32(v)
-			if !ok {
-				return invarg("\"metric\" value is invalid\n", v) // ip's own newline, and one more
-			}
-			metric = n
-		case is(w, "scope"), matches(w, "valid_lft"), matches(w, "preferred_lft"), is(w, "label"):
-			if _, err := ws.next(); err != nil { // accepted, the router has one kind of address
-				return err
-			}
-		case is(w, "nodad"), is(w, "noprefixroute"), is(w, "home"), is(w, "mngtmpaddr"):
-			return unsupported(w)
-		default:
-			if is(w, "local") {
-				v, err := ws.next()
-				if err != nil {
-					return err
-				}
-				w = v
-			}
-			if matches(w, "help") {
-				return addrUsage()
-			}
-			if set {
-				return parseErr("Error: either \"local\" is duplicate, or \"%s\" is a garbage.", w)
-			}
-			p, err := parsePrefix(w)
-			if err != nil {
-				return err
-			}
-			if p.Addr().IsUnspecified() || p.Addr().IsMulticast() {
-				return extack("ipv6: Invalid address.")
-			}
-			pfx, set, lenGiven = p, true, strings.IndexByte(str(w), '/') >= 0
-		}
-	}
-	if dev == nil {
-		return parseErr("Not enough information: \"dev\" argument is required.")
-	}
-	if !set {
-		return incomplete()
-	}
-	l, err := s.link(dev)
+	q, err := parseAddrReq(args)
 	if err != nil {
 		return err
 	}
+	l, err := s.link(q.dev)
+	if err != nil {
+		return err
+	}
+	pfx := q.pfx
 	if op == addrDel {
-		if !lenGiven {
+		if !q.lenGiven {
 			for _, a := range l.Addrs() {
 				if a.Addr() == pfx.Addr() {
 					pfx = a // wildcard deletion, as ip does for an address without length
@@ -126,9 +78,80 @@ func (s *session) addrModify(args [][]byte, op addrOp) *cmdErr {
 		}
 		return nil
 	}
-	if aerr := s.r.SetAddr(l, pfx, metric, op == addrReplace); aerr != nil {
+	if aerr := s.r.SetAddr(l, pfx, q.metric, op == addrReplace); aerr != nil {
 		return extack(aerr.Error())
 	}
+	return nil
+}
+
+// parseAddrReq reads an address command's words in ip's order of checks.
+func parseAddrReq(args [][]byte) (q addrReq, _ *cmdErr) {
+	ws := argv{args: args}
+	for ; ws.i < len(args); ws.i++ {
+		w := args[ws.i]
+		switch {
+		case is(w, "dev"):
+			v, err := ws.next()
+			if err != nil {
+				return q, err
+			}
+			q.dev = v
+		case is(w, "peer"), is(w, "remote"), matches(w, "broadcast"), is(w, "brd"), is(w, "anycast"):
+			return q, unsupported(w)
+		case matches(w, "metric"), matches(w, "priority"), matches(w, "preference"): // before the lifetimes, as ip
+			v, err := ws.next()
+			if err != nil {
+				return q, err
+			}
+			n, ok := parseUint32(v)
+			if !ok {
+				return q, invarg("\"metric\" value is invalid\n", v) // ip's own newline, and one more
+			}
+			q.metric = n
+		case is(w, "scope"), matches(w, "valid_lft"), matches(w, "preferred_lft"), is(w, "label"):
+			if _, err := ws.next(); err != nil { // accepted, the router has one kind of address
+				return q, err
+			}
+		case is(w, "nodad"), is(w, "noprefixroute"), is(w, "home"), is(w, "mngtmpaddr"):
+			return q, unsupported(w)
+		default:
+			if err := q.local(&ws, w); err != nil {
+				return q, err
+			}
+		}
+	}
+	if q.dev == nil {
+		return q, parseErr("Not enough information: \"dev\" argument is required.")
+	}
+	if !q.set {
+		return q, incomplete()
+	}
+	return q, nil
+}
+
+// local reads the address, w or (after "local") the word after it.
+func (q *addrReq) local(ws *argv, w []byte) *cmdErr {
+	if is(w, "local") {
+		v, err := ws.next()
+		if err != nil {
+			return err
+		}
+		w = v
+	}
+	if matches(w, "help") {
+		return addrUsage()
+	}
+	if q.set {
+		return parseErr("Error: either \"local\" is duplicate, or \"%s\" is a garbage.", w)
+	}
+	p, err := parsePrefix(w)
+	if err != nil {
+		return err
+	}
+	if p.Addr().IsUnspecified() || p.Addr().IsMulticast() {
+		return extack("ipv6: Invalid address.")
+	}
+	q.pfx, q.set, q.lenGiven = p, true, strings.IndexByte(str(w), '/') >= 0
 	return nil
 }
 

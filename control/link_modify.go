@@ -53,65 +53,20 @@ func (s *session) linkAdd(args [][]byte) *cmdErr {
 	if err != nil {
 		return err
 	}
-	if a.typ == nil {
-		return &cmdErr{msg: "Not enough information: \"type\" argument is required", code: 1}
-	}
-	if a.name == nil {
-		return &cmdErr{msg: "Not enough information: \"dev\" argument is required.", code: 255}
-	}
-	if len(a.name) == 0 || len(a.name) > 15 || strings.ContainsAny(str(a.name), "/ \t:") {
-		return invarg("\"name\" not a valid ifname\n", a.name)
-	}
-	var tun *port.TUNOptions
-	var eth *etherArgs
-	var dummyMAC []byte
-	switch str(a.typ) {
-	case "dummy":
-		if len(a.typArgs) > 0 {
-			return garbageArgs(a.typArgs[0])
-		}
-		if a.address != nil {
-			var err *cmdErr
-			if dummyMAC, err = parseLLAddr(a.address); err != nil {
-				return err
-			}
-			if len(dummyMAC) != 6 {
-				return &cmdErr{msg: fmt.Sprintf("Invalid address length %d - must be 6 bytes", len(dummyMAC)), code: 1}
-			}
-		}
-	case "tun":
-		var err *cmdErr
-		if tun, err = parseTUNArgs(a); err != nil {
-			return err
-		}
-	case "tap", "host":
-		var err *cmdErr
-		if eth, err = parseEtherArgs(a); err != nil {
-			return err
-		}
-	default:
-		return extack("Unknown device type.")
-	}
-	if a.address != nil && tun != nil {
-		return extack("a TUN link has no link-layer address")
-	}
-	mtu := 1500
-	if a.mtu >= 0 {
-		if a.mtu < dataplane.MinMTU {
-			return extack(dataplane.ErrMTU.Error())
-		}
-		mtu = a.mtu
+	k, err := parseLinkKind(a)
+	if err != nil {
+		return err
 	}
 	var l *dataplane.Link
 	var lerr error
 	switch {
-	case tun != nil:
-		tun.MTU = mtu
-		l, lerr = s.r.AddTUNAt(string(a.name), a.index, *tun)
-	case eth != nil:
-		l, lerr = s.addEther(a, eth, mtu)
+	case k.tun != nil:
+		k.tun.MTU = k.mtu
+		l, lerr = s.r.AddTUNAt(string(a.name), a.index, *k.tun)
+	case k.eth != nil:
+		l, lerr = s.addEther(a, k.eth, k.mtu)
 	default:
-		l, lerr = s.r.AddDummyAt(string(a.name), a.index, mtu, dummyMAC)
+		l, lerr = s.r.AddDummyAt(string(a.name), a.index, k.mtu, k.dummyMAC)
 	}
 	if lerr != nil {
 		return linkErr(lerr)
@@ -122,7 +77,7 @@ func (s *session) linkAdd(args [][]byte) *cmdErr {
 	if a.index == 0 {
 		s.did.linkIndex = l.Index
 	}
-	if mac := l.Hardware().HardwareAddr(); a.address == nil && mac != nil && (eth == nil || !eth.host) {
+	if mac := l.Hardware().HardwareAddr(); a.address == nil && mac != nil && (k.eth == nil || !k.eth.host) {
 		s.did.linkMAC = mac
 	}
 	if a.set && a.up {
@@ -131,6 +86,62 @@ func (s *session) linkAdd(args [][]byte) *cmdErr {
 		}
 	}
 	return nil
+}
+
+// linkKind is what `link add` makes, from its type's words: a TUN's
+// options, an Ethernet link's, or a dummy's MAC; and its MTU.
+type linkKind struct {
+	tun      *port.TUNOptions
+	eth      *etherArgs
+	dummyMAC []byte
+	mtu      int
+}
+
+// parseLinkKind checks link add's name, type and MTU, in ip's order.
+func parseLinkKind(a *linkArgs) (k linkKind, err *cmdErr) {
+	if a.typ == nil {
+		return k, &cmdErr{msg: "Not enough information: \"type\" argument is required", code: 1}
+	}
+	if a.name == nil {
+		return k, &cmdErr{msg: "Not enough information: \"dev\" argument is required.", code: 255}
+	}
+	if len(a.name) == 0 || len(a.name) > 15 || strings.ContainsAny(str(a.name), "/ \t:") {
+		return k, invarg("\"name\" not a valid ifname\n", a.name)
+	}
+	switch str(a.typ) {
+	case "dummy":
+		if len(a.typArgs) > 0 {
+			return k, garbageArgs(a.typArgs[0])
+		}
+		if a.address != nil {
+			if k.dummyMAC, err = parseLLAddr(a.address); err != nil {
+				return k, err
+			}
+			if len(k.dummyMAC) != 6 {
+				return k, &cmdErr{msg: fmt.Sprintf("Invalid address length %d - must be 6 bytes", len(k.dummyMAC)), code: 1}
+			}
+		}
+	case "tun":
+		k.tun, err = parseTUNArgs(a)
+	case "tap", "host":
+		k.eth, err = parseEtherArgs(a)
+	default:
+		return k, extack("Unknown device type.")
+	}
+	if err != nil {
+		return k, err
+	}
+	if a.address != nil && k.tun != nil {
+		return k, extack("a TUN link has no link-layer address")
+	}
+	k.mtu = 1500
+	if a.mtu >= 0 {
+		if a.mtu < dataplane.MinMTU {
+			return k, extack(dataplane.ErrMTU.Error())
+		}
+		k.mtu = a.mtu
+	}
+	return k, nil
 }
 
 func linkErr(err error) *cmdErr {

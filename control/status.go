@@ -25,49 +25,12 @@ func (s *session) statusCmd(args [][]byte) *cmdErr {
 	if len(args) > 1 || len(args) == 1 && !matches(args[0], "show") {
 		return parseErr("Usage: urouter status [ show ]")
 	}
-	var why []string
 	st := s.startup
 	if st == nil {
 		st = &Startup{}
 	}
-	if s.state != nil && s.state.Loaded.Errors > 0 {
-		why = append(why, s.state.FailedWhy())
-	}
-	if s.state != nil && s.state.Unsaved() != "" {
-		why = append(why, fmt.Sprintf("state %s: a change is not saved: %v", s.state.Path(), s.state.Unsaved()))
-	}
-	up, configured := 0, 0
-	for _, l := range s.r.Links.All() {
-		if l.Index == 1 || !l.Up() {
-			continue
-		}
-		configured++
-		if !l.Carrier() {
-			why = append(why, "link "+l.Name+" is set up but has no carrier")
-			continue
-		}
-		up++
-	}
-	var fpmState string
-	if s.feeds != nil && s.feeds.FPM != nil {
-		f := s.feeds.FPM.Status()
-		switch {
-		case !f.Connected:
-			fpmState = "waiting for zebra on " + f.Listen
-			why = append(why, "fpm: zebra has not connected to "+f.Listen)
-		case !f.Settled:
-			fpmState = "connected from " + f.Peer + ", replaying"
-		default:
-			fpmState = "connected from " + f.Peer + ", settled"
-		}
-	}
-	if s.feeds != nil {
-		for _, m := range s.feeds.Tables {
-			if m.Synced().UnixNano() <= 0 {
-				why = append(why, "mirror table "+strconv.FormatUint(uint64(m.Table), 10)+" has not synced")
-			}
-		}
-	}
+	rd := s.readiness()
+	why, up, configured, fpmState := rd.why, rd.up, rd.configured, rd.fpm
 	w := s.newPrinter()
 	ready := len(why) == 0
 	if !w.json() {
@@ -117,6 +80,57 @@ func (s *session) statusCmd(args [][]byte) *cmdErr {
 		return &cmdErr{msg: "urouter: not ready", code: 1}
 	}
 	return nil
+}
+
+// readiness is what status finds: why the router is not ready (none:
+// it is), its links up of those set up, its FPM feed's state.
+type readiness struct {
+	why            []string
+	up, configured int
+	fpm            string
+}
+
+func (s *session) readiness() readiness {
+	var why []string
+	if s.state != nil && s.state.Loaded.Errors > 0 {
+		why = append(why, s.state.FailedWhy())
+	}
+	if s.state != nil && s.state.Unsaved() != "" {
+		why = append(why, fmt.Sprintf("state %s: a change is not saved: %v", s.state.Path(), s.state.Unsaved()))
+	}
+	up, configured := 0, 0
+	for _, l := range s.r.Links.All() {
+		if l.Index == 1 || !l.Up() {
+			continue
+		}
+		configured++
+		if !l.Carrier() {
+			why = append(why, "link "+l.Name+" is set up but has no carrier")
+			continue
+		}
+		up++
+	}
+	var fpmState string
+	if s.feeds != nil && s.feeds.FPM != nil {
+		f := s.feeds.FPM.Status()
+		switch {
+		case !f.Connected:
+			fpmState = "waiting for zebra on " + f.Listen
+			why = append(why, "fpm: zebra has not connected to "+f.Listen)
+		case !f.Settled:
+			fpmState = "connected from " + f.Peer + ", replaying"
+		default:
+			fpmState = "connected from " + f.Peer + ", settled"
+		}
+	}
+	if s.feeds != nil {
+		for _, m := range s.feeds.Tables {
+			if m.Synced().UnixNano() <= 0 {
+				why = append(why, "mirror table "+strconv.FormatUint(uint64(m.Table), 10)+" has not synced")
+			}
+		}
+	}
+	return readiness{why: why, up: up, configured: configured, fpm: fpmState}
 }
 
 // printStateStatus prints status's word on the state file: what the
