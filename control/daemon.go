@@ -16,6 +16,8 @@ import (
 	"urouter/control/statefile"
 	"urouter/control/wire"
 	"urouter/router"
+
+	"golang.org/x/sys/unix"
 )
 
 // Server is a running daemon's control socket: it serves a router's
@@ -56,9 +58,9 @@ func Listen(path string, r *router.Router) (*Server, error) {
 		}
 	}
 	// Create the socket with no access for others from the start.
-	old := umask(0o177)
+	old := unix.Umask(0o177)
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
-	umask(old)
+	unix.Umask(old)
 	if err != nil {
 		return nil, err
 	}

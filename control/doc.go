@@ -25,14 +25,19 @@
 // gateways and paths checked) is in a parser of its own (routeParser,
 // ruleParser), not in the session.
 //
-//	conn.go                       pausingConn: a client's connection as its session uses it
-//	daemon.go                     the socket's server, the config file
 //	session.go                    a session: lines in, the object picked, the transactions
+//	daemon.go, conn.go            the socket's server and the config file; pausingConn, a
+//	                              client's connection as its session uses it
+//	batch_ahead.go, batch_shape.go  a long batch read and parsed ahead; a run of route
+//	                              lines that differ in their destination added at once
 //	args.go, errors.go, names.go  words, iproute2's errors, its names of protocols and tables
 //	output.go                     the printer: text and JSON from the same calls
+//	addr_parse.go, addr_format.go a batch's prefixes parsed fast; a destination printed
 //	route_parse.go                route add/del/...'s words, the route parser's memo
-//	route_modify.go               route's commands, a route checked and applied
-//	route_show.go, route_print.go route show/flush/save: the selector, the printer
+//	route_modify.go, route_gateway.go  route's commands, a route checked and applied; its
+//	                              gateway checked as Linux's ip6_validate_gw
+//	route_show.go, route_print.go, route_print_fast.go  route show/flush/save: the
+//	                              selector, the printer, the cache of routes printed alike
 //	route_get.go, route_explain.go route get, and -d's explanation of the decision
 //	nexthop_{parse,modify,show}.go, nexthop_bucket.go  nexthop objects and buckets
 //	rule_{parse,modify,show}.go   rules
@@ -43,7 +48,10 @@
 //	ntable_{modify,show}.go       the neighbour tables' knobs
 //	ra_{modify,show}.go           Router Advertisements
 //	sysctl.go                     sysctl(8): the router's knobs by Linux's names
+//	save.go                       save: the configuration as the commands that make it
 //	feeds.go                      fpm show, mirror show
 //	monitor.go                    ip monitor: the hub and its events
+//	capture.go, trace.go          capture's pcapng stream; trace add and show
+//	status.go                     status: whether the router is ready, and why not
 //	record.go                     what the state file (package statefile) is given: lines, effects, the replay
 package control
