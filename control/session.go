@@ -310,7 +310,7 @@ func (s *session) execWords(line []byte, args [][]byte, cw cmdWords) *cmdErr {
 		s.record(line, args)
 	case len(s.did.partial) > 0:
 		// it failed, but changed this all the same
-		s.rec.Record(s.did.partial)
+		s.record(s.did.partial, nil)
 	}
 	return e
 }

@@ -202,6 +202,9 @@ func TestStateRecords(t *testing.T) {
 	if _, _, code := client(sock, wire.Options{}, "sysctl -w net.ipv6.conf.d0.hop_limit=33 net.ipv6.conf.d0.nosuch=1\n"); code == 0 {
 		t.Fatal("a write of a knob that does not exist passed")
 	}
+	if _, _, code := client(sock, wire.Options{Inet6: true}, "sysctl -w net.ipv6.conf.d0.mtu=1400 net.ipv6.conf.d0.nosuch=1\n"); code == 0 {
+		t.Fatal("a write of a knob that does not exist passed")
+	}
 	srv.Close()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -209,7 +212,7 @@ func TestStateRecords(t *testing.T) {
 	}
 	for _, want := range []string{"\nnexthop add id 1 via 2001:db8:91::2 dev d0\nnexthop add id 2 via 2001:db8:91::3 dev d0\n#@urouter",
 		"\n-6 nexthop add id 3 dev d0\n#@urouter", "\nroute add 2001:db8:7::/64 dev d0 expires 100\n#@urouter",
-		"\nsysctl -q -w net.ipv6.conf.d0.hop_limit=33\n#@urouter"} {
+		"\nsysctl -q -w net.ipv6.conf.d0.hop_limit=33\n#@urouter", "\n-6 sysctl -q -w net.ipv6.conf.d0.mtu=1400\n#@urouter"} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("the state file lacks %q:\n%s", want, b)
 		}
