@@ -28,6 +28,40 @@ func TestAddEach(t *testing.T) {
 }
 
 func checkAddEach(t *testing.T, r *rand.Rand, n int, shuffled, preload bool) {
+	dsts := addEachDsts(r, n, shuffled)
+	rt := Route{Attrs: Attrs{Type: Unicast, Proto: ProtoBoot, Metric: DefaultMetric,
+		Nexthop: nexthop.Nexthop{Gateway: netip.MustParseAddr("2001:db8:91::2"), Link: 3}}}
+	tabs, seen := twinTables(dsts, rt, preload)
+	x, y := tabs[0].Begin(), tabs[1].Begin()
+	bad := rt
+	bad.Type = Type(200)
+	if _, err := x.AddEach(bad, dsts[:3]); err == nil || tabs[0].Len() != tabs[1].Len() {
+		t.Fatalf("a bad route: %v, %d routes", err, tabs[0].Len())
+	}
+	addEachRuns(t, r, x, y, rt, dsts)
+	// refused at once, with a route nothing else holds: it is not kept
+	other := rt
+	other.Dst = netip.MustParsePrefix("2001:db8:ffff::/48")
+	if x.Add(other) != nil || y.Add(other) != nil {
+		t.Fatal("2001:db8:ffff::/48 is there")
+	}
+	other.Nexthop.Gateway = netip.MustParseAddr("2001:db8:91::4")
+	interned := len(tabs[0].intern)
+	if n, err := x.AddEach(other, []netip.Prefix{other.Dst, dsts[1]}); n != 0 || err == nil || len(tabs[0].intern) != interned {
+		t.Fatalf("a run whose first is there: added %d (%v), %d interned, want %d", n, err, len(tabs[0].intern), interned)
+	}
+	if !shuffled && !preload && !x.tx.bulk.bottomUp() {
+		t.Fatal("the load was not built bottom-up")
+	}
+	x.Commit()
+	y.Commit()
+	sameTwins(t, tabs, seen)
+}
+
+// addEachDsts draws about n destinations, in order or shuffled, with a
+// duplicate now and then and, among them, odd ones: host bits, an IPv4
+// prefix, a zero prefix.
+func addEachDsts(r *rand.Rand, n int, shuffled bool) []netip.Prefix {
 	var seeds []netip.Prefix
 	dsts := make([]netip.Prefix, n)
 	for i := range dsts {
@@ -48,11 +82,14 @@ func checkAddEach(t *testing.T, r *rand.Rand, n int, shuffled, preload bool) {
 		}
 		dsts = slices.Insert(dsts, at, d)
 	}
-	rt := Route{Attrs: Attrs{Type: Unicast, Proto: ProtoBoot, Metric: DefaultMetric,
-		Nexthop: nexthop.Nexthop{Gateway: netip.MustParseAddr("2001:db8:91::2"), Link: 3}}}
-	gws := []netip.Addr{rt.Nexthop.Gateway, netip.MustParseAddr("2001:db8:91::3")}
-	var seen [2][]Change
-	var tabs [2]*Table
+	return dsts
+}
+
+// twinTables are two empty tables with watchers that record what they
+// hear, or, if preload, two with the same routes of rt to a third of
+// dsts, of other metrics.
+func twinTables(dsts []netip.Prefix, rt Route, preload bool) (tabs [2]*Table, seen *[2][]Change) {
+	seen = new([2][]Change)
 	for i := range tabs {
 		w := Watcher(func(_ *Table, cs *Changes) { seen[i] = slices.AppendSeq(seen[i], cs.All()) })
 		tabs[i] = newTable(100, nil)
@@ -69,12 +106,14 @@ func checkAddEach(t *testing.T, r *rand.Rand, n int, shuffled, preload bool) {
 			x.Commit()
 		}
 	}
-	x, y := tabs[0].Begin(), tabs[1].Begin()
-	bad := rt
-	bad.Type = Type(200)
-	if _, err := x.AddEach(bad, dsts[:3]); err == nil || tabs[0].Len() != tabs[1].Len() {
-		t.Fatalf("a bad route: %v, %d routes", err, tabs[0].Len())
-	}
+	return tabs, seen
+}
+
+// addEachRuns adds dsts in runs of random lengths, metrics and gateways:
+// each run by AddEach in x and by Add of each in y, which must add as many
+// and fail alike. A failed run goes on past the refused destination.
+func addEachRuns(t *testing.T, r *rand.Rand, x, y *Txn, rt Route, dsts []netip.Prefix) {
+	gws := []netip.Addr{rt.Nexthop.Gateway, netip.MustParseAddr("2001:db8:91::3")}
 	fails := 0
 	for rest := dsts; len(rest) > 0; {
 		run := rest[:min(len(rest), 1+r.IntN(80))]
@@ -104,22 +143,11 @@ func checkAddEach(t *testing.T, r *rand.Rand, n int, shuffled, preload bool) {
 	if fails == 0 {
 		t.Fatal("no run failed")
 	}
-	// refused at once, with a route nothing else holds: it is not kept
-	other := rt
-	other.Dst = netip.MustParsePrefix("2001:db8:ffff::/48")
-	if x.Add(other) != nil || y.Add(other) != nil {
-		t.Fatal("2001:db8:ffff::/48 is there")
-	}
-	other.Nexthop.Gateway = netip.MustParseAddr("2001:db8:91::4")
-	interned := len(tabs[0].intern)
-	if n, err := x.AddEach(other, []netip.Prefix{other.Dst, dsts[1]}); n != 0 || err == nil || len(tabs[0].intern) != interned {
-		t.Fatalf("a run whose first is there: added %d (%v), %d interned, want %d", n, err, len(tabs[0].intern), interned)
-	}
-	if !shuffled && !preload && !x.tx.bulk.bottomUp() {
-		t.Fatal("the load was not built bottom-up")
-	}
-	x.Commit()
-	y.Commit()
+}
+
+// sameTwins holds two tables to the same tries, sizes, interned routes
+// and their sharing, and the same changes heard.
+func sameTwins(t *testing.T, tabs [2]*Table, seen *[2][]Change) {
 	sameTries(t, tabs[0].trie, tabs[1].trie, sameRoutes)
 	if tabs[0].Len() != tabs[1].Len() || len(tabs[0].intern) != len(tabs[1].intern) {
 		t.Fatalf("sizes %d, %d; interned %d, %d", tabs[0].Len(), tabs[1].Len(), len(tabs[0].intern), len(tabs[1].intern))
