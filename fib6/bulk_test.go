@@ -15,50 +15,53 @@ import (
 // node kinds, classes, vectors, flags, defaults, locals, tails, owners and
 // the route sets stored (as eq compares them: tables intern their own),
 // so that a bulk-built trie can be held to be exactly the one the
-// incremental path builds.
-func sameTrie(a, b unsafe.Pointer, where string, eq func(r, s *rset) bool) error {
+// incremental path builds. The error names where, as the path of slots
+// (/s) and entries (.i) from the root: built on the way back from a
+// difference, as a path formatted at every node cost most of the time of
+// a comparison of large tries.
+func sameTrie(a, b unsafe.Pointer, eq func(r, s *rset) bool) error {
 	if tagOf(a) != tagOf(b) {
-		return fmt.Errorf("%s: kinds %d and %d", where, tagOf(a), tagOf(b))
+		return fmt.Errorf(": kinds %d and %d", tagOf(a), tagOf(b))
 	}
 	sameLocals := func(l, m *locals) error {
 		if l.len() != m.len() || l != nil && m != nil && (l.short != m.short || l.owner != m.owner || !slices.EqualFunc(l.vals, m.vals, eq)) {
-			return fmt.Errorf("%s: locals differ: %+v and %+v", where, l, m)
+			return fmt.Errorf(": locals differ: %+v and %+v", l, m)
 		}
 		return nil
 	}
 	switch tagOf(a) {
 	case tagRset:
 		if !eq(asRset(a), asRset(b)) {
-			return fmt.Errorf("%s: route sets differ", where)
+			return fmt.Errorf(": route sets differ")
 		}
 	case tagTail:
 		if ta, tb := *asTail(a), *asTail(b); ta.k != tb.k || ta.plen != tb.plen || ta.fringe != tb.fringe || !eq(ta.val, tb.val) || !eq(ta.dflt, tb.dflt) {
-			return fmt.Errorf("%s: tails %+v and %+v", where, *asTail(a), *asTail(b))
+			return fmt.Errorf(": tails %+v and %+v", *asTail(a), *asTail(b))
 		}
 	case tagDense:
 		d, e := asDense(a), asDense(b)
 		if !eq(d.dflt, e.dflt) || d.fringe != e.fringe || !slices.EqualFunc(d.fval, e.fval, eq) || d.owner != e.owner {
-			return fmt.Errorf("%s: dense nodes differ", where)
+			return fmt.Errorf(": dense nodes differ")
 		}
 		if err := sameLocals(d.loc, e.loc); err != nil {
 			return err
 		}
 		for s := range d.slots {
-			if err := sameTrie(d.slots[s], e.slots[s], fmt.Sprintf("%s/%d", where, s), eq); err != nil {
-				return err
+			if err := sameTrie(d.slots[s], e.slots[s], eq); err != nil {
+				return fmt.Errorf("/%d%w", s, err)
 			}
 		}
 	case tagNode:
 		n, m := asNode(a), asNode(b)
 		if n.cum != m.cum || n.flags != m.flags || n.cls != m.cls || n.vec != m.vec || !eq(n.dflt, m.dflt) || n.cold().owner != m.cold().owner {
-			return fmt.Errorf("%s: nodes differ: %+v and %+v", where, *n, *m)
+			return fmt.Errorf(": nodes differ: %+v and %+v", *n, *m)
 		}
 		if err := sameLocals(n.cold().loc, m.cold().loc); err != nil {
 			return err
 		}
 		for i := 0; i < n.entries(); i++ {
-			if err := sameTrie(n.entryAt(i), m.entryAt(i), fmt.Sprintf("%s.%d", where, i), eq); err != nil {
-				return err
+			if err := sameTrie(n.entryAt(i), m.entryAt(i), eq); err != nil {
+				return fmt.Errorf(".%d%w", i, err)
 			}
 		}
 	}
@@ -67,7 +70,7 @@ func sameTrie(a, b unsafe.Pointer, where string, eq func(r, s *rset) bool) error
 
 func sameTries(t *testing.T, a, b *trie, eq func(r, s *rset) bool) {
 	t.Helper()
-	if err := sameTrie(denseEntry(a.root.Load()), denseEntry(b.root.Load()), "", eq); err != nil {
+	if err := sameTrie(denseEntry(a.root.Load()), denseEntry(b.root.Load()), eq); err != nil {
 		t.Fatal(err)
 	}
 }
