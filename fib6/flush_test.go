@@ -61,7 +61,7 @@ func TestFlushAll(t *testing.T) {
 			ts.Watch(func(_ *Table, cs *Changes) { heard = append(heard, cs) })
 		}
 		tab := ts.Ensure(100)
-		rs := flushRoutes(100_000)
+		rs := flushRoutes(sized(100_000, 20_000))
 		load := func() {
 			x := tab.Begin()
 			for _, r := range rs {

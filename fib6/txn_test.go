@@ -12,7 +12,7 @@ import (
 // Commit, against Table.Lookup without a source after it.
 func TestTxnLookup(t *testing.T) {
 	pendingSeen := 0
-	for seed := uint64(1); seed <= 12; seed++ {
+	for seed := uint64(1); seed <= uint64(sized(12, 3)); seed++ {
 		r := rand.New(rand.NewPCG(seed, 17))
 		tab := newTable(100, nil)
 		m := newRefTable()

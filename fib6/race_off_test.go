@@ -1,0 +1,5 @@
+//go:build !race
+
+package fib6
+
+const underRace = false

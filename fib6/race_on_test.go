@@ -1,0 +1,9 @@
+//go:build race
+
+package fib6
+
+// underRace: the race detector makes the model tests ten to twenty times
+// slower, most of it in the models' maps and sorts, which no goroutine
+// shares. Under it they run smaller (sized); `make test` runs them at
+// full size without it.
+const underRace = true
