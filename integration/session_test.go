@@ -86,102 +86,15 @@ func TestHeldBatchSessions(t *testing.T) {
 
 	const clients, bound, running, longRunning = 12000, 4096, 100, 20
 	raiseNofile(t, clients+1000)
-	fds := make([]int, 0, clients)
-	defer func() {
-		for _, fd := range fds {
-			_ = unix.Close(fd) // ends its session, if it has one
-		}
-	}()
-	header := []byte("urouter/1 b -\n")
-	for i := 0; i < clients; i++ {
-		fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			t.Fatalf("socket %d: %v", i, err)
-		}
-		fds = append(fds, fd)
-		// a blocking connect waits while the listener's backlog is full;
-		// the reads below wait for an answer: neither without end
-		tv := unix.Timeval{Sec: 10}
-		if err := errors.Join(unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv),
-			unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)); err != nil {
-			t.Fatal(err)
-		}
-		if err := eintr(func() error { return unix.Connect(fd, &unix.SockaddrUnix{Name: l.d.sock}) }); err != nil {
-			t.Fatalf("client %d: connect: %v\n%s", i, err, l.d.log)
-		}
-		if err := writeAll(fd, header); err != nil {
-			t.Fatalf("client %d: %v", i, err)
-		}
-	}
-
-	// the refused are told at once; the served hear nothing yet
-	refusal := append(frame('e', "Error: 4096 sessions run already.\n"), frame('x', "\x01")...)
-	got := make([][]byte, clients)
-	// served: those that have heard nothing; told: those told all a
-	// refusal is long
-	served := func() (s []int, told int) {
-		for i, fd := range fds {
-			var buf [256]byte
-			n, _, err := unix.Recvfrom(fd, buf[:], unix.MSG_DONTWAIT)
-			if n > 0 {
-				got[i] = append(got[i], buf[:n]...)
-			}
-			switch {
-			case len(got[i]) == 0 && errors.Is(err, unix.EAGAIN):
-				s = append(s, i)
-			case len(got[i]) >= len(refusal):
-				told++
-			}
-		}
-		return s, told
-	}
-	var s []int
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		var told int
-		if s, told = served(); len(s) == bound && told == clients-bound {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d clients have heard nothing, want %d (the bound); %d told all\n%s", len(s), clients, bound, told, l.d.log)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	for i, g := range got {
-		if g != nil && !bytes.Equal(g, refusal) {
-			t.Fatalf("client %d was told %q, want %q", i, g, refusal)
-		}
-	}
-
+	h := &heldClients{t: t, d: l.d}
+	defer h.close()
+	h.connect(clients)
+	s := h.waitServed(bound)
 	idle := threads(pid)
 	if idle >= before+20 {
 		t.Errorf("the daemon runs %d threads with %d batch sessions held (%d before)", idle, bound, before)
 	}
-
-	// a hundred of the served run a line each, one after another, and
-	// wait for the next: a thread each, if they kept one; twenty more
-	// run a batch long enough to be read ahead (96 KiB of empty lines),
-	// then wait: two threads each, the reader's and the session's
-	short, long := []byte("status\n"), append(bytes.Repeat([]byte{'\n'}, 96<<10), "status\n"...)
-	var shortRan int64
-	for k, i := range s[:running+longRunning] {
-		line := short
-		if k >= running {
-			line = long
-		}
-		if k == running {
-			shortRan = threads(pid)
-		}
-		if err := writeAll(fds[i], line); err != nil {
-			t.Fatal(err)
-		}
-		var buf [256]byte
-		var n int
-		err := eintr(func() (err error) { n, err = unix.Read(fds[i], buf[:]); return err })
-		if n < 5 || buf[0] != 'o' {
-			t.Fatalf("client %d: status answered %q (%v)", i, buf[:max(n, 0)], err)
-		}
-	}
-	held := threads(pid)
+	shortRan, held := h.runSome(s, pid, running, longRunning)
 	if shortRan >= before+20 || held >= shortRan+10 {
 		t.Errorf("the daemon runs %d threads once %d of %d held batches ran a line, %d once %d more ran a batch read ahead (%d before)",
 			shortRan, running, bound, held, longRunning, before)
@@ -190,10 +103,7 @@ func TestHeldBatchSessions(t *testing.T) {
 		t.Fatalf("ping6 through the daemon holding %d sessions: %s %s", bound, out, errs)
 	}
 
-	for _, fd := range fds {
-		_ = unix.Close(fd)
-	}
-	fds = nil
+	h.close()
 	for deadline := time.Now().Add(20 * time.Second); ; {
 		out, errs, st := l.d.run("status")
 		if st == 0 {
@@ -214,6 +124,120 @@ func TestHeldBatchSessions(t *testing.T) {
 	if lost := pingLost(ping.out.String()); sent < 10 || lost > 0 || recv < sent-2 {
 		t.Errorf("ping6 throughout: %d of %d answered, %d lost among them:\n%s", recv, sent, lost, ping.out)
 	}
+}
+
+// heldClients are TestHeldBatchSessions' clients: sockets that sent a
+// batch's header and wait, and what each was told.
+type heldClients struct {
+	t   *testing.T
+	d   *daemon
+	fds []int
+	got [][]byte
+}
+
+// close closes every client's socket, which ends its session, if it has one.
+func (h *heldClients) close() {
+	for _, fd := range h.fds {
+		_ = unix.Close(fd)
+	}
+	h.fds = nil
+}
+
+// connect connects n clients, each sending a batch's header.
+func (h *heldClients) connect(n int) {
+	t := h.t
+	h.fds, h.got = make([]int, 0, n), make([][]byte, n)
+	header := []byte("urouter/1 b -\n")
+	for i := 0; i < n; i++ {
+		fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatalf("socket %d: %v", i, err)
+		}
+		h.fds = append(h.fds, fd)
+		// a blocking connect waits while the listener's backlog is full;
+		// the reads below wait for an answer: neither without end
+		tv := unix.Timeval{Sec: 10}
+		if err := errors.Join(unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv),
+			unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)); err != nil {
+			t.Fatal(err)
+		}
+		if err := eintr(func() error { return unix.Connect(fd, &unix.SockaddrUnix{Name: h.d.sock}) }); err != nil {
+			t.Fatalf("client %d: connect: %v\n%s", i, err, h.d.log)
+		}
+		if err := writeAll(fd, header); err != nil {
+			t.Fatalf("client %d: %v", i, err)
+		}
+	}
+}
+
+// waitServed waits until the refused are told at once and the served
+// (bound of them) hear nothing yet, and returns the served.
+func (h *heldClients) waitServed(bound int) []int {
+	t, clients := h.t, len(h.fds)
+	refusal := append(frame('e', "Error: 4096 sessions run already.\n"), frame('x', "\x01")...)
+	// served: those that have heard nothing; told: those told all a
+	// refusal is long
+	served := func() (s []int, told int) {
+		for i, fd := range h.fds {
+			var buf [256]byte
+			n, _, err := unix.Recvfrom(fd, buf[:], unix.MSG_DONTWAIT)
+			if n > 0 {
+				h.got[i] = append(h.got[i], buf[:n]...)
+			}
+			switch {
+			case len(h.got[i]) == 0 && errors.Is(err, unix.EAGAIN):
+				s = append(s, i)
+			case len(h.got[i]) >= len(refusal):
+				told++
+			}
+		}
+		return s, told
+	}
+	var s []int
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		var told int
+		if s, told = served(); len(s) == bound && told == clients-bound {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d clients have heard nothing, want %d (the bound); %d told all\n%s", len(s), clients, bound, told, h.d.log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for i, g := range h.got {
+		if g != nil && !bytes.Equal(g, refusal) {
+			t.Fatalf("client %d was told %q, want %q", i, g, refusal)
+		}
+	}
+	return s
+}
+
+// runSome has running of the served run a line each, one after another,
+// and wait for the next: a thread each, if they kept one; longRunning
+// more run a batch long enough to be read ahead (96 KiB of empty lines),
+// then wait: two threads each, the reader's and the session's. It returns
+// the daemon's threads once the short ones ran, and once all had.
+func (h *heldClients) runSome(s []int, pid, running, longRunning int) (shortRan, held int64) {
+	short, long := []byte("status\n"), append(bytes.Repeat([]byte{'\n'}, 96<<10), "status\n"...)
+	for k, i := range s[:running+longRunning] {
+		line := short
+		if k >= running {
+			line = long
+		}
+		if k == running {
+			shortRan = threads(pid)
+		}
+		if err := writeAll(h.fds[i], line); err != nil {
+			h.t.Fatal(err)
+		}
+		var buf [256]byte
+		var n int
+		err := eintr(func() (err error) { n, err = unix.Read(h.fds[i], buf[:]); return err })
+		if n < 5 || buf[0] != 'o' {
+			h.t.Fatalf("client %d: status answered %q (%v)", i, buf[:max(n, 0)], err)
+		}
+	}
+	return shortRan, threads(pid)
 }
 
 // pingLost is how many of ping's requests went unanswered before its last
