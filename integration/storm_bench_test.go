@@ -49,112 +49,27 @@ func BenchmarkRouteStorm(b *testing.B) {
 	}
 	for _, impl := range []string{"urouter", "kernel"} {
 		b.Run(impl, func(b *testing.B) {
-			h1, h2 := newNetns(b, "stm-h1"), newNetns(b, "stm-h2")
+			l := &stormLab{b: b, h1: newNetns(b, "stm-h1"), h2: newNetns(b, "stm-h2"), secs: secs}
 			r := newNetns(b, "stm-r")
-			for _, h := range []string{h1, h2} {
+			for _, h := range []string{l.h1, l.h2} {
 				mustRun(b, "ip", "netns", "exec", h, "sysctl", "-qw", "net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0")
 			}
-			var write func() (int, error) // one storm batch; changes made
 			if impl == "urouter" {
-				d := startBinary(b, bin, r, filepath.Join(dir, "urouter.sock"), strings.Fields(os.Getenv("STORM_FLAGS")),
-					"link add ta type tun netns "+h1, "link add tb type tun netns "+h2,
-					"link set ta up", "link set tb up",
-					"address add 2001:db8:1::1/64 dev ta", "address add 2001:db8:2::1/64 dev tb")
-				for i, h := range []string{h1, h2} {
-					dev, n := []string{"ta", "tb"}[i], strconv.Itoa(i+1)
-					mustRun(b, "ip", "-n", h, "link", "set", dev, "up")
-					mustRun(b, "ip", "-n", h, "addr", "add", "2001:db8:"+n+"::2/64", "dev", dev, "nodad")
-					mustRun(b, "ip", "-n", h, "-6", "route", "add", "default", "dev", dev)
-				}
-				if out, errs, st := d.run("-batch", load); st != 0 {
-					b.Fatalf("loading the table: %s%s", out, errs)
-				}
-				write = func() (int, error) {
-					if out, errs, st := d.run("-batch", storm); st != 0 {
-						return 0, fmt.Errorf("storm batch: %s%s", out, errs)
-					}
-					return changes, nil
-				}
+				l.urouter(bin, r, filepath.Join(dir, "urouter.sock"), load, storm, changes)
 			} else {
-				mustRun(b, "ip", "netns", "exec", r, "sysctl", "-qw", "net.ipv6.conf.all.forwarding=1", "net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0")
-				for i, h := range []string{h1, h2} {
-					dev, n := []string{"ta", "tb"}[i], strconv.Itoa(i+1)
-					mustRun(b, "ip", "-n", r, "link", "add", dev, "type", "veth", "peer", "name", dev, "netns", h)
-					mustRun(b, "ip", "-n", r, "link", "set", dev, "up")
-					mustRun(b, "ip", "-n", r, "addr", "add", "2001:db8:"+n+"::1/64", "dev", dev, "nodad")
-					mustRun(b, "ip", "-n", h, "link", "set", dev, "up")
-					mustRun(b, "ip", "-n", h, "addr", "add", "2001:db8:"+n+"::2/64", "dev", dev, "nodad")
-					mustRun(b, "ip", "-n", h, "-6", "route", "add", "default", "via", "2001:db8:"+n+"::1", "dev", dev)
-				}
-				mustRun(b, "ip", "-n", r, "-batch", load)
-				write = func() (int, error) {
-					if out, errs, st := runCmd("ip", "-n", r, "-batch", storm); st != 0 {
-						return 0, fmt.Errorf("storm batch: %s%s", out, errs)
-					}
-					return changes, nil
-				}
+				l.kernel(r, load, storm, changes)
 			}
-			mustRun(b, "ip", "-n", h2, "addr", "add", "2001:db8:22::2/128", "dev", "lo")
-			startIn(b, h2, "iperf3", "-s", "-p", "5201")
-			waitUntil(b, "iperf3 to listen", func() bool {
-				_, _, st := runCmd("ip", "netns", "exec", h1, "ping", "-6", "-c", "1", "-W", "1", "2001:db8:22::2")
-				out, _, _ := runCmd("ip", "netns", "exec", h2, "ss", "-ltnH", "sport = :5201")
-				return st == 0 && out != ""
-			})
-			var idleCPU, stormCPU []float64 // the machine's busy share during iperf3
-			iperf := func(under bool) float64 {
-				b0, t0 := machineCPU()
-				defer func() {
-					b1, t1 := machineCPU()
-					share := float64(b1-b0) / float64(max(t1-t0, 1))
-					if under {
-						stormCPU = append(stormCPU, share)
-					} else {
-						idleCPU = append(idleCPU, share)
-					}
-				}()
-				out, errs, st := runCmd("ip", "netns", "exec", h1, "iperf3", "-6", "-c", "2001:db8:22::2", "-p", "5201", "-t", strconv.Itoa(secs), "-J")
-				bps, ok := iperfReceived(out)
-				if st != 0 || !ok {
-					b.Fatalf("iperf3: %s%s", out, errs)
-				}
-				return bps
-			}
+			l.listen()
 			var idle, stormy, rates []float64
 			sent, got := 0, 0
 			for i := 0; i < b.N*rounds; i++ {
 				for _, under := range [][]bool{{false, true}, {true, false}}[i%2] {
 					if !under {
-						idle = append(idle, iperf(false))
+						idle = append(idle, l.iperf(false))
 						continue
 					}
-					var stop atomic.Bool
-					var wg sync.WaitGroup
-					var made int
-					var werr error
-					start := time.Now()
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						for !stop.Load() {
-							n, err := write()
-							if err != nil {
-								werr = err
-								return
-							}
-							made += n
-						}
-					}()
-					ping := startIn(b, h1, "ping", "-6", "-q", "-i", "0.01", "-w", strconv.Itoa(secs), "2001:db8:22::2")
-					stormy = append(stormy, iperf(true))
-					stop.Store(true)
-					wg.Wait()
-					if werr != nil {
-						b.Fatal(werr)
-					}
-					rates = append(rates, float64(made)/time.Since(start).Seconds())
-					_ = ping.cmd.Wait() // -w ends it
-					s, g := pingCounts(ping.out.String())
+					bps, rate, s, g := l.underStorm()
+					stormy, rates = append(stormy, bps), append(rates, rate)
 					sent, got = sent+s, got+g
 				}
 			}
@@ -164,9 +79,132 @@ func BenchmarkRouteStorm(b *testing.B) {
 			b.ReportMetric(median(idle)/1e9, "Gbit/s-idle")
 			b.ReportMetric(float64(sent-got), "pings-lost")
 			b.Logf("%s: iperf3 idle %.2f Gbit/s, under the storm %.2f (%.3fx), %.0f changes/s, pings %d sent %d lost; CPUs busy %.0f%% idle, %.0f%% under the storm",
-				impl, median(idle)/1e9, median(stormy)/1e9, ratio, median(rates), sent, sent-got, median(idleCPU)*100, median(stormCPU)*100)
+				impl, median(idle)/1e9, median(stormy)/1e9, ratio, median(rates), sent, sent-got, median(l.idleCPU)*100, median(l.stormCPU)*100)
 		})
 	}
+}
+
+// stormLab is one router of BenchmarkRouteStorm between its hosts h1 and
+// h2, with write, one storm batch that returns the changes it made.
+type stormLab struct {
+	b                 *testing.B
+	h1, h2            string
+	secs              int
+	write             func() (int, error)
+	idleCPU, stormCPU []float64 // the machine's busy share during iperf3
+}
+
+// urouter is the router urouter, in netns r, on TUNs to the hosts.
+func (l *stormLab) urouter(bin, r, sock, load, storm string, changes int) {
+	b := l.b
+	d := startBinary(b, bin, r, sock, strings.Fields(os.Getenv("STORM_FLAGS")),
+		"link add ta type tun netns "+l.h1, "link add tb type tun netns "+l.h2,
+		"link set ta up", "link set tb up",
+		"address add 2001:db8:1::1/64 dev ta", "address add 2001:db8:2::1/64 dev tb")
+	for i, h := range []string{l.h1, l.h2} {
+		dev, n := []string{"ta", "tb"}[i], strconv.Itoa(i+1)
+		mustRun(b, "ip", "-n", h, "link", "set", dev, "up")
+		mustRun(b, "ip", "-n", h, "addr", "add", "2001:db8:"+n+"::2/64", "dev", dev, "nodad")
+		mustRun(b, "ip", "-n", h, "-6", "route", "add", "default", "dev", dev)
+	}
+	if out, errs, st := d.run("-batch", load); st != 0 {
+		b.Fatalf("loading the table: %s%s", out, errs)
+	}
+	l.write = func() (int, error) {
+		if out, errs, st := d.run("-batch", storm); st != 0 {
+			return 0, fmt.Errorf("storm batch: %s%s", out, errs)
+		}
+		return changes, nil
+	}
+}
+
+// kernel is the router Linux, in netns r, on veths to the hosts.
+func (l *stormLab) kernel(r, load, storm string, changes int) {
+	b := l.b
+	mustRun(b, "ip", "netns", "exec", r, "sysctl", "-qw", "net.ipv6.conf.all.forwarding=1", "net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0")
+	for i, h := range []string{l.h1, l.h2} {
+		dev, n := []string{"ta", "tb"}[i], strconv.Itoa(i+1)
+		mustRun(b, "ip", "-n", r, "link", "add", dev, "type", "veth", "peer", "name", dev, "netns", h)
+		mustRun(b, "ip", "-n", r, "link", "set", dev, "up")
+		mustRun(b, "ip", "-n", r, "addr", "add", "2001:db8:"+n+"::1/64", "dev", dev, "nodad")
+		mustRun(b, "ip", "-n", h, "link", "set", dev, "up")
+		mustRun(b, "ip", "-n", h, "addr", "add", "2001:db8:"+n+"::2/64", "dev", dev, "nodad")
+		mustRun(b, "ip", "-n", h, "-6", "route", "add", "default", "via", "2001:db8:"+n+"::1", "dev", dev)
+	}
+	mustRun(b, "ip", "-n", r, "-batch", load)
+	l.write = func() (int, error) {
+		if out, errs, st := runCmd("ip", "-n", r, "-batch", storm); st != 0 {
+			return 0, fmt.Errorf("storm batch: %s%s", out, errs)
+		}
+		return changes, nil
+	}
+}
+
+// listen starts iperf3's server on h2's in-use address, and waits until
+// h1 reaches it.
+func (l *stormLab) listen() {
+	mustRun(l.b, "ip", "-n", l.h2, "addr", "add", "2001:db8:22::2/128", "dev", "lo")
+	startIn(l.b, l.h2, "iperf3", "-s", "-p", "5201")
+	waitUntil(l.b, "iperf3 to listen", func() bool {
+		_, _, st := runCmd("ip", "netns", "exec", l.h1, "ping", "-6", "-c", "1", "-W", "1", "2001:db8:22::2")
+		out, _, _ := runCmd("ip", "netns", "exec", l.h2, "ss", "-ltnH", "sport = :5201")
+		return st == 0 && out != ""
+	})
+}
+
+// iperf runs iperf3 from h1 to h2 and returns what h2 received, bit/s;
+// it notes the machine's busy share as idle or under the storm.
+func (l *stormLab) iperf(under bool) float64 {
+	b0, t0 := machineCPU()
+	defer func() {
+		b1, t1 := machineCPU()
+		share := float64(b1-b0) / float64(max(t1-t0, 1))
+		if under {
+			l.stormCPU = append(l.stormCPU, share)
+		} else {
+			l.idleCPU = append(l.idleCPU, share)
+		}
+	}()
+	out, errs, st := runCmd("ip", "netns", "exec", l.h1, "iperf3", "-6", "-c", "2001:db8:22::2", "-p", "5201", "-t", strconv.Itoa(l.secs), "-J")
+	bps, ok := iperfReceived(out)
+	if st != 0 || !ok {
+		l.b.Fatalf("iperf3: %s%s", out, errs)
+	}
+	return bps
+}
+
+// underStorm runs iperf3 and a 10 ms ping while a writer storms the
+// table: it returns iperf3's bit/s, the changes made a second, and the
+// pings sent and answered.
+func (l *stormLab) underStorm() (bps, rate float64, sent, got int) {
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	var made int
+	var werr error
+	start := time.Now()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for !stop.Load() {
+			n, err := l.write()
+			if err != nil {
+				werr = err
+				return
+			}
+			made += n
+		}
+	}()
+	ping := startIn(l.b, l.h1, "ping", "-6", "-q", "-i", "0.01", "-w", strconv.Itoa(l.secs), "2001:db8:22::2")
+	bps = l.iperf(true)
+	stop.Store(true)
+	wg.Wait()
+	if werr != nil {
+		l.b.Fatal(werr)
+	}
+	rate = float64(made) / time.Since(start).Seconds()
+	_ = ping.cmd.Wait() // -w ends it
+	sent, got = pingCounts(ping.out.String())
+	return bps, rate, sent, got
 }
 
 // writeStorm writes the storm batch: the prefixes deleted and added back,
