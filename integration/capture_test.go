@@ -129,6 +129,16 @@ func tempFile(t *testing.T, name string) (*os.File, string) {
 // and no-route packets with their reasons.
 func TestCaptureTUN(t *testing.T) {
 	l := newLab(t)
+	captureBothLinks(t, l)
+	captureFiltered(t, l)
+	captureDrops(t, l)
+	captureSuperPackets(t, l)
+	capturePrinted(t, l)
+}
+
+// captureBothLinks: pings captured on ta and tb, read back by tcpdump
+// and tshark: the packets, links, directions and stamps in nanoseconds.
+func captureBothLinks(t *testing.T, l *lab) {
 	_, file := tempFile(t, "tun.pcapng")
 	// the pings' only: the kernel's own packets on the links (an MLD
 	// report, a router solicitation) come at any time
@@ -166,24 +176,29 @@ func TestCaptureTUN(t *testing.T) {
 			t.Errorf("tshark: %d packets of %q (link, direction, type, hop limit), want %d; all: %v", count[k], k, n, count)
 		}
 	}
+}
 
-	// a filter: only the replies that leave by ta; count ends it at 2
-	_, file = tempFile(t, "filtered.pcapng")
-	c = startCapture(t, l.d, nil, "dev", "ta", "count", "2", "-w", file, "icmp6", "and", "ip6[40]", "==", "129")
+// captureFiltered: a filter takes only the replies that leave by ta;
+// count ends it at 2.
+func captureFiltered(t *testing.T, l *lab) {
+	_, file := tempFile(t, "filtered.pcapng")
+	c := startCapture(t, l.d, nil, "dev", "ta", "count", "2", "-w", file, "icmp6", "and", "ip6[40]", "==", "129")
 	l.in(l.h1, "ping", "-6", "-c", "3", "-i", "0.05", "2001:db8:2::2")
 	c.wait(t, 10*time.Second)
-	rows = tsharkFields(t, file, "frame.interface_name", "frame.packet_flags_direction", "icmpv6.type")
+	rows := tsharkFields(t, file, "frame.interface_name", "frame.packet_flags_direction", "icmpv6.type")
 	if len(rows) != 2 || strings.Join(rows[0], " ") != "ta "+dirOut+" 129" || strings.Join(rows[1], " ") != "ta "+dirOut+" 129" {
 		t.Errorf("a capture of replies out of ta gave %v", rows)
 	}
+}
 
-	// drops, with their reasons in the packets' comments
-	_, file = tempFile(t, "drops.pcapng")
-	c = startCapture(t, l.d, nil, "drops", "count", "2", "-w", file)
+// captureDrops: drops, with their reasons in the packets' comments.
+func captureDrops(t *testing.T, l *lab) {
+	_, file := tempFile(t, "drops.pcapng")
+	c := startCapture(t, l.d, nil, "drops", "count", "2", "-w", file)
 	l.in(l.h1, "ping", "-6", "-c", "1", "-t", "1", "-W", "1", "2001:db8:2::2")
 	l.in(l.h1, "ping", "-6", "-c", "1", "-W", "1", "2001:db8:66::1")
 	c.wait(t, 10*time.Second)
-	rows = tsharkFields(t, file, "frame.interface_name", "frame.comment", "ipv6.dst")
+	rows := tsharkFields(t, file, "frame.interface_name", "frame.comment", "ipv6.dst")
 	if len(rows) != 2 || strings.Join(rows[0], " ") != "ta drop: hop_limit 2001:db8:2::2" ||
 		strings.Join(rows[1], " ") != "ta drop: no_route 2001:db8:66::1" {
 		t.Errorf("a capture of drops gave %v", rows)
@@ -191,10 +206,13 @@ func TestCaptureTUN(t *testing.T) {
 	if n := len(tcpdumpRead(t, file)); n != 2 {
 		t.Errorf("tcpdump read %d drops, want 2", n)
 	}
+}
 
-	// super-packets are written whole, their segmentation in a comment
-	_, file = tempFile(t, "gso.pcapng")
-	c = startCapture(t, l.d, nil, "dev", "ta", "in", "count", "200", "-w", file, "tcp", "dst", "port", "5299")
+// captureSuperPackets: super-packets are written whole, their
+// segmentation in a comment.
+func captureSuperPackets(t *testing.T, l *lab) {
+	_, file := tempFile(t, "gso.pcapng")
+	c := startCapture(t, l.d, nil, "dev", "ta", "in", "count", "200", "-w", file, "tcp", "dst", "port", "5299")
 	l.in(l.h2, "iperf3", "-s", "-1", "-D", "-p", "5299")
 	time.Sleep(300 * time.Millisecond)
 	if out, errs, st := l.in(l.h1, "iperf3", "-6", "-c", "2001:db8:2::2", "-p", "5299", "-t", "1"); st != 0 {
@@ -210,8 +228,10 @@ func TestCaptureTUN(t *testing.T) {
 	if super == 0 {
 		t.Errorf("no super-packet with its gso comment among 200 TCP packets in")
 	}
+}
 
-	// without -w the client prints a line a packet
+// capturePrinted: without -w the client prints a line a packet.
+func capturePrinted(t *testing.T, l *lab) {
 	p := exec.Command(urouter, "--socket", l.d.sock, "capture", "dev", "ta", "in", "count", "2", "icmp6")
 	var shown bytes.Buffer
 	p.Stdout = &shown
