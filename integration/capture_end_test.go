@@ -17,6 +17,7 @@ import (
 // nothing.
 func TestCaptureNinth(t *testing.T) {
 	needRoot(t)
+	t.Parallel()
 	d := startDaemon(t, newNetns(t, "uro-c9"), "link add d0 type dummy", "link set d0 up")
 	for i := 0; i < 8; i++ {
 		c := exec.Command(urouter, "--socket", d.sock, "capture", "dev", "d0", "-w", os.DevNull)
@@ -45,6 +46,7 @@ func TestCaptureNinth(t *testing.T) {
 // its slot and its ring's 32 MiB.
 func TestCaptureLinkDeleted(t *testing.T) {
 	needRoot(t)
+	t.Parallel()
 	d := startDaemon(t, newNetns(t, "uro-cdel"), "link add d0 type dummy", "link set d0 up")
 	_, file := tempFile(t, "gone.pcapng")
 	c := startCapture(t, d, nil, "dev", "d0", "-w", file)

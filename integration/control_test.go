@@ -78,6 +78,7 @@ func TestDaemonCLI(t *testing.T) {
 
 // TestConfigError: a daemon whose config fails says where, and stops.
 func TestConfigError(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "bad.conf")
 	if err := os.WriteFile(conf, []byte("link add d0 type dummy\nroute add 2001:db8::/32 dev d0\n"), 0o644); err != nil {

@@ -12,6 +12,7 @@ import (
 // frames the socket's queue dropped show as missed.
 func TestLinkCountersHonest(t *testing.T) {
 	needRoot(t)
+	t.Parallel()
 	r, h := newNetns(t, "uro-cr"), newNetns(t, "uro-ch")
 	mustRun(t, "ip", "-n", r, "link", "add", "r1", "type", "veth", "peer", "name", "eth0", "netns", h)
 	mustRun(t, "ip", "-n", h, "link", "set", "eth0", "up")

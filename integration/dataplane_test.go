@@ -62,6 +62,7 @@ func (l *lab) in(ns string, args ...string) (string, string, int) {
 }
 
 func TestForwarding(t *testing.T) {
+	t.Parallel()
 	l := newLab(t)
 	check := func(what string, ok bool, out string) {
 		t.Helper()
@@ -134,6 +135,7 @@ func TestThroughput(t *testing.T) {
 // valid packets with long or unknown extension-header chains are
 // forwarded, and the router goes on forwarding.
 func TestMalformed(t *testing.T) {
+	t.Parallel()
 	l := newLab(t)
 	src := [16]byte{0x20, 0x01, 0x0d, 0xb8, 0, 1, 15: 2}
 	dst := [16]byte{0x20, 0x01, 0x0d, 0xb8, 0, 2, 15: 2}

@@ -18,6 +18,7 @@ import (
 // that keyword in iproute2's order of checks.
 func TestKernelOracleKeywords(t *testing.T) {
 	needRoot(t)
+	t.Parallel()
 	table := readTable(t)
 	ns, d := keywordsPair(t)
 	var probes []probe

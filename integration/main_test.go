@@ -2,6 +2,12 @@
 // started as a user starts it, real network namespaces and TUN links, the
 // Linux kernel as a neighbour and as an oracle, ping6, traceroute6 and
 // iperf3. They need root; CI runs them as root.
+//
+// A test that measures nothing against the clock or a peer (an oracle, a
+// state file, a capture's contents) calls t.Parallel: go test runs those
+// together once the serial ones are done, so that a test that measures
+// throughput, a rate or a time runs alone. A test's namespaces (newNetns
+// numbers them), sockets and files (t.TempDir) are its own.
 package integration
 
 import (
@@ -12,6 +18,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -208,12 +215,17 @@ func mustRun(t testing.TB, name string, args ...string) string {
 	return out
 }
 
-// netns creates a network namespace for the test and deletes it after.
+// netnsSeq numbers the namespaces this process makes.
+var netnsSeq atomic.Int64
+
+// newNetns creates a network namespace for the test and deletes it after.
 // $UROUTER_NETNS_PREFIX, if set, goes before its name, so that the tests
-// of two work trees can run at once without deleting each other's.
+// of two work trees can run at once without deleting each other's; a
+// number after it, so that tests running in parallel that name theirs
+// alike (two labs of one shape) do not share one.
 func newNetns(t testing.TB, name string) string {
 	t.Helper()
-	name = os.Getenv("UROUTER_NETNS_PREFIX") + name
+	name = fmt.Sprintf("%s%s-%d", os.Getenv("UROUTER_NETNS_PREFIX"), name, netnsSeq.Add(1))
 	runCmd("ip", "netns", "del", name)
 	mustRun(t, "ip", "netns", "add", name)
 	t.Cleanup(func() {

@@ -17,6 +17,7 @@ import (
 // they do with them.
 func TestKernelOracleMpathSelect(t *testing.T) {
 	needRoot(t)
+	t.Parallel()
 	k := newNetns(t, "uro-mpsel-k")
 	u := newNetns(t, "uro-mpsel-u")
 	mustRun(t, "ip", "netns", "exec", k, "sysctl", "-qw", "net.ipv6.conf.all.accept_dad=0",

@@ -13,6 +13,7 @@ import (
 // by itself (link-local and multicast routes) are compared.
 func TestKernelOracle(t *testing.T) {
 	needRoot(t)
+	t.Parallel()
 	ns := newNetns(t, "uro-oracle")
 	// no duplicate address detection: the address is usable at once
 	mustRun(t, "ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0")
@@ -178,6 +179,7 @@ func kernelMroute(answer string) bool {
 // AF_UNSPEC), so a nexthop without an IPv6 gateway is IPv4.
 func TestKernelOracleNexthop(t *testing.T) {
 	needRoot(t)
+	t.Parallel()
 	ns := newNetns(t, "uro-nhoracle")
 	mustRun(t, "ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0")
 	for i, n := range []string{"d0", "d1"} {

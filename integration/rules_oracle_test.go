@@ -18,6 +18,7 @@ import (
 // must be the same.
 func TestKernelOracleRules(t *testing.T) {
 	needRoot(t)
+	t.Parallel()
 	ns, d := rulesPair(t, "uro-rules")
 	six := func(args []string) []string { return append([]string{"-6"}, args...) }
 

@@ -315,6 +315,7 @@ func TestLongHeader(t *testing.T) {
 // sessions, the client is refused with the error and exit status 1; once
 // one of them leaves, it is served.
 func TestMaxSessions(t *testing.T) {
+	t.Parallel()
 	d := startDaemonFlags(t, "", []string{"--max-sessions", "2"}, "link add d0 type dummy")
 	var held []net.Conn
 	defer func() {

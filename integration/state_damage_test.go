@@ -17,6 +17,7 @@ import (
 // interface is there a start applies them. The file keeps its mode.
 func TestStateKeepsFailedLines(t *testing.T) {
 	needRoot(t)
+	t.Parallel()
 	ns := newNetns(t, "stk")
 	veth := "stk-h0"
 	addVeth := func() {
@@ -92,6 +93,7 @@ func TestStateKeepsFailedLines(t *testing.T) {
 // left alone; no file is changed.
 func TestStateDamaged(t *testing.T) {
 	needRoot(t)
+	t.Parallel()
 	ns := newNetns(t, "std")
 	dir := t.TempDir()
 	base := filepath.Join(dir, "base.state")

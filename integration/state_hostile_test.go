@@ -74,6 +74,7 @@ func mustSave(t *testing.T, d *daemon) string {
 // state file.
 func TestStateHostile(t *testing.T) {
 	needRoot(t)
+	t.Parallel()
 	ns := newNetns(t, "sth")
 	f := hostileBase(t, ns)
 	f.tornRecords(t, ns)

@@ -26,6 +26,7 @@ import (
 // daemon C in another fresh netns, makes the same router too.
 func TestSaveRoundTrip(t *testing.T) {
 	needRoot(t)
+	t.Parallel()
 	base := time.Now().UnixNano()
 	if s := os.Getenv("UROUTER_SAVE_SEED"); s != "" {
 		base, _ = strconv.ParseInt(s, 10, 64)
@@ -105,6 +106,7 @@ func saveRoundTrip(t *testing.T, seed int64, delDefault bool) {
 // connected to its FPM listener; -j status says the same.
 func TestStatus(t *testing.T) {
 	needRoot(t)
+	t.Parallel()
 	ns := newNetns(t, "sts")
 	type status struct {
 		Ready   bool     `json:"ready"`

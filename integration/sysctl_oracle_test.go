@@ -240,6 +240,7 @@ func addrLines(t *testing.T, out string) string {
 // address with keep_addr_on_down=1, and loses it with 0, as Linux.
 func TestSysctlPreamble(t *testing.T) {
 	needRoot(t)
+	t.Parallel()
 	d := startDaemon(t, "",
 		"sysctl -qw net.ipv6.conf.all.keep_addr_on_down=1",
 		"sysctl -qw net.ipv6.conf.all.forwarding=1",
