@@ -1,13 +1,13 @@
 package control
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"syscall"
-	"time"
 
 	"urouter/dataplane"
-	"urouter/ndisc"
+	"urouter/router"
 )
 
 // The neighbour tables' knobs: ip ntable change name ndisc_cache dev DEV
@@ -37,29 +37,25 @@ func (s *session) ntableCmd(args [][]byte) *cmdErr {
 	return parseErr("Command \"%s\" is unknown, try \"ip ntable help\".", w)
 }
 
-// ntableKnobs are the PARMS and thresholds, each a field of ndisc.Params:
-// a time in milliseconds or a count.
-var ntableKnobs = []struct {
-	name string
-	ms   func(p *ndisc.Params) *time.Duration
-	n    func(p *ndisc.Params) *int
-}{
-	{name: "base_reachable", ms: func(p *ndisc.Params) *time.Duration { return &p.BaseReachable }},
-	{name: "retrans", ms: func(p *ndisc.Params) *time.Duration { return &p.Retrans }},
-	{name: "gc_stale", ms: func(p *ndisc.Params) *time.Duration { return &p.GCStale }},
-	{name: "delay_probe", ms: func(p *ndisc.Params) *time.Duration { return &p.DelayProbe }},
-	{name: "gc_int", ms: func(p *ndisc.Params) *time.Duration { return &p.GCInterval }},
-	{name: "queue", n: func(p *ndisc.Params) *int { return &p.QueueLen }},
-	{name: "ucast_probes", n: func(p *ndisc.Params) *int { return &p.UcastProbes }},
-	{name: "mcast_probes", n: func(p *ndisc.Params) *int { return &p.McastProbes }},
-	{name: "thresh1", n: func(p *ndisc.Params) *int { return &p.Thresh1 }},
-	{name: "thresh2", n: func(p *ndisc.Params) *int { return &p.Thresh2 }},
-	{name: "thresh3", n: func(p *ndisc.Params) *int { return &p.Thresh3 }},
+// ntableKnobs are the PARMS and thresholds, each ntable's word for a
+// knob of net.ipv6.neigh.LINK, which the router's table sets and bounds.
+var ntableKnobs = []struct{ name, sysctl string }{
+	{"base_reachable", "base_reachable_time_ms"},
+	{"retrans", "retrans_time_ms"},
+	{"gc_stale", "gc_stale_time"},
+	{"delay_probe", "delay_first_probe_time"},
+	{"gc_int", "gc_interval"},
+	{"queue", "unres_qlen"}, // packets, and bytes as the kernel's NDTPA_QUEUE_LEN
+	{"ucast_probes", "ucast_solicit"},
+	{"mcast_probes", "mcast_solicit"},
+	{"thresh1", "gc_thresh1"},
+	{"thresh2", "gc_thresh2"},
+	{"thresh3", "gc_thresh3"},
 	// RFC 6583's, beyond iproute2's (ndisc/unres.go), named as sysctl's
-	{name: "unres_max", n: func(p *ndisc.Params) *int { return &p.UnresMax }},
-	{name: "unres_src_max", n: func(p *ndisc.Params) *int { return &p.UnresSrcMax }},
-	{name: "solicit_rate", n: func(p *ndisc.Params) *int { return &p.SolicitRate }},
-	{name: "solicit_burst", n: func(p *ndisc.Params) *int { return &p.SolicitBurst }},
+	{"unres_max", "unres_max"},
+	{"unres_src_max", "unres_src_max"},
+	{"solicit_rate", "solicit_rate"},
+	{"solicit_burst", "solicit_burst"},
 }
 
 // ntableWord is what ipntable_modify makes of w (every keyword exact):
@@ -91,11 +87,8 @@ const (
 func (s *session) ntableChange(args [][]byte) *cmdErr {
 	var l *dataplane.Link
 	named := false
-	type set struct {
-		i int
-		v uint64
-	}
-	var sets []set
+	var sets []router.NeighChange
+	var said []int // each change's value's index in args, for an error
 	ws := argv{args: args}
 	for ; ws.i < len(args); ws.i++ {
 		w := args[ws.i]
@@ -127,7 +120,8 @@ func (s *session) ntableChange(args [][]byte) *cmdErr {
 			if perr != nil {
 				return invarg(fmt.Sprintf("\"%s\" value is invalid", ntableKnobs[k].name), v)
 			}
-			sets = append(sets, set{k, n})
+			sets = append(sets, router.NeighChange{Knob: ntableKnobs[k].sysctl, V: n})
+			said = append(said, ws.i)
 		}
 	}
 	if !named {
@@ -148,21 +142,11 @@ func (s *session) ntableChange(args [][]byte) *cmdErr {
 			}
 			continue
 		}
-		p := t.Params()
-		for _, x := range sets {
-			k := ntableKnobs[x.i]
-			if k.ms != nil {
-				*k.ms(&p) = time.Duration(x.v) * time.Millisecond
-			} else {
-				*k.n(&p) = int(x.v)
-			}
-		}
-		for _, x := range sets {
-			if ntableKnobs[x.i].name == "queue" {
-				p.QueueBytes = int(x.v) * ndisc.UnresFrame // the kernel's NDTPA_QUEUE_LEN
-			}
-		}
-		if err := s.r.SetNeighParams(l, p); err != nil {
+		var bad *router.NeighValueError
+		if err := s.r.ChangeNeigh(l, sets); errors.As(err, &bad) {
+			i := said[bad.Change] // the value's index in args
+			return invarg(fmt.Sprintf("\"%s\" value is invalid", ntableKnobs[ntableWord(args[i-1])].name), args[i])
+		} else if err != nil {
 			return extack(err.Error())
 		}
 	}

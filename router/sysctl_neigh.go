@@ -16,9 +16,14 @@ type neighParams = ndisc.Params
 
 func defaultNeighParams() neighParams { return ndisc.DefaultParams() }
 
-// A neighKnob is one knob, in the unit its name says.
+// A neighKnob is one knob. Its value is a field of the parameters in the
+// field's unit (milliseconds for a time, packets for unres_qlen), which
+// is ntable's; its sysctl shows it in the unit its name says, scale
+// field units each. lo and hi bound the field, for sysctl and ntable
+// alike.
 type neighKnob struct {
 	name   string
+	scale  int64
 	lo, hi int64
 	get    func(p *neighParams) int64
 	set    func(p *neighParams, n int64)
@@ -31,25 +36,32 @@ type neighKnob struct {
 // unres_qlen is unres_qlen_bytes in these.
 const unresFrame = ndisc.UnresFrame
 
-func msKnob(name string, f func(p *neighParams) *time.Duration) *neighKnob {
-	return &neighKnob{name: name, lo: 1, hi: math.MaxInt32,
+// timeKnob is a time in milliseconds, shown in units of scale
+// milliseconds; lo is 1 for a time that must be positive.
+func timeKnob(name string, scale, lo int64, f func(p *neighParams) *time.Duration) *neighKnob {
+	return &neighKnob{name: name, scale: scale, lo: lo, hi: math.MaxInt32,
 		get: func(p *neighParams) int64 { return f(p).Milliseconds() },
 		set: func(p *neighParams, n int64) { *f(p) = time.Duration(n) * time.Millisecond }}
 }
 
+func msKnob(name string, f func(p *neighParams) *time.Duration) *neighKnob {
+	return timeKnob(name, 1, 1, f)
+}
+
 func secKnob(name string, lo int64, f func(p *neighParams) *time.Duration) *neighKnob {
-	return &neighKnob{name: name, lo: lo, hi: math.MaxInt32 / 1000,
-		get: func(p *neighParams) int64 { return int64(*f(p) / time.Second) },
-		set: func(p *neighParams, n int64) { *f(p) = time.Duration(n) * time.Second }}
+	return timeKnob(name, 1000, lo, f)
 }
 
 func countKnob(name string, f func(p *neighParams) *int) *neighKnob {
-	return &neighKnob{name: name, lo: 0, hi: math.MaxInt32,
+	return &neighKnob{name: name, scale: 1, lo: 0, hi: math.MaxInt32,
 		get: func(p *neighParams) int64 { return int64(*f(p)) },
 		set: func(p *neighParams, n int64) { *f(p) = int(n) }}
 }
 
 func tableWide(k *neighKnob) *neighKnob { k.tableWide = true; return k }
+
+// holds says whether n, in the knob's field unit, is within its bounds.
+func (k *neighKnob) holds(n int64) bool { return n >= k.lo && n <= k.hi }
 
 // neighKnobs are the knobs. Times must be positive here, where Linux
 // takes 0 (an entry that is never reachable, a probe that never waits).
@@ -66,7 +78,8 @@ var neighKnobs = []*neighKnob{
 	countKnob("mcast_solicit", func(p *neighParams) *int { return &p.McastProbes }),
 	msKnob("retrans_time_ms", func(p *neighParams) *time.Duration { return &p.Retrans }),
 	countKnob("ucast_solicit", func(p *neighParams) *int { return &p.UcastProbes }),
-	{name: "unres_qlen", lo: 0, hi: math.MaxInt32 / unresFrame,
+	// in packets, and their bytes as Linux counts them: ntable's queue too
+	{name: "unres_qlen", scale: 1, lo: 0, hi: math.MaxInt32 / unresFrame,
 		get: func(p *neighParams) int64 { return int64(p.QueueBytes / unresFrame) },
 		set: func(p *neighParams, n int64) { p.QueueLen, p.QueueBytes = int(n), int(n)*unresFrame }},
 	countKnob("unres_qlen_bytes", func(p *neighParams) *int { return &p.QueueBytes }),
@@ -100,10 +113,10 @@ type neighOf struct{ k *neighKnob }
 
 func (n neighOf) get(r *Router, l *dataplane.Link) string {
 	if l == nil {
-		return itoa64(n.k.get(&r.sys.neighDflt))
+		return itoa64(n.k.get(&r.sys.neighDflt) / n.k.scale)
 	}
 	p := r.neighParams(l)
-	return itoa64(n.k.get(&p))
+	return itoa64(n.k.get(&p) / n.k.scale)
 }
 
 // neighParams are link l's cache's knobs (ntable may have changed them),
@@ -117,9 +130,10 @@ func (r *Router) neighParams(l *dataplane.Link) neighParams {
 
 func (n neighOf) set(r *Router, l *dataplane.Link, v string) error {
 	x, ok := parseProcInt(v)
-	if !ok || x < n.k.lo || x > n.k.hi {
+	if !ok || x < 0 || x > n.k.hi/n.k.scale || !n.k.holds(x*n.k.scale) {
 		return ErrBadValue
 	}
+	x *= n.k.scale
 	if l != nil {
 		p := r.neighParams(l)
 		n.k.set(&p, x)
@@ -159,16 +173,21 @@ func (r *Router) setNeigh(l *dataplane.Link, p neighParams) {
 	r.linkSys(l).neigh = p
 }
 
-// SetNeighParams gives link l's cache the knobs p (`ntable change`): the
-// ones that change become the link's own, as a write of its
-// net.ipv6.neigh.LINK knob makes them (Linux's data_state), so that a
-// later write of default's leaves them.
+// SetNeighParams gives link l's cache the knobs p: the ones that change
+// become the link's own, as a write of its net.ipv6.neigh.LINK knob
+// makes them (Linux's data_state), so that a later write of default's
+// leaves them.
 func (r *Router) SetNeighParams(l *dataplane.Link, p neighParams) error {
 	if err := p.Check(); err != nil {
 		return err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.setNeighParamsLocked(l, p)
+	return nil
+}
+
+func (r *Router) setNeighParamsLocked(l *dataplane.Link, p neighParams) {
 	old, s := r.neighParams(l), r.linkSys(l)
 	for _, k := range neighKnobs {
 		if !k.tableWide && k.get(&old) != k.get(&p) {
@@ -176,5 +195,46 @@ func (r *Router) SetNeighParams(l *dataplane.Link, p neighParams) error {
 		}
 	}
 	r.setNeigh(l, p)
+}
+
+// A NeighChange is one knob `ntable change` sets: Knob is its sysctl
+// name (net.ipv6.neigh.LINK.Knob), V its value in ntable's unit, which
+// is the knob's field's (milliseconds for a time, packets for a queue).
+type NeighChange struct {
+	Knob string
+	V    uint64
+}
+
+// A NeighValueError says which change's value is beyond its knob's
+// bounds.
+type NeighValueError struct{ Change int }
+
+func (e *NeighValueError) Error() string { return ErrBadValue.Error() }
+
+// ChangeNeigh makes the changes to link l's cache's knobs, as `ntable
+// change` does, through the knobs' table: set as SetNeighParams sets
+// them, bounded as their sysctls are.
+func (r *Router) ChangeNeigh(l *dataplane.Link, cs []NeighChange) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := r.neighParams(l)
+	ks := make([]*neighKnob, len(cs))
+	for i, c := range cs {
+		if ks[i] = neighKnobNamed(c.Knob); ks[i] == nil {
+			return ErrNoKnob
+		}
+		ks[i].set(&p, int64(min(c.V, math.MaxInt32+1)))
+	}
+	// Check first: its complaints name what is wrong (a time that is
+	// not positive); the bounds refuse what it lets pass
+	if err := p.Check(); err != nil {
+		return err
+	}
+	for i, c := range cs {
+		if c.V > math.MaxInt32 || !ks[i].holds(int64(c.V)) {
+			return &NeighValueError{Change: i}
+		}
+	}
+	r.setNeighParamsLocked(l, p)
 	return nil
 }

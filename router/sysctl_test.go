@@ -2,10 +2,12 @@ package router
 
 import (
 	"errors"
+	"math"
 	"os"
 	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	"urouter/dataplane"
 	"urouter/dataplane/port"
@@ -189,5 +191,39 @@ func TestNtableKnobsAreTheLinks(t *testing.T) {
 	p.UcastProbes = -1
 	if err := r.SetNeighParams(l, p); err == nil || l.Neigh().Params().UcastProbes != 7 {
 		t.Errorf("a bad knob: %v, ucast %d", err, l.Neigh().Params().UcastProbes)
+	}
+}
+
+// TestChangeNeighThroughTheTable: `ntable change` sets a knob in its
+// field's unit (milliseconds, packets) through the sysctls' table, with
+// their bounds, and Check's complaints before the bounds'.
+func TestChangeNeighThroughTheTable(t *testing.T) {
+	needTAP(t)
+	r := New()
+	l, err := r.AddTAP("t1", port.TAPOptions{}, dataplane.EtherOptions{Neigh: ndisc.DefaultParams()})
+	must(t, err)
+	defer func() { must(t, r.DeleteLink(l)) }()
+	must(t, r.ChangeNeigh(l, []NeighChange{{"gc_stale_time", 4500}, {"unres_qlen", 7}, {"gc_interval", 2000}}))
+	p := l.Neigh().Params()
+	if p.GCStale != 4500*time.Millisecond || p.QueueLen != 7 || p.QueueBytes != 7*unresFrame || p.GCInterval != 2*time.Second {
+		t.Errorf("gc_stale %v queue %d/%d gc_int %v, want 4.5s 7/%d 2s", p.GCStale, p.QueueLen, p.QueueBytes, p.GCInterval, 7*unresFrame)
+	}
+	if v, _ := r.Sysctl("net.ipv6.neigh.t1.gc_stale_time"); v != "4" {
+		t.Errorf("gc_stale_time reads %s, want 4", v)
+	}
+	for _, c := range []NeighChange{{"gc_thresh3", math.MaxInt32 + 1}, {"gc_interval", 0}, {"unres_qlen", math.MaxInt32/unresFrame + 1}} {
+		var bad *NeighValueError
+		if err := r.ChangeNeigh(l, []NeighChange{{"ucast_solicit", 9}, c}); !errors.As(err, &bad) || bad.Change != 1 {
+			t.Errorf("%s %d: %v, want the second change's value refused", c.Knob, c.V, err)
+		}
+	}
+	if err := r.ChangeNeigh(l, []NeighChange{{"retrans_time_ms", 0}}); err == nil || errors.As(err, new(*NeighValueError)) {
+		t.Errorf("retrans 0: %v, want Check's complaint", err)
+	}
+	if err := r.ChangeNeigh(l, []NeighChange{{"bogus", 1}}); !errors.Is(err, ErrNoKnob) {
+		t.Errorf("a knob that is not: %v", err)
+	}
+	if got := l.Neigh().Params(); got != p {
+		t.Errorf("refused changes changed the cache:\n%+v\nwant\n%+v", got, p)
 	}
 }
