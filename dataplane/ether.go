@@ -92,6 +92,9 @@ type EtherOptions struct {
 	MAC   []byte // the router's MAC; nil: the kind's default
 	Neigh ndisc.Params
 	Index int32 // the link's index; 0: the next free one
+	// Held is the router's unres_total_bytes, which the link's cache's
+	// held packets count against; nil: a budget of the cache's own
+	Held *ndisc.Budget
 }
 
 // randomMAC is a locally administered unicast MAC, as Linux gives a TAP.
@@ -104,10 +107,10 @@ func randomMAC() ndisc.MAC {
 
 // newEther makes an Ethernet device that listens to all-nodes and
 // all-routers; an error is a group it could not join.
-func newEther(kind string, io port.Frames, mac ndisc.MAC, p ndisc.Params) (*ether, error) {
+func newEther(kind string, io port.Frames, mac ndisc.MAC, eo EtherOptions) (*ether, error) {
 	e := &ether{kind: kind, io: io, mac: mac, rxh: make([][batchSize]port.EthHdr, io.Queues()),
 		rxt: make([][batchSize]port.VLANTag, io.Queues())}
-	e.nd = ndisc.New((*ndLink)(e), mac, p)
+	e.nd = ndisc.New((*ndLink)(e), mac, eo.Neigh, eo.Held)
 	e.neigh = e.nd.Table()
 	if err := e.listen(ndisc.Groups(nil)); err != nil {
 		return nil, err
@@ -125,7 +128,7 @@ func OpenTAP(name string, o port.TAPOptions, eo EtherOptions) (port.Device, erro
 	if len(eo.MAC) == 6 {
 		mac = ndisc.MAC(eo.MAC)
 	}
-	return newEther("tap", t, mac, eo.Neigh)
+	return newEther("tap", t, mac, eo)
 }
 
 // OpenHost attaches a link to interface dev with an AF_PACKET socket. The
@@ -143,7 +146,7 @@ func OpenHost(dev string, eo EtherOptions) (port.Device, int, error) {
 			return nil, 0, errors.Join(err, a.Close())
 		}
 	}
-	e, err := newEther("host", a, mac, eo.Neigh)
+	e, err := newEther("host", a, mac, eo)
 	if err != nil {
 		return nil, 0, errors.Join(fmt.Errorf("PACKET_ADD_MEMBERSHIP: %w", err), a.Close())
 	}

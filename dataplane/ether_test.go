@@ -113,7 +113,7 @@ func etherLink(t testing.TB) (*Link, *ether, *fakeFrames) {
 	dp := New(links, decide.New(fib6.NewTables(), rs, links))
 	dp.AddLoopback()
 	f := newFakeFrames()
-	e, err := newEther("tap", f, routerMAC, ndisc.DefaultParams())
+	e, err := newEther("tap", f, routerMAC, EtherOptions{Neigh: ndisc.DefaultParams()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@
 // nexthops, neighbours, rules, route feeds) when it is scraped, so nothing
 // is added to the packet path, and the HTTP server that serves /metrics.
 //
-// metrics imports router, fib6, feed and ndisc (the links' and neighbours'
+// metrics imports router, fib6 and feed (the links' and neighbours'
 // counters come through router); only the binary imports it.
 package metrics
 
@@ -23,7 +23,6 @@ import (
 
 	"urouter/feed"
 	"urouter/fib6"
-	"urouter/ndisc"
 	"urouter/router"
 )
 
@@ -180,7 +179,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 	}
-	gauge(ch, neighHeld, float64(ndisc.Held()))
+	gauge(ch, neighHeld, float64(c.r.Held()))
 	for _, t := range r.Tables.All() {
 		id := tableLabel(t.ID())
 		gauge(ch, routes, float64(t.Len()), id)

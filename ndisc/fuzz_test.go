@@ -47,7 +47,7 @@ func FuzzNDisc(f *testing.F) {
 	f.Add(icmp(header.ICMPv6RouterSolicit, host.As16(), allNodes.As16(), make([]byte, 4))[Headroom:])
 	link := &fakeIface{addrs: []netip.Prefix{netip.MustParsePrefix("2001:db8:91::1/64"),
 		netip.MustParsePrefix("fe80::1/64")}}
-	n := New(link, MAC{2, 0, 0, 0, 1, 1}, DefaultParams())
+	n := New(link, MAC{2, 0, 0, 0, 1, 1}, DefaultParams(), nil)
 	n.syncAddrs()
 	for _, o := range n.addrs {
 		o.tentative = false // past DAD, as the link's addresses are

@@ -99,11 +99,15 @@ type msg struct {
 }
 
 // New makes the Neighbour Discovery of a link whose MAC is mac, with a
-// neighbour cache of knobs p; Start runs it.
-func New(link Iface, mac MAC, p Params) *ND {
+// neighbour cache of knobs p whose held packets count against held (its
+// router's; nil: a budget of the cache's own); Start runs it.
+func New(link Iface, mac MAC, p Params, held *Budget) *ND {
+	if held == nil {
+		held = NewBudget()
+	}
 	n := &ND{link: link, mac: mac, in: make(chan msg, 256), kick: make(chan struct{}, 1),
 		quit: make(chan struct{}), done: make(chan struct{}), addrs: map[netip.Addr]*ownAddr{}}
-	n.table = newTable(n, p)
+	n.table = newTable(n, p, held)
 	n.dadTransmits.Store(1)
 	ra := DefaultRA()
 	n.ra.Store(&ra)

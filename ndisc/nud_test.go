@@ -50,10 +50,16 @@ func (f *fakeLink) changed(_ netip.Addr, from, to State) {
 	f.mu.Unlock()
 }
 
-// testTable is a table on a clock the test moves.
+// testTable is a table on a clock the test moves, with a held-bytes
+// budget of its own.
 func testTable(p Params) (*Table, *fakeLink, *atomic.Int64) {
+	return testTableHolding(p, NewBudget())
+}
+
+// testTableHolding is a testTable whose held packets count against held.
+func testTableHolding(p Params, held *Budget) (*Table, *fakeLink, *atomic.Int64) {
 	f := &fakeLink{}
-	t := newTable(f, p)
+	t := newTable(f, p, held)
 	clk := &atomic.Int64{}
 	clk.Store(int64(time.Hour)) // far from zero, as a real clock is
 	t.Clock = clk

@@ -124,6 +124,10 @@ type Table struct {
 	soonest  atomic.Int64
 	lastScan int64
 
+	// held is the router's unres_total_bytes, shared with its other
+	// links' caches
+	held *Budget
+
 	unresolved
 	stats
 }
@@ -140,10 +144,12 @@ const (
 // and nothing can be collected.
 var ErrFull = syscall.ENOBUFS
 
-// newTable returns an empty cache for link with knobs p.
-func newTable(link cacheLink, p Params) *Table {
+// newTable returns an empty cache for link with knobs p, holding packets
+// within held.
+func newTable(link cacheLink, p Params, held *Budget) *Table {
 	startClock()
-	t := &Table{link: link, Clock: &coarse, kick: make(chan struct{}, 1), seed: rand.Uint64() | 1, seed2: rand.Uint64()}
+	t := &Table{link: link, Clock: &coarse, kick: make(chan struct{}, 1), seed: rand.Uint64() | 1, seed2: rand.Uint64(),
+		held: held}
 	t.SetParams(p)
 	t.soonest.Store(math.MaxInt64)
 	return t
@@ -307,7 +313,7 @@ func (t *Table) slowOutput(e *Entry, pkt []byte, admitted bool) (MAC, bool) {
 // queues.
 //
 // Every held byte also counts against the router's unres_total_bytes
-// (heldBytes): past it a packet is not held, so that memory stays flat
+// (its Budget): past it a packet is not held, so that memory stays flat
 // however many entries a flood keeps waiting.
 func (e *Entry) hold(pkt []byte, p *Params) {
 	if p.QueueLen <= 0 || len(pkt) > p.QueueBytes {
@@ -316,11 +322,11 @@ func (e *Entry) hold(pkt []byte, p *Params) {
 	}
 	for len(e.queue) > 0 && (len(e.queue) >= p.QueueLen || e.queued+len(pkt) > p.QueueBytes) {
 		e.queued -= len(e.queue[0])
-		heldBytes.Add(-int64(len(e.queue[0])))
+		e.tab.held.give(int64(len(e.queue[0])))
 		e.queue = e.queue[1:]
 		e.tab.UnresDiscards.Add(1)
 	}
-	if !takeHeld(int64(len(pkt))) {
+	if !e.tab.held.take(int64(len(pkt))) {
 		e.tab.HeldLimited.Add(1)
 		e.tab.UnresDiscards.Add(1)
 		return
@@ -332,7 +338,7 @@ func (e *Entry) hold(pkt []byte, p *Params) {
 // drain takes the queue; e.mu is held.
 func (e *Entry) drain() [][]byte {
 	q := e.queue
-	heldBytes.Add(-int64(e.queued))
+	e.tab.held.give(int64(e.queued))
 	e.queue, e.queued = nil, 0
 	return q
 }

@@ -81,39 +81,47 @@ func (t *Table) Stats() Stats {
 		UnresDiscards: t.UnresDiscards.Load(), ForcedGCs: t.ForcedGCs.Load(), PeriodicGCs: t.PeriodicGCs.Load()}
 }
 
-// heldBytes are the bytes every table holds for resolution; heldMax
-// bounds them (unres_total_bytes).
-var heldBytes, heldMax atomic.Int64
+// A Budget bounds the bytes a router's caches hold for resolution
+// together (unres_total_bytes): each router has its own, which its
+// links' caches share.
+type Budget struct{ held, max atomic.Int64 }
 
 // DefaultHeldMax is unres_total_bytes' default: 4 MiB, some two thousand
 // full frames, where Linux's per-entry bound alone lets 1,024 entries
 // hold 200 MiB.
 const DefaultHeldMax = 4 << 20
 
-func init() { heldMax.Store(DefaultHeldMax) }
+// NewBudget is a budget of DefaultHeldMax bytes.
+func NewBudget() *Budget {
+	b := &Budget{}
+	b.max.Store(DefaultHeldMax)
+	return b
+}
 
-// SetHeldMax bounds the bytes all the router's caches hold for
-// resolution (unres_total_bytes).
-func SetHeldMax(n int64) { heldMax.Store(n) }
+// SetMax bounds the bytes held (unres_total_bytes).
+func (b *Budget) SetMax(n int64) { b.max.Store(n) }
 
-// HeldMax is that bound.
-func HeldMax() int64 { return heldMax.Load() }
+// Max is that bound.
+func (b *Budget) Max() int64 { return b.max.Load() }
 
-// takeHeld counts n more bytes held, if they fit in unres_total_bytes.
-func takeHeld(n int64) bool {
+// Held is what the caches hold now.
+func (b *Budget) Held() int64 { return b.held.Load() }
+
+// take counts n more bytes held, if they fit in unres_total_bytes.
+func (b *Budget) take(n int64) bool {
 	for {
-		cur := heldBytes.Load()
-		if cur+n > heldMax.Load() {
+		cur := b.held.Load()
+		if cur+n > b.max.Load() {
 			return false
 		}
-		if heldBytes.CompareAndSwap(cur, cur+n) {
+		if b.held.CompareAndSwap(cur, cur+n) {
 			return true
 		}
 	}
 }
 
-// Held is what the caches hold now.
-func Held() int64 { return heldBytes.Load() }
+// give counts n bytes no longer held.
+func (b *Budget) give(n int64) { b.held.Add(-n) }
 
 // resolve creates the entry a packet to addr asks for, if the packet's
 // source may start one more resolution. An address asked for again after

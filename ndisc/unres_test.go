@@ -213,27 +213,26 @@ func TestSolicitRate(t *testing.T) {
 	}
 }
 
-// TestHeldBytesRouterWide: what all caches hold for resolution stays
-// within unres_total_bytes, and is given back when resolutions end.
+// TestHeldBytesRouterWide: what all of a router's caches hold for
+// resolution stays within its unres_total_bytes, and is given back when
+// resolutions end; another router's caches have a budget of their own.
 func TestHeldBytesRouterWide(t *testing.T) {
-	old := HeldMax()
-	t.Cleanup(func() { SetHeldMax(old) })
-	base := Held() // what other tests' tables hold
-	SetHeldMax(base + 100_000)
+	held, other := NewBudget(), NewBudget()
+	held.SetMax(100_000)
 	p := DefaultParams()
 	p.Retrans = 10 * time.Millisecond
 	var wg sync.WaitGroup
 	var tables [2]*Table
 	for i := range tables {
-		tbl, _, clk := testTable(p)
+		tbl, _, clk := testTableHolding(p, held)
 		tables[i] = tbl
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for j := 0; j < 2000; j++ {
 				tbl.Output(randomIn(lan), packetFrom(netip.AddrFrom16([16]byte{0x20, 1, 0xd, 0xb8, 7: byte(j)}), 1500))
-				if Held() > HeldMax() {
-					t.Errorf("%d bytes held, unres_total_bytes is %d", Held(), HeldMax())
+				if held.Held() > held.Max() {
+					t.Errorf("%d bytes held, unres_total_bytes is %d", held.Held(), held.Max())
 					return
 				}
 			}
@@ -244,16 +243,32 @@ func TestHeldBytesRouterWide(t *testing.T) {
 	if tables[0].HeldLimited.Load()+tables[1].HeldLimited.Load() == 0 {
 		t.Fatal("no packet refused for the router's bound")
 	}
-	if h := Held() - base; h != 0 {
+	if h := held.Held(); h != 0 {
 		t.Fatalf("%d bytes still held after every resolution failed", h)
 	}
 	// a table that goes (its link deleted) gives back what it held
-	tbl, _, _ := testTable(p)
+	tbl, _, _ := testTableHolding(p, held)
 	tbl.Output(target, packetFrom(target, 1000))
 	tbl.Close()
-	if h := Held() - base; h != 0 {
+	if h := held.Held(); h != 0 {
 		t.Fatalf("%d bytes still held after the table closed", h)
 	}
+	// another router's cache holds against its own budget, untouched
+	// by this one's: full, it refuses nothing to the other
+	for j := 0; j < 1000 && held.Held()+1500 <= held.Max(); j++ {
+		tables[0].Output(randomIn(lan), packetFrom(netip.AddrFrom16([16]byte{0x20, 1, 0xd, 0xb8, 7: byte(j)}), 1500))
+	}
+	if held.Held()+1500 <= held.Max() {
+		t.Fatalf("the router's caches hold %d of %d: not full", held.Held(), held.Max())
+	}
+	tbl, _, _ = testTableHolding(p, other)
+	tbl.Output(target, packetFrom(target, 1000))
+	if h := other.Held(); h != 1000 || tbl.HeldLimited.Load() != 0 {
+		t.Errorf("the other router's budget holds %d (want 1000), refused %d", h, tbl.HeldLimited.Load())
+	}
+	tables[0].Close()
+	tables[1].Close()
+	tbl.Close()
 }
 
 // TestWantedNeighbourGetsIn: a neighbour asked for again, every 200 ms,
@@ -314,7 +329,6 @@ func TestUnresStress(t *testing.T) {
 	p := DefaultParams()
 	p.Thresh1, p.Thresh2, p.Thresh3, p.UnresMax, p.UnresSrcMax = 32, 64, 128, 48, 4
 	p.Retrans = 5 * time.Millisecond
-	base := Held()
 	tbl, _, clk := testTable(p)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -383,7 +397,7 @@ func TestUnresStress(t *testing.T) {
 			t.Errorf("kind slot %d counts %d, its entries %d", k, got, byKind[uint16(k+1)])
 		}
 	}
-	if h := Held() - base; h != held {
+	if h := tbl.held.Held(); h != held {
 		t.Errorf("%d bytes counted held, the entries hold %d", h, held)
 	}
 	tbl.Close()

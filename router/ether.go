@@ -22,14 +22,14 @@ func (r *Router) AddTAP(name string, o port.TAPOptions, eo dataplane.EtherOption
 	if o.MTU == 0 {
 		o.MTU = 1500
 	}
-	eo.Neigh = r.defaultNeigh(eo.Neigh)
+	eo.Neigh, eo.Held = r.defaultNeigh(eo.Neigh), r.held
 	return r.addLink(name, eo.Index, o.MTU, func() (port.Device, error) { return dataplane.OpenTAP(name, o, eo) })
 }
 
 // AddHost attaches link name to the existing interface dev, down; the
 // link's MTU is the interface's.
 func (r *Router) AddHost(name, dev string, eo dataplane.EtherOptions) (*dataplane.Link, error) {
-	eo.Neigh = r.defaultNeigh(eo.Neigh)
+	eo.Neigh, eo.Held = r.defaultNeigh(eo.Neigh), r.held
 	return r.addLinkMTU(name, eo.Index, func() (port.Device, int, error) { return dataplane.OpenHost(dev, eo) })
 }
 
@@ -42,6 +42,12 @@ func (r *Router) defaultNeigh(p ndisc.Params) ndisc.Params {
 	}
 	return p
 }
+
+// Held is what the links' caches hold for resolution now, together.
+func (r *Router) Held() int64 { return r.held.Held() }
+
+// HeldMax bounds it (unres_total_bytes).
+func (r *Router) HeldMax() int64 { return r.held.Max() }
 
 // DefaultRouterProbeInterval is Linux's router_probe_interval: how often a
 // gateway that does not answer is solicited again.

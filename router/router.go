@@ -62,8 +62,11 @@ type Router struct {
 	// addrMetrics are the metrics addresses give their prefix routes
 	// (`address add ... metric N`), under mu
 	addrMetrics map[addrKey]uint32
-	stop        chan struct{}
-	done        sync.WaitGroup
+	// held bounds the bytes the links' caches hold for resolution
+	// together (unres_total_bytes)
+	held *ndisc.Budget
+	stop chan struct{}
+	done sync.WaitGroup
 }
 
 // New builds a router: the tables local, main and default, Linux's
@@ -71,7 +74,7 @@ type Router struct {
 // runs its housekeeping.
 func New() *Router {
 	r := &Router{Tables: fib6.NewTables(), Links: dataplane.NewLinks(), sys: newSysctls(),
-		addrMetrics: map[addrKey]uint32{}}
+		addrMetrics: map[addrKey]uint32{}, held: ndisc.NewBudget()}
 	// The loopback is the first link made, so the router's own packets
 	// come in by index 1, as Linux's lo.
 	r.Rules = rules.NewRegistry(func(name string) int32 {

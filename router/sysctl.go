@@ -65,7 +65,7 @@ func newSysctls() sysctls {
 	all.acceptDAD = 0 // Linux's: a link's own says
 	s := sysctls{all: all, dflt: c, links: map[int32]*linkSysctls{}, neighDflt: defaultNeighParams(),
 		hashFields: hashFieldsL3, icmpRate: 100, ratemask: dataplane.DefaultRateMask, msgsPerSec: 1000, msgsBurst: 50, destBurst: 6,
-		heldMax: ndisc.HeldMax()}
+		heldMax: ndisc.DefaultHeldMax}
 	for i, d := range dataplane.DefaultCoPP {
 		s.copp[i] = coppKnobs{rate: int64(d.Rate), burst: int64(d.Burst)}
 	}
@@ -125,7 +125,7 @@ var globalKnobs = withCoPPKnobs(map[string]globalKnob{
 	// the bytes every link's cache holds for resolution, together: the
 	// router's, beside the table-wide gc_thresh* (RFC 6583 6.3)
 	"net.ipv6.neigh.default.unres_total_bytes": intKnob(func(s *sysctls) *int64 { return &s.heldMax }, 0, math.MaxInt32,
-		func(r *Router) { ndisc.SetHeldMax(r.sys.heldMax) }),
+		func(r *Router) { r.held.SetMax(r.sys.heldMax) }),
 })
 
 // withCoPPKnobs adds each CoPP class's net.ipv6.copp.CLASS.rate (packets

@@ -109,11 +109,9 @@ func TestSysctlNeighFlood(t *testing.T) {
 	if p := l.Neigh().Params(); p.UnresMax != 100 || p.UnresSrcMax != 7 || p.SolicitRate != 50 || p.SolicitBurst != 5 {
 		t.Errorf("the cache's knobs: %+v", p)
 	}
-	old := ndisc.HeldMax()
-	defer func() { must(t, r.SetSysctl("net.ipv6.neigh.default.unres_total_bytes", strconv.FormatInt(old, 10))) }()
 	must(t, r.SetSysctl("net.ipv6.neigh.default.unres_total_bytes", "65536"))
-	if ndisc.HeldMax() != 65536 {
-		t.Errorf("unres_total_bytes did not reach the caches: %d", ndisc.HeldMax())
+	if r.HeldMax() != 65536 {
+		t.Errorf("unres_total_bytes did not reach the caches: %d", r.HeldMax())
 	}
 	if _, err := r.Sysctl("net.ipv6.neigh.t0.unres_total_bytes"); !errors.Is(err, ErrNoKnob) {
 		t.Errorf("a link's unres_total_bytes: %v, want no such knob (it is the router's)", err)
@@ -225,5 +223,22 @@ func TestChangeNeighThroughTheTable(t *testing.T) {
 	}
 	if got := l.Neigh().Params(); got != p {
 		t.Errorf("refused changes changed the cache:\n%+v\nwant\n%+v", got, p)
+	}
+}
+
+// TestHeldBudgetIsTheRouters: unres_total_bytes is each router's own: a
+// write of one router's leaves another's, and a new router starts from
+// the default, not from the last one's.
+func TestHeldBudgetIsTheRouters(t *testing.T) {
+	a, b := New(), New()
+	must(t, a.SetSysctl("net.ipv6.neigh.default.unres_total_bytes", "65536"))
+	c := New()
+	for i, r := range []*Router{b, c} {
+		if v, _ := r.Sysctl("net.ipv6.neigh.default.unres_total_bytes"); r.HeldMax() != ndisc.DefaultHeldMax || v != strconv.Itoa(ndisc.DefaultHeldMax) {
+			t.Errorf("router %d: unres_total_bytes %s, its caches' bound %d; want the default %d", i, v, r.HeldMax(), ndisc.DefaultHeldMax)
+		}
+	}
+	if a.HeldMax() != 65536 {
+		t.Errorf("the router written: %d, want 65536", a.HeldMax())
 	}
 }
