@@ -173,7 +173,7 @@ func knobDev(name string) string {
 func (sv *saver) link(l *dataplane.Link) {
 	hw := l.Hardware()
 	name := l.Name
-	if l.Index != 1 {
+	if !l.IsLoopback() {
 		words := []string{"link", "add", name, "index", strconv.Itoa(int(l.Index)), "mtu", strconv.Itoa(l.MTU())}
 		if mac := hw.HardwareAddr(); mac != nil && hw.Kind() != "host" { // random unless given
 			words = append(words, "address", mac.String())
@@ -188,9 +188,9 @@ func (sv *saver) link(l *dataplane.Link) {
 	}
 	sv.sysctls(func(n string) bool { return knobDev(n) == name })
 	switch {
-	case l.Index != 1 && l.Up():
+	case !l.IsLoopback() && l.Up():
 		sv.line("link", "link", "set", name, "up")
-	case l.Index == 1 && !l.Up():
+	case l.IsLoopback() && !l.Up():
 		sv.line("link", "link", "set", name, "down")
 	}
 	if m := l.Mirror(); m != nil {
@@ -214,7 +214,7 @@ func (sv *saver) addrs(l *dataplane.Link) {
 		case hasLL && a == ll:
 			found = true
 			continue
-		case l.Index == 1 && a.Addr() == netip.IPv6Loopback():
+		case l.IsLoopback() && a.Addr() == netip.IPv6Loopback():
 			continue
 		}
 		words := []string{"address", "add", a.String(), "dev", l.Name}

@@ -100,7 +100,7 @@ func (s *session) readiness() readiness {
 	}
 	up, configured := 0, 0
 	for _, l := range s.r.Links.All() {
-		if l.Index == 1 || !l.Up() {
+		if l.IsLoopback() || !l.Up() {
 			continue
 		}
 		configured++

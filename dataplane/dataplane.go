@@ -121,9 +121,9 @@ func (dp *Dataplane) addWorkers(l *Link, p port.Port, queues int, own *Mirror) [
 }
 
 // AddLoopback creates the loopback link "lo", up, as every Linux host has
-// one.
+// one, at LoopbackIndex.
 func (dp *Dataplane) AddLoopback() *Link {
-	l, err := dp.AddLink("lo", 0, port.Loopback{}, 65536)
+	l, err := dp.AddLink("lo", LoopbackIndex, port.Loopback{}, 65536)
 	if err != nil {
 		panic("dataplane: a second loopback: " + err.Error())
 	}

@@ -135,6 +135,13 @@ func (l *Link) PortSetMTU(mtu int) error {
 	return nil
 }
 
+// LoopbackIndex is the loopback's index: it is the first link made, as
+// Linux's lo, and the router's own packets come in by it.
+const LoopbackIndex int32 = 1
+
+// IsLoopback says whether l is the loopback.
+func (l *Link) IsLoopback() bool { return l.Index == LoopbackIndex }
+
 // MaxIndex is the last index a link gets: the registry is a slice by
 // index, which an index asked for near 2^31 would make gigabytes.
 const MaxIndex = 1<<16 - 1

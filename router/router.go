@@ -75,14 +75,13 @@ type Router struct {
 func New() *Router {
 	r := &Router{Tables: fib6.NewTables(), Links: dataplane.NewLinks(), sys: newSysctls(),
 		addrMetrics: map[addrKey]uint32{}, held: ndisc.NewBudget()}
-	// The loopback is the first link made, so the router's own packets
-	// come in by index 1, as Linux's lo.
+	// The router's own packets come in by the loopback, as Linux's lo.
 	r.Rules = rules.NewRegistry(func(name string) int32 {
 		if l := r.Links.ByName(name); l != nil {
 			return l.Index
 		}
 		return 0
-	}, 1)
+	}, dataplane.LoopbackIndex)
 	r.Decider = decide.New(r.Tables, r.Rules, r.Links)
 	r.Decider.Seed = rand.Uint64() // per router, as Linux's per boot
 	r.Decider.Neigh = neighbours{r.Links}
@@ -96,9 +95,6 @@ func New() *Router {
 		events: make(chan neighEvent, 1024), all: make(chan neighEvent, 1024)}
 	r.DP.WatchNeighbours(r.neighChanged)
 	r.Lo = r.DP.AddLoopback()
-	if r.Lo.Index != 1 {
-		panic("router: the loopback is not link 1")
-	}
 	r.sysctlNewLink(r.Lo)
 	if err := r.AddAddr(r.Lo, netip.PrefixFrom(netip.IPv6Loopback(), 128)); err != nil {
 		panic("router: ::1 on lo: " + err.Error())
