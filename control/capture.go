@@ -15,7 +15,7 @@ import (
 	"github.com/gopacket/gopacket/pcapgo"
 
 	"urouter/dataplane"
-	"urouter/dataplane/filter"
+	"urouter/internal/filter"
 	"urouter/dataplane/port"
 )
 

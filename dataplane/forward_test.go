@@ -10,7 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"urouter/dataplane"
-	"urouter/dataplane/filter"
+	"urouter/internal/filter"
 )
 
 func TestForwardUDP(t *testing.T) {

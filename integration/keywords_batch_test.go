@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// The keyword table: what internal/iproute2kw read from iproute2's
+// The keyword table: what tools/iproute2kw read from iproute2's
 // sources, and the probes TestKernelOracleKeywords builds from it.
 
 // check is one comparison of a word with a keyword in iproute2's source.

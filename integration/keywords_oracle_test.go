@@ -10,7 +10,7 @@ import (
 
 // TestKernelOracleKeywords asks iproute2 itself how it reads its words:
 // every prefix of every keyword iproute2 6.1 checks (the table that
-// internal/iproute2kw reads from its sources) goes, in the place its
+// tools/iproute2kw reads from its sources) goes, in the place its
 // function reads it, to ip in a netns and to urouter, and both must print
 // the same and end alike (ok, failed, or ending the batch as ip's exit()
 // does). Where urouter lacks a feature (exceptions below), its "not

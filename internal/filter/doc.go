@@ -39,4 +39,8 @@
 // and parse_arith.go, prim.go (an id under its qualifiers), gen.go
 // (primitives) and arith.go (relations), opt.go, layout.go (labels to
 // offsets), vm.go (the interpreter); filter.go is the API.
+//
+// It imports nothing of the router's: the capture and trace commands
+// compile their filters with it, and the packet path runs the compiled
+// programs through the Filter they were given.
 package filter
