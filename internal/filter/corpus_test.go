@@ -183,7 +183,20 @@ func corpus(t testing.TB) (names []string, pkts [][]byte) {
 			}
 		}
 	}
-	// IPv4, which libpcap's DLT_RAW programs test and ours reject.
+	for _, p := range ipv4Corpus(t) {
+		add("ipv4", p)
+	}
+	add("ipv4 icmp", ipv4ICMP(t))
+	for _, g := range garbage() {
+		add("garbage", g)
+	}
+	add("zeros", make([]byte, 80))
+	return names, pkts
+}
+
+// ipv4Corpus are IPv4 TCP and UDP packets, which libpcap's DLT_RAW
+// programs test and ours reject.
+func ipv4Corpus(t testing.TB) (pkts [][]byte) {
 	for i, p := range []uint16{179, 53, 80} {
 		ip := &layers.IPv4{Version: 4, IHL: 5, TTL: 64, Protocol: layers.IPProtocolTCP,
 			SrcIP: net.IPv4(10, 0, 0, byte(i+1)), DstIP: net.IPv4(10, 0, 0, 9)}
@@ -202,17 +215,25 @@ func corpus(t testing.TB) (names []string, pkts [][]byte) {
 			if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, ip, l4); err != nil {
 				t.Fatal(err)
 			}
-			add("ipv4", append([]byte(nil), buf.Bytes()...))
+			pkts = append(pkts, append([]byte(nil), buf.Bytes()...))
 		}
 	}
+	return pkts
+}
+
+// ipv4ICMP is an IPv4 echo request.
+func ipv4ICMP(t testing.TB) []byte {
 	icmp4 := gopacket.NewSerializeBuffer()
 	if err := gopacket.SerializeLayers(icmp4, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true},
 		&layers.IPv4{Version: 4, IHL: 5, TTL: 64, Protocol: layers.IPProtocolICMPv4, SrcIP: net.IPv4(10, 0, 0, 1), DstIP: net.IPv4(10, 0, 0, 2)},
 		&layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(8, 0)}); err != nil {
 		t.Fatal(err)
 	}
-	add("ipv4 icmp", append([]byte(nil), icmp4.Bytes()...))
-	// Garbage, some with an IPv6 version nibble.
+	return append([]byte(nil), icmp4.Bytes()...)
+}
+
+// garbage are random bytes, some with an IPv6 version nibble.
+func garbage() (gs [][]byte) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := range 40 {
 		g := make([]byte, r.IntN(90))
@@ -225,8 +246,7 @@ func corpus(t testing.TB) (names []string, pkts [][]byte) {
 				g[6] = []byte{6, 17, 58, 132, 44, 0, 60}[i%7]
 			}
 		}
-		add("garbage", g)
+		gs = append(gs, g)
 	}
-	add("zeros", make([]byte, 80))
-	return names, pkts
+	return gs
 }

@@ -37,14 +37,13 @@ func Run(prog []unix.SockFilter, pkt []byte) uint32 {
 			return in.K
 		case unix.BPF_RET | unix.BPF_A:
 			return a
-		case unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, unix.BPF_LD | unix.BPF_H | unix.BPF_ABS, unix.BPF_LD | unix.BPF_B | unix.BPF_ABS:
-			v, ok := load(pkt, n, uint64(in.K), in.Code&0x18)
-			if !ok {
-				return 0
+		case unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, unix.BPF_LD | unix.BPF_H | unix.BPF_ABS, unix.BPF_LD | unix.BPF_B | unix.BPF_ABS,
+			unix.BPF_LD | unix.BPF_W | unix.BPF_IND, unix.BPF_LD | unix.BPF_H | unix.BPF_IND, unix.BPF_LD | unix.BPF_B | unix.BPF_IND:
+			off := uint64(in.K)
+			if in.Code&0xe0 == unix.BPF_IND {
+				off += uint64(x)
 			}
-			a = v
-		case unix.BPF_LD | unix.BPF_W | unix.BPF_IND, unix.BPF_LD | unix.BPF_H | unix.BPF_IND, unix.BPF_LD | unix.BPF_B | unix.BPF_IND:
-			v, ok := load(pkt, n, uint64(x)+uint64(in.K), in.Code&0x18)
+			v, ok := load(pkt, n, off, in.Code&0x18)
 			if !ok {
 				return 0
 			}
@@ -88,39 +87,35 @@ func Run(prog []unix.SockFilter, pkt []byte) uint32 {
 			a = x
 		case unix.BPF_JMP | unix.BPF_JA:
 			pc += in.K // wraps: libpcap's protochain jumps back so
-		case unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K:
-			pc += branch(a == in.K, in)
-		case unix.BPF_JMP | unix.BPF_JGT | unix.BPF_K:
-			pc += branch(a > in.K, in)
-		case unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K:
-			pc += branch(a >= in.K, in)
-		case unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K:
-			pc += branch(a&in.K != 0, in)
-		case unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_X:
-			pc += branch(a == x, in)
-		case unix.BPF_JMP | unix.BPF_JGT | unix.BPF_X:
-			pc += branch(a > x, in)
-		case unix.BPF_JMP | unix.BPF_JGE | unix.BPF_X:
-			pc += branch(a >= x, in)
-		case unix.BPF_JMP | unix.BPF_JSET | unix.BPF_X:
-			pc += branch(a&x != 0, in)
+		case unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_X:
+			pc += branch(a == operand(in, x), in)
+		case unix.BPF_JMP | unix.BPF_JGT | unix.BPF_K, unix.BPF_JMP | unix.BPF_JGT | unix.BPF_X:
+			pc += branch(a > operand(in, x), in)
+		case unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K, unix.BPF_JMP | unix.BPF_JGE | unix.BPF_X:
+			pc += branch(a >= operand(in, x), in)
+		case unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K, unix.BPF_JMP | unix.BPF_JSET | unix.BPF_X:
+			pc += branch(a&operand(in, x) != 0, in)
 		case unix.BPF_ALU | unix.BPF_NEG:
 			a = -a
 		default:
 			if in.Code&0x07 != unix.BPF_ALU {
 				return 0
 			}
-			v := in.K
-			if in.Code&unix.BPF_X != 0 {
-				v = x
-			}
 			var ok bool
-			if a, ok = alu(in.Code&0xf0, a, v); !ok {
+			if a, ok = alu(in.Code&0xf0, a, operand(in, x)); !ok {
 				return 0
 			}
 		}
 	}
 	return 0
+}
+
+// operand is what a jump or an ALU instruction takes A with: X or K.
+func operand(in *unix.SockFilter, x uint32) uint32 {
+	if in.Code&unix.BPF_X != 0 {
+		return x
+	}
+	return in.K
 }
 
 func branch(c bool, in *unix.SockFilter) uint32 {
