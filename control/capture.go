@@ -15,8 +15,8 @@ import (
 	"github.com/gopacket/gopacket/pcapgo"
 
 	"urouter/dataplane"
-	"urouter/internal/filter"
 	"urouter/dataplane/port"
+	"urouter/internal/filter"
 )
 
 // `capture [dev LINK]... [drops] [in | out] [count N] [snaplen N] [FILTER]`
