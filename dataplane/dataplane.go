@@ -29,6 +29,9 @@ type Dataplane struct {
 	// nice value of its threads (NiceIdle: SCHED_IDLE), 0 is unlowered
 	controlShare atomic.Uint64
 	controlNice  atomic.Int32
+	// paceClock is what pacers measure CPU and sleep by; nil: the
+	// kernel's (a test gives its own)
+	paceClock paceClock
 	// copp are the router-wide limits each link's buckets take (under
 	// mu); peers the neighbours the kernel has sessions with
 	copp  [NumCoPPClasses]CoPPLimit

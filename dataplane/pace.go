@@ -112,6 +112,7 @@ func (h *held) done() {
 // Pacer paces one writer goroutine, and the CPU its helpers charge it.
 type Pacer struct {
 	dp     *Dataplane
+	clock  paceClock
 	thread held // locked and lowered, or parked
 	share  float64
 	start  time.Duration // the thread's CPU time at the slice's start
@@ -137,7 +138,7 @@ func (p *Pacer) Meter() *Meter {
 		return nil
 	}
 	undo := p.dp.lowerThread()
-	return &Meter{p: p, thread: held{dp: p.dp, undo: undo}, last: threadCPU()}
+	return &Meter{p: p, thread: held{dp: p.dp, undo: undo}, last: p.clock.threadCPU()}
 }
 
 // Go runs work on a helper goroutine of the writer's (a table's build in
@@ -156,7 +157,7 @@ func (m *Meter) Charge() {
 	if m == nil {
 		return
 	}
-	now := threadCPU()
+	now := m.p.clock.threadCPU()
 	m.p.helpers.Add(int64(now - m.last))
 	m.last = now
 }
@@ -186,7 +187,7 @@ func (m *Meter) Resume() {
 		return
 	}
 	m.thread.resume()
-	m.last = threadCPU()
+	m.last = m.p.clock.threadCPU()
 }
 
 // NewPacer returns the calling goroutine's pacer, or nil when neither the
@@ -205,7 +206,11 @@ func (dp *Dataplane) NewPacer() *Pacer {
 		return nil
 	}
 	undo := dp.lowerThread()
-	return &Pacer{dp: dp, thread: held{dp: dp, undo: undo}, share: share, start: threadCPU(), seen: dp.Batches()}
+	clock := dp.paceClock
+	if clock == nil {
+		clock = kernelClock{}
+	}
+	return &Pacer{dp: dp, clock: clock, thread: held{dp: dp, undo: undo}, share: share, start: clock.threadCPU(), seen: dp.Batches()}
 }
 
 // Done ends the pacing (on the goroutine that made the pacer).
@@ -219,7 +224,7 @@ func (p *Pacer) Park() {
 	if p == nil || p.thread.parked {
 		return
 	}
-	p.ran = threadCPU() - p.start
+	p.ran = p.clock.threadCPU() - p.start
 	p.thread.park()
 }
 
@@ -230,7 +235,7 @@ func (p *Pacer) Resume() {
 		return
 	}
 	p.thread.resume()
-	p.start = threadCPU() - p.ran
+	p.start = p.clock.threadCPU() - p.ran
 }
 
 // Step is called between the writer's units of work (every few lines of
@@ -242,7 +247,7 @@ func (p *Pacer) Step(publish func()) {
 		return
 	}
 	helped := p.helpers.Load()
-	ran := threadCPU() - p.start + time.Duration(helped-p.helped)
+	ran := p.clock.threadCPU() - p.start + time.Duration(helped-p.helped)
 	if ran < paceSlice {
 		return
 	}
@@ -252,11 +257,24 @@ func (p *Pacer) Step(publish func()) {
 		if publish != nil {
 			publish()
 		}
-		time.Sleep(time.Duration(float64(ran) * (1 - p.share) / p.share))
+		p.clock.sleep(time.Duration(float64(ran) * (1 - p.share) / p.share))
 		seen = p.dp.Batches() // what the workers read while it slept is not the next slice's
 	}
-	p.start, p.seen = threadCPU(), seen
+	p.start, p.seen = p.clock.threadCPU(), seen
 }
+
+// A paceClock is what a pacer measures its slices and waits by: the
+// calling thread's CPU time, and a sleep.
+type paceClock interface {
+	threadCPU() time.Duration
+	sleep(d time.Duration)
+}
+
+// kernelClock is the kernel's CLOCK_THREAD_CPUTIME_ID, and time.Sleep.
+type kernelClock struct{}
+
+func (kernelClock) threadCPU() time.Duration { return threadCPU() }
+func (kernelClock) sleep(d time.Duration)    { time.Sleep(d) }
 
 // threadCPU is the CPU time of the calling thread.
 func threadCPU() time.Duration {

@@ -2,17 +2,58 @@ package dataplane
 
 import (
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
+// fakeClock is a pacer's clock the test moves: each thread's CPU time
+// grows by what spend says it worked, and the wall clock by that and by
+// what the pacer slept.
+type fakeClock struct {
+	mu    sync.Mutex
+	cpu   map[int]time.Duration // by thread
+	wall  time.Duration
+	slept time.Duration
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{cpu: map[int]time.Duration{}} }
+
+func (c *fakeClock) threadCPU() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cpu[unix.Gettid()]
+}
+
+func (c *fakeClock) sleep(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.wall += d
+	c.slept += d
+}
+
+// spend is d of work on the calling thread.
+func (c *fakeClock) spend(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cpu[unix.Gettid()] += d
+	c.wall += d
+}
+
+func (c *fakeClock) now() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.wall
+}
+
 // TestPacer: while the workers read batches, a writer that calls Step
 // between units of work takes about its share of a CPU (here 25%); when
 // they read none, it never sleeps; a share of 100% makes no pacer.
 func TestPacer(t *testing.T) {
-	dp := &Dataplane{}
+	clock := newFakeClock()
+	dp := &Dataplane{paceClock: clock}
 	w := &worker{}
 	ws := []*worker{w}
 	dp.workers.Store(&ws)
@@ -25,34 +66,28 @@ func TestPacer(t *testing.T) {
 	}
 	dp.SetControlShare(0.25)
 
-	// work spins for about d of CPU
-	work := func(d time.Duration) {
-		end := threadCPU() + d
-		for threadCPU() < end {
-		}
-	}
 	run := func(busy bool) (cpu, wall time.Duration) {
 		p := dp.NewPacer()
 		defer p.Done()
 		publishes := 0
-		start, c0 := time.Now(), threadCPU()
+		start, c0 := clock.now(), clock.threadCPU()
 		for i := 0; i < 400; i++ {
-			work(50 * time.Microsecond)
+			clock.spend(50 * time.Microsecond)
 			if busy {
 				w.epoch.Add(2 * busyBatches) // the workers read batches meanwhile
 			}
 			p.Step(func() { publishes++ })
 		}
-		cpu, wall = threadCPU()-c0, time.Since(start)
+		cpu, wall = clock.threadCPU()-c0, clock.now()-start
 		if busy && publishes < 30 || !busy && publishes != 0 {
 			t.Errorf("busy %v: %d publishes", busy, publishes)
 		}
 		return cpu, wall
 	}
-	// idle: no publish is no sleep (the pacer publishes before each);
-	// the writer's share of the wall clock is the host's to say (the other
-	// packages' tests run beside this one), not the pacer's
-	run(false)
+	// idle: no publish is no sleep (the pacer publishes before each)
+	if cpu, wall := run(false); wall != cpu {
+		t.Errorf("an idle data plane: the writer worked %v and slept %v", cpu, wall-cpu)
+	}
 	cpu, wall := run(true)
 	if share := float64(cpu) / float64(wall); share > 0.3 || share < 0.1 {
 		t.Errorf("busy data plane: the writer ran %.0f%% of the time (%v of %v), want about 25%%", share*100, cpu, wall)
@@ -63,39 +98,37 @@ func TestPacer(t *testing.T) {
 // writer's own, so a writer whose parsing is done by a helper still takes
 // its share in all (25%: each half of the work about 12.5%).
 func TestPacerMeter(t *testing.T) {
-	dp := &Dataplane{}
+	clock := newFakeClock()
+	dp := &Dataplane{paceClock: clock}
 	w := &worker{}
 	ws := []*worker{w}
 	dp.workers.Store(&ws)
 	dp.SetControlShare(0.25)
-	work := func(d time.Duration) {
-		end := threadCPU() + d
-		for threadCPU() < end {
-		}
-	}
 	p := dp.NewPacer()
 	defer p.Done()
-	todo, done := make(chan bool), make(chan time.Duration)
+	todo, charged, done := make(chan bool), make(chan bool), make(chan time.Duration)
 	go func() {
 		m := p.Meter()
-		c0 := threadCPU()
+		c0 := clock.threadCPU()
 		for range todo {
-			work(25 * time.Microsecond)
+			clock.spend(25 * time.Microsecond)
 			m.Charge()
+			charged <- true // the writer's next Step sees it
 		}
 		m.Done()
-		done <- threadCPU() - c0
+		done <- clock.threadCPU() - c0
 	}()
-	start, c0 := time.Now(), threadCPU()
+	start, c0 := clock.now(), clock.threadCPU()
 	for i := 0; i < 400; i++ {
 		todo <- true
-		work(25 * time.Microsecond)
+		clock.spend(25 * time.Microsecond)
+		<-charged
 		w.epoch.Add(2 * busyBatches)
 		p.Step(nil)
 	}
 	close(todo)
-	cpu := threadCPU() - c0 + <-done
-	wall := time.Since(start)
+	cpu := clock.threadCPU() - c0 + <-done
+	wall := clock.now() - start
 	if share := float64(cpu) / float64(wall); share > 0.35 || share < 0.1 {
 		t.Errorf("the writer and its helper ran %.0f%% of a CPU (%v of %v), want about 25%%", share*100, cpu, wall)
 	}
@@ -120,7 +153,10 @@ func TestPacerNice(t *testing.T) {
 		nice int
 		want [2]int
 	}{{12, [2]int{unix.SCHED_NORMAL, 12}}, {NiceIdle, [2]int{unix.SCHED_IDLE, 0}}} {
-		dp := &Dataplane{}
+		clock, w := newFakeClock(), &worker{}
+		dp := &Dataplane{paceClock: clock}
+		ws := []*worker{w}
+		dp.workers.Store(&ws)
 		dp.SetControlShare(1)
 		dp.SetControlNice(c.nice)
 		runtime.LockOSThread() // the thread compared before and after
@@ -153,12 +189,13 @@ func TestPacerNice(t *testing.T) {
 		if got := <-went; got != c.want {
 			t.Errorf("nice %d: work the pacer's Go ran at %v, want %v", c.nice, got, c.want)
 		}
-		start := time.Now()
 		for i := 0; i < 1000; i++ {
+			clock.spend(paceSlice)
+			w.epoch.Add(2 * busyBatches)
 			p.Step(func() { t.Fatal("a pacer at 100% published") })
 		}
-		if d := time.Since(start); d > 100*time.Millisecond {
-			t.Errorf("1,000 steps at 100%% took %v", d)
+		if clock.slept != 0 {
+			t.Errorf("1,000 steps at 100%% slept %v", clock.slept)
 		}
 		p.Done()
 		if got := prio(); got != was {
