@@ -146,7 +146,7 @@ func (e *ether) police(c CoPPClass, n int, countRx bool) bool {
 	if l == nil || ctrs == nil {
 		return true
 	}
-	ok := l.copp[c].allow(epochNow())
+	ok := l.copp[c].allow(e.dp.now())
 	if countRx || !ok {
 		ctrs.RxPackets.addShared(1)
 		ctrs.RxBytes.addShared(uint64(n))
@@ -335,7 +335,15 @@ func (w *worker) learnPeer(k *pkt, now uint64) {
 }
 
 // coarseNow is the peers' clock: seconds since epoch.
-func coarseNow() uint64 { return uint64(epochNow() / int64(time.Second)) }
+func (dp *Dataplane) coarseNow() uint64 { return uint64(dp.now() / int64(time.Second)) }
 
-// epochNow is the limiters' clock: nanoseconds since epoch.
-func epochNow() int64 { return int64(time.Since(epoch)) }
+// now is the limiters' clock: nanoseconds since epoch, the monotonic
+// clock's unless a test gave the dataplane its own.
+func (dp *Dataplane) now() int64 {
+	if dp != nil {
+		if f := dp.clock.Load(); f != nil {
+			return (*f)()
+		}
+	}
+	return int64(time.Since(epoch))
+}

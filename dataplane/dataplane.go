@@ -32,6 +32,9 @@ type Dataplane struct {
 	// paceClock is what pacers measure CPU and sleep by; nil: the
 	// kernel's (a test gives its own)
 	paceClock paceClock
+	// clock is the limiters' and the peers' clock, nanoseconds since
+	// epoch; nil: the monotonic clock (a test gives its own)
+	clock atomic.Pointer[func() int64]
 	// copp are the router-wide limits each link's buckets take (under
 	// mu); peers the neighbours the kernel has sessions with
 	copp  [NumCoPPClasses]CoPPLimit

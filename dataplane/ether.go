@@ -331,7 +331,7 @@ func (e *ether) mirrorClass(p []byte) CoPPClass {
 	}
 	ip = ip[:n]
 	l4 := walk(ip)
-	return e.dp.peers.coppClass(ip, &l4, true, epochNow())
+	return e.dp.peers.coppClass(ip, &l4, true, e.dp.now())
 }
 
 // WriteBatch frames each packet for the neighbour it goes to: the MAC the

@@ -110,11 +110,15 @@ func (t *TestWorker) Class(b []byte, toKernel bool) CoPPClass {
 	if !t.w.parse(k) {
 		return CoPPOther
 	}
-	return t.w.dp.peers.coppClass(k.p, &k.l4, toKernel, epochNow())
+	return t.w.dp.peers.coppClass(k.p, &k.l4, toKernel, t.w.dp.now())
 }
 
 // IsPeer reports whether a counts as a session peer after from now.
 func (dp *Dataplane) IsPeer(a netip.Addr, after time.Duration) bool {
 	b := a.As16()
-	return dp.peers.has(&b, coarseNow()+uint64(after/time.Second))
+	return dp.peers.has(&b, dp.coarseNow()+uint64(after/time.Second))
 }
+
+// SetClock gives the limiters and the peers the clock now (nanoseconds),
+// which the test moves.
+func (dp *Dataplane) SetClock(now func() int64) { dp.clock.Store(&now) }

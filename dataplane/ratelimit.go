@@ -27,11 +27,10 @@ type icmpLimits struct {
 // Too Big, and no informational message.
 var DefaultRateMask = [4]uint64{^uint64(1 << header.ICMPv6PacketTooBig), ^uint64(0)}
 
-func (l *icmpLimits) allow(typ uint8, dst *[16]byte) bool {
+func (l *icmpLimits) allow(typ uint8, dst *[16]byte, now int64) bool {
 	if l.mask[typ/64].Load()&(1<<(typ%64)) == 0 {
 		return true
 	}
-	now := int64(time.Since(epoch))
 	if !l.global.ready(now) || !l.perDst.allow(dst, now) {
 		return false
 	}

@@ -3,6 +3,7 @@ package dataplane_test
 import (
 	"net"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,13 +28,12 @@ func TestRateLimitPerDestination(t *testing.T) {
 		return craft(t, append([]gopacket.SerializableLayer{ipv6(src, host2, layers.IPProtocolUDP, 1)}, udp(20)...)...)
 	}
 	a, b := mk(host1), mk(other)
-	start := time.Now()
+	var clock atomic.Int64 // the packets' time, a 2,000th of a second apart
+	r.dp.SetClock(clock.Load)
 	var times []time.Duration
 	counts := map[string]int{}
 	for i := 0; i < 2000; i++ {
-		for time.Since(start) < time.Duration(i)*time.Second/2000 {
-			time.Sleep(100 * time.Microsecond)
-		}
+		clock.Store(int64(time.Duration(i) * time.Second / 2000))
 		r.run(a, b)
 		for _, g := range r.recv(r.ta) {
 			ip, ic := icmpOf(t, g)
@@ -42,7 +42,7 @@ func TestRateLimitPerDestination(t *testing.T) {
 			}
 			counts[ip.DstIP.String()]++
 			if ip.DstIP.Equal(host1) {
-				times = append(times, time.Since(start))
+				times = append(times, time.Duration(clock.Load()))
 			}
 		}
 	}
@@ -95,14 +95,16 @@ func TestRateLimitGlobal(t *testing.T) {
 		src[15] = byte(i)
 		batch = append(batch, craft(t, append([]gopacket.SerializableLayer{ipv6(src, host2, layers.IPProtocolUDP, 1)}, udp(20)...)...))
 	}
-	start := time.Now()
+	var clock atomic.Int64 // 100 us a batch
+	r.dp.SetClock(clock.Load)
 	n := 0
 	for i := 0; i < 100; i++ {
+		clock.Store(int64(time.Duration(i) * 100 * time.Microsecond))
 		r.run(batch...)
 		n += len(r.recv(r.ta))
 	}
-	if max := 50 + int(time.Since(start)/time.Millisecond) + 2; n > max || n < 50 {
-		t.Errorf("%d errors in %v, want at most 50 + 1 per ms (%d)", n, time.Since(start), max)
+	if elapsed := time.Duration(clock.Load()); n > 50+int(elapsed/time.Millisecond)+2 || n < 50 {
+		t.Errorf("%d errors in %v, want at most 50 + 1 per ms (%d)", n, elapsed, 50+int(elapsed/time.Millisecond)+2)
 	}
 }
 

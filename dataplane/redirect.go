@@ -28,8 +28,7 @@ func (r *redirectLimits) init() {
 	r.bySrc.set(time.Second, 6)
 }
 
-func (r *redirectLimits) allow(src, dst *[16]byte) bool {
-	now := int64(time.Since(epoch))
+func (r *redirectLimits) allow(src, dst *[16]byte, now int64) bool {
 	return r.byDst.allow(dst, now) && r.bySrc.allow(src, now)
 }
 
@@ -62,7 +61,7 @@ func (w *worker) redirect(k *pkt) {
 	if r.Verdict != decide.Forward || r.Nexthop().Link != in.Index || r.Nexthop().Gateway.IsValid() {
 		return // "destination is not a neighbour"
 	}
-	if !w.dp.redirects.allow(&src, &dst) {
+	if !w.dp.redirects.allow(&src, &dst, w.dp.now()) {
 		return
 	}
 	var tll ndisc.MAC
