@@ -38,12 +38,18 @@ func TestRulesChurn(t *testing.T) {
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	var ruleChanges, routes, decisions atomic.Int64
+	// enough is closed once each has happened 20 times the least the
+	// test asks for (in some 50 ms; a loaded machine takes longer)
+	enough, once := make(chan struct{}), sync.Once{}
 	run := func(f func()) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for !stop.Load() {
 				f()
+				if ruleChanges.Load() >= 2000 && routes.Load() >= 2000 && decisions.Load() >= 20000 {
+					once.Do(func() { close(enough) })
+				}
 			}
 		}()
 	}
@@ -99,7 +105,10 @@ func TestRulesChurn(t *testing.T) {
 		}
 		decisions.Add(int64(len(keys)))
 	})
-	time.Sleep(2 * time.Second)
+	select {
+	case <-enough:
+	case <-time.After(time.Minute): // then too little happened
+	}
 	stop.Store(true)
 	wg.Wait()
 	t.Logf("%d rule changes, %d routes, %d decisions", ruleChanges.Load(), routes.Load(), decisions.Load())
