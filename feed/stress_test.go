@@ -34,7 +34,8 @@ func TestFeedStress(t *testing.T) {
 	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Go(func() { restartingZebra(t, f.Addr().String(), stop) })
+	zebra := make(chan struct{}) // closed after its sessions
+	go func() { restartingZebra(t, f.Addr().String(), 100); close(zebra) }()
 	wg.Go(func() { userEdits(t, r, userNh, stop) })
 	wg.Go(func() { // readers
 		for {
@@ -50,7 +51,7 @@ func TestFeedStress(t *testing.T) {
 			_ = ap.Stats.Routes.Load()
 		}
 	})
-	time.Sleep(3 * time.Second)
+	<-zebra
 	close(stop)
 	wg.Wait()
 
@@ -115,17 +116,12 @@ func stressNexthops() []byte {
 		frame(nhObj{id: 12, group: []GroupEntry{{10, 1}, {11, 1}}}.encode(unix.RTM_NEWNEXTHOP)))
 }
 
-// restartingZebra connects to the feed at addr again and again until
-// stop, adds and deletes random routes, and now and then cuts a session
-// mid-frame or leaves it open for the next connection to replace.
-func restartingZebra(t *testing.T, addr string, stop chan struct{}) {
+// restartingZebra connects to the feed at addr sessions times, adds and
+// deletes random routes, and now and then cuts a session mid-frame or
+// leaves it open for the next connection to replace.
+func restartingZebra(t *testing.T, addr string, sessions int) {
 	rnd := rand.New(rand.NewPCG(1, 2))
-	for {
-		select {
-		case <-stop:
-			return
-		default:
-		}
+	for range sessions {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Error(err)
