@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -332,6 +333,7 @@ func TestUnresStress(t *testing.T) {
 	tbl, _, clk := testTable(p)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
+	var sent atomic.Int64
 	for g := range 4 {
 		wg.Go(func() {
 			src := netip.AddrFrom16([16]byte{0x20, 1, 0xd, 0xb8, 15: byte(g)})
@@ -345,6 +347,7 @@ func TestUnresStress(t *testing.T) {
 					src = randomIn(netip.MustParsePrefix("2001:db8:1::/64"))
 				}
 				tbl.Output(randomIn(lan), packetFrom(src, 200))
+				sent.Add(1)
 				if s := tbl.Stats(); s.Entries > p.Thresh3 {
 					t.Errorf("%d entries, thresh3 %d", s.Entries, p.Thresh3)
 					return
@@ -352,10 +355,15 @@ func TestUnresStress(t *testing.T) {
 			}
 		})
 	}
-	wg.Go(func() { // the ND goroutine
-		for {
+	// the ND goroutine runs 300 rounds, and on until the senders sent
+	// 4,000 packets (or all gave up)
+	ran, senders := make(chan struct{}), make(chan struct{})
+	go func() { wg.Wait(); close(senders) }()
+	go func() {
+		defer close(ran)
+		for round := 0; round < 300 || sent.Load() < 4000; round++ {
 			select {
-			case <-stop:
+			case <-senders:
 				return
 			default:
 			}
@@ -364,10 +372,10 @@ func TestUnresStress(t *testing.T) {
 			tbl.Solicited(randomIn(lan), macA)
 			tbl.Advertised(randomIn(lan), Advert{MAC: macB, HasMAC: true, Solicited: true})
 		}
-	})
-	time.Sleep(300 * time.Millisecond)
+	}()
+	<-ran
 	close(stop)
-	wg.Wait()
+	<-senders
 	incomplete, bySource, byKind, held := 0, map[uint16]int32{}, map[uint16]int32{}, int64(0)
 	for e := range tbl.all() {
 		e.mu.Lock()
