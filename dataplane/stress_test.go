@@ -4,8 +4,8 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
@@ -31,6 +31,10 @@ func TestStressWorkers(t *testing.T) {
 	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
+	// once tb is removed, the workers forward 300 more batches in all
+	var removed atomic.Bool
+	var after atomic.Int64
+	enough := make(chan struct{})
 	for i := 0; i < 3; i++ {
 		w := dataplane.NewTestWorker(r.dp, r.ta, i+1)
 		wg.Add(1)
@@ -43,6 +47,9 @@ func TestStressWorkers(t *testing.T) {
 				default:
 				}
 				w.Forward(pkts...)
+				if removed.Load() && after.Add(1) == 300 {
+					close(enough)
+				}
 			}
 		}()
 	}
@@ -68,8 +75,7 @@ func TestStressWorkers(t *testing.T) {
 		}
 	}()
 	dst := netip.MustParsePrefix("2001:db8:77::/48")
-	deadline := time.Now().Add(300 * time.Millisecond)
-	for i := 0; time.Now().Before(deadline); i++ {
+	for i := range 500 { // some 300 ms under -race
 		x := main.Begin()
 		// the churn is the point, while workers read: whether each change
 		// lands is not what this test checks
@@ -94,6 +100,7 @@ func TestStressWorkers(t *testing.T) {
 	if err := r.r.DeleteLink(r.tb); err != nil {
 		t.Fatal(err)
 	}
+	removed.Store(true)
 	if r.dp.Links.ByName("tb") != nil {
 		t.Fatal("the deleted link is still there")
 	}
@@ -102,7 +109,7 @@ func TestStressWorkers(t *testing.T) {
 			break
 		}
 	}
-	time.Sleep(50 * time.Millisecond)
+	<-enough
 	close(stop)
 	wg.Wait()
 	if n, _ := unix.Read(fd, make([]byte, 1<<16)); n > 0 {
