@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"net/netip"
 	"testing"
-	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 
@@ -105,7 +104,7 @@ func TestUntrackedNA(t *testing.T) {
 		l.SetUntrackedNA(c.mode)
 		na(c.src, c.target)
 		if c.want == ndisc.None {
-			time.Sleep(100 * time.Millisecond) // the ND goroutine's time to take it
+			ndSettled(t, f, netip.MustParseAddr("2001:db8:91::1")) // it took the NA
 		} else {
 			waitFor(t, "its entry", func() bool { st, _ := e.neigh.State(c.target); return st == c.want })
 		}

@@ -24,7 +24,9 @@ type fakeFrames struct {
 	mu   sync.Mutex
 	sent []sentFrame
 	rx   chan []byte // a whole frame: Ethernet header, then the IPv6 packet
-	done chan struct{}
+	// wrote is signalled after frames are written (not waited for)
+	wrote chan struct{}
+	done  chan struct{}
 	once sync.Once
 }
 
@@ -34,7 +36,7 @@ type sentFrame struct {
 }
 
 func newFakeFrames() *fakeFrames {
-	return &fakeFrames{rx: make(chan []byte, 64), done: make(chan struct{})}
+	return &fakeFrames{rx: make(chan []byte, 64), wrote: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
 func (*fakeFrames) Queues() int { return 1 }
@@ -63,6 +65,10 @@ func (f *fakeFrames) WriteFrames(hdrs []port.EthHdr, pkts [][]byte) (int, error)
 	defer f.mu.Unlock()
 	for i, p := range pkts {
 		f.sent = append(f.sent, sentFrame{hdrs[i], append([]byte(nil), p[vnetHdrLen:]...)})
+	}
+	select {
+	case f.wrote <- struct{}{}:
+	default: // signalled already
 	}
 	return len(pkts), nil
 }
@@ -184,15 +190,42 @@ func nsBody(target netip.Addr, sll *ndisc.MAC) []byte {
 func waitSent(t *testing.T, f *fakeFrames, n int) []sentFrame {
 	t.Helper()
 	var got []sentFrame
-	deadline := time.Now().Add(3 * time.Second)
-	for len(got) < n && time.Now().Before(deadline) {
-		got = append(got, f.take()...)
-		time.Sleep(5 * time.Millisecond)
-	}
-	if len(got) < n {
-		t.Fatalf("%d frames written, want %d", len(got), n)
+	deadline := time.After(3 * time.Second)
+	for got = f.take(); len(got) < n; got = append(got, f.take()...) {
+		select {
+		case <-f.wrote:
+		case <-deadline:
+			t.Fatalf("%d frames written, want %d", len(got), n)
+		}
 	}
 	return got
+}
+
+// ndSettled waits until the ND goroutine has handled every message sent
+// to it before: it handles them in order, and answers a DAD probe for
+// the router's address own last. It returns the frames written before
+// that answer.
+func ndSettled(t *testing.T, f *fakeFrames, own netip.Addr) []sentFrame {
+	t.Helper()
+	f.rx <- ndFrame(header.ICMPv6NeighborSolicit, netip.IPv6Unspecified(), solicitedNode(own), nsBody(own, nil), 255)
+	deadline := time.After(3 * time.Second)
+	var got []sentFrame
+	for {
+		got = append(got, f.take()...)
+		for i, s := range got {
+			m := header.ICMPv6(header.IPv6(s.pkt).Payload())
+			if m.Type() == header.ICMPv6NeighborAdvert &&
+				netip.AddrFrom16(header.NDPNeighborAdvert(m.MessageBody()).TargetAddress().As16()) == own &&
+				netip.AddrFrom16([16]byte(header.IPv6(s.pkt).DestinationAddressSlice())) == netip.MustParseAddr("ff02::1") {
+				return got[:i]
+			}
+		}
+		select {
+		case <-f.wrote:
+		case <-deadline:
+			t.Fatalf("no answer to a DAD probe for %v: %d frames", own, len(got))
+		}
+	}
 }
 
 // TestEtherResolve: a packet to an unknown neighbour waits; the ND
@@ -279,8 +312,7 @@ func TestEtherMalformed(t *testing.T) {
 			f.rx <- b
 		}
 	}
-	time.Sleep(200 * time.Millisecond)
-	if got := f.take(); len(got) != 0 {
+	if got := ndSettled(t, f, own); len(got) != 0 {
 		t.Errorf("%d answers to malformed messages", len(got))
 	}
 	if e.neigh.Len() != 0 {
