@@ -65,8 +65,10 @@ type Router struct {
 	// held bounds the bytes the links' caches hold for resolution
 	// together (unres_total_bytes)
 	held *ndisc.Budget
-	stop chan struct{}
-	done sync.WaitGroup
+	// expiry is what routes expire by (a test gives its own)
+	expiry expiryClock
+	stop   chan struct{}
+	done   sync.WaitGroup
 }
 
 // New builds a router: the tables local, main and default, Linux's
@@ -74,7 +76,7 @@ type Router struct {
 // runs its housekeeping.
 func New() *Router {
 	r := &Router{Tables: fib6.NewTables(), Links: dataplane.NewLinks(), sys: newSysctls(),
-		addrMetrics: map[addrKey]uint32{}, held: ndisc.NewBudget()}
+		addrMetrics: map[addrKey]uint32{}, held: ndisc.NewBudget(), expiry: wallClock{}}
 	// The router's own packets come in by the loopback, as Linux's lo.
 	r.Rules = rules.NewRegistry(func(name string) int32 {
 		if l := r.Links.ByName(name); l != nil {
@@ -419,26 +421,44 @@ const (
 	expireRetry = 10 * time.Millisecond
 )
 
+// An expiryClock is what routineExpire keeps time by: now (Unix
+// nanoseconds), a tick every expireEvery, and a retry after d. The
+// router's is the wall clock's; a test gives its own.
+type expiryClock interface {
+	now() int64
+	ticks() (c <-chan time.Time, stop func())
+	after(d time.Duration) <-chan time.Time
+}
+
+type wallClock struct{}
+
+func (wallClock) now() int64 { return time.Now().UnixNano() }
+func (wallClock) ticks() (<-chan time.Time, func()) {
+	t := time.NewTicker(expireEvery)
+	return t.C, t.Stop
+}
+func (wallClock) after(d time.Duration) <-chan time.Time { return time.After(d) }
+
 // routineExpire deletes routes whose time has come, once a second. It
 // never waits for a table: a table whose lock a client holds is tried
 // again shortly, and the other tables expire on time meanwhile.
 func (r *Router) routineExpire(stop <-chan struct{}) {
-	tick := time.NewTicker(expireEvery)
-	defer tick.Stop()
-	retry := time.NewTimer(expireRetry)
-	retry.Stop()
+	tick, stopTicks := r.expiry.ticks()
+	defer stopTicks()
+	var retry <-chan time.Time // nil: no table to try again
 	var busy []*fib6.Table
 	for {
 		select {
 		case <-stop:
 			return
-		case <-tick.C:
+		case <-tick:
 			busy = r.expire(r.Tables.All())
-		case <-retry.C:
+		case <-retry:
 			busy = r.expire(busy)
 		}
+		retry = nil
 		if len(busy) > 0 {
-			retry.Reset(expireRetry)
+			retry = r.expiry.after(expireRetry)
 		}
 	}
 }
@@ -446,7 +466,7 @@ func (r *Router) routineExpire(stop <-chan struct{}) {
 // expire expires the routes of each table of ts that it can lock at once,
 // and returns the others.
 func (r *Router) expire(ts []*fib6.Table) []*fib6.Table {
-	now := time.Now().UnixNano()
+	now := r.expiry.now()
 	var busy []*fib6.Table
 	for _, t := range ts {
 		if !t.Expiring() {

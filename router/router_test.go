@@ -161,31 +161,49 @@ func TestExpiryNeverWaits(t *testing.T) {
 			Nexthop: nexthop.Nexthop{Link: d0.Index}}}))
 		x.Commit()
 	}
+	clock := &stepClock{at: soon + 1, tick: make(chan time.Time), retries: make(chan chan time.Time, 1)}
+	r.expiry = clock
 	held := r.Tables.Get(100).Begin() // a client in the middle of a batch
 	r.Start()
 	defer r.Close()
-	deadline := time.Now().Add(3 * time.Second)
-	for r.Tables.Get(200).Len() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("table 200's route did not expire while table 100 was held")
-		}
-		time.Sleep(5 * time.Millisecond)
+	clock.tick <- time.Time{} // the first tick after the routes' time
+	var retry chan time.Time
+	select {
+	case retry = <-clock.retries:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the held table is not tried again")
+	}
+	if r.Tables.Get(200).Len() != 0 {
+		t.Fatal("table 200's route did not expire while table 100 was held")
 	}
 	if r.Tables.Get(100).Len() != 1 {
 		t.Fatal("table 100's route expired inside a transaction it did not hold")
 	}
-	let := time.Now()
 	held.Commit()
-	for r.Tables.Get(100).Len() != 0 {
-		if time.Since(let) > time.Second {
-			t.Fatal("table 100's route did not expire once the table was free")
-		}
-		time.Sleep(time.Millisecond)
+	select {
+	case retry <- time.Time{}:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the retry is not waited for")
 	}
-	// Table 200's route went at a tick, just before let; the next tick is
-	// a second after it. Before half of that, only the retry can have
-	// expired table 100's, however loaded the machine.
-	if d := time.Since(let); d > expireEvery/2 {
-		t.Errorf("table 100's route expired %v after the table was free, want by the retry (%v), before the next tick", d, expireRetry)
+	r.Close() // the routine done with the retry
+	if r.Tables.Get(100).Len() != 0 {
+		t.Errorf("table 100's route did not expire once the table was free, by the retry (%v), before the next tick", expireRetry)
 	}
+}
+
+// stepClock is an expiryClock the test steps: its time stands at at, it
+// ticks when the test sends on tick, and each retry it is asked for it
+// hands the test, to fire.
+type stepClock struct {
+	at      int64
+	tick    chan time.Time
+	retries chan chan time.Time
+}
+
+func (c *stepClock) now() int64                        { return c.at }
+func (c *stepClock) ticks() (<-chan time.Time, func()) { return c.tick, func() {} }
+func (c *stepClock) after(time.Duration) <-chan time.Time {
+	r := make(chan time.Time)
+	c.retries <- r
+	return r
 }
