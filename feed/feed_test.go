@@ -270,7 +270,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestFPMSessions(t *testing.T) {
 	r, ap := testRouter(t)
 	settle := 200 * time.Millisecond
-	f := listen(t, ap, Timers{Settle: settle, Hold: 3 * settle})
+	clock := newStepClock()
+	f := listen(t, ap, Timers{Settle: settle, Hold: 3 * settle, clock: clock})
 	rt := func(p string) []byte {
 		x := newRoute(p)
 		x.nhid = 10
@@ -282,31 +283,35 @@ func TestFPMSessions(t *testing.T) {
 	c := dial(t, f)
 	write(t, c, slices.Concat(nh, frame(rt("2001:db8:a::/48"), rt("2001:db8:b::/48")), frame(rt("2001:db8:c::/48"))))
 	waitFor(t, "3 routes", func() bool { return main() == 3 })
-	waitFor(t, "the first session to settle", func() bool { return f.Status().Settled })
+	stepUntil(t, clock, settle/4, "the first session to settle", func() bool { return f.Status().Settled })
 	_ = c.Close() // zebra goes away: the routes stay
 	waitFor(t, "the session to end", func() bool { return !f.Status().Connected })
-	time.Sleep(2 * settle)
+	clock.advance(2 * settle)
 	if main() != 3 {
 		t.Fatalf("after the connection was lost: %d routes", main())
 	}
 
 	// The replay leaves out 2001:db8:c::/48: it goes once the replay
 	// settles, and the others never leave meanwhile.
-	replayed := time.Now() // before the dial: the daemon's hold starts at its accept
+	replayed := clock.now() // before the dial: the daemon's hold starts at its accept
+	msgs := ap.Stats.Messages.Load()
 	c = dial(t, f)
 	write(t, c, slices.Concat(nh, frame(rt("2001:db8:a::/48"))))
-	time.Sleep(settle / 4)
+	waitFor(t, "the replay's first messages", func() bool { return ap.Stats.Messages.Load() == msgs+2 })
+	clock.advance(settle / 4)
 	write(t, c, frame(rt("2001:db8:b::/48")))
-	for deadline := time.Now().Add(5 * time.Second); main() != 2; time.Sleep(time.Millisecond) {
-		if main() < 2 || time.Now().After(deadline) {
+	waitFor(t, "the replay's last message", func() bool { return ap.Stats.Messages.Load() == msgs+3 })
+	stepUntil(t, clock, settle/4, "the replay's sweep", func() bool {
+		if main() < 2 {
 			t.Fatalf("during the replay: %q", routes(r, fib6.TableMain))
 		}
-	}
+		return main() == 2
+	})
 	if got := routes(r, fib6.TableMain); !strings.HasPrefix(got[0], "2001:db8:a::/48") || !strings.HasPrefix(got[1], "2001:db8:b::/48") {
 		t.Fatalf("after the sweep: %q", got)
 	}
 	// a replay shorter than the last session's table waits out the hold
-	if d := time.Since(replayed); d < 3*settle {
+	if d := clock.now().Sub(replayed); d < 3*settle {
 		t.Errorf("swept %v after the reconnect, before the hold (%v)", d, 3*settle)
 	}
 

@@ -67,7 +67,29 @@ type FPM struct {
 
 // Timers are a listener's sweep timers (see DefaultSettle); zero fields
 // take the defaults.
-type Timers struct{ Settle, Hold time.Duration }
+type Timers struct {
+	Settle, Hold time.Duration
+	// clock is what they run by: nil, the wall clock (a test steps its own)
+	clock clock
+}
+
+// A clock is what a listener's sweep timers run by: now, and a timer
+// that calls f after d.
+type clock interface {
+	now() time.Time
+	afterFunc(d time.Duration, f func()) timer
+}
+
+// A timer is a *time.Timer's Reset and Stop.
+type timer interface {
+	Reset(d time.Duration) bool
+	Stop() bool
+}
+
+type wallClock struct{}
+
+func (wallClock) now() time.Time                            { return time.Now() }
+func (wallClock) afterFunc(d time.Duration, f func()) timer { return time.AfterFunc(d, f) }
 
 // ListenFPM listens for zebra on addr (host:port) and applies what it
 // sends through ap.
@@ -77,6 +99,9 @@ func ListenFPM(addr string, ap *Applier, t Timers) (*FPM, error) {
 	}
 	if t.Hold == 0 {
 		t.Hold = DefaultHold
+	}
+	if t.clock == nil {
+		t.clock = wallClock{}
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -126,7 +151,7 @@ func (f *FPM) accept() {
 			_ = c.Close() // a connection that came after Close: never read
 			return
 		}
-		f.conn, f.peer, f.since, f.settled = c, c.RemoteAddr().String(), time.Now(), false
+		f.conn, f.peer, f.since, f.settled = c, c.RemoteAddr().String(), f.timers.clock.now(), false
 		ended = make(chan struct{})
 		f.ended = ended
 		f.sessions.Add(1)
@@ -165,8 +190,8 @@ func (f *FPM) session(c net.Conn, sess Session, ended chan struct{}) {
 	defer f.sessions.Done()
 	defer close(ended) // last: the buffer and the thread are free
 	ap := f.Applier
-	var settle *time.Timer
-	settle = time.AfterFunc(time.Hour, func() { f.sweep(c, sess, settle) })
+	var settle timer
+	settle = f.timers.clock.afterFunc(time.Hour, func() { f.sweep(c, sess, settle) })
 	settle.Stop()
 	defer func() {
 		settle.Stop()
@@ -235,14 +260,14 @@ func (f *FPM) session(c net.Conn, sess Session, ended chan struct{}) {
 // sweep runs once session sess on c has been quiet for Settle (its timer
 // is t): it sweeps if the replay looks complete or Hold has passed, else
 // comes back when Hold has.
-func (f *FPM) sweep(c net.Conn, sess Session, t *time.Timer) {
+func (f *FPM) sweep(c net.Conn, sess Session, t timer) {
 	f.mu.Lock()
 	current, since := f.conn == c && !f.settled, f.since
 	f.mu.Unlock()
 	if !current {
 		return
 	}
-	if wait := f.timers.Hold - time.Since(since); wait > 0 && !f.Applier.Replayed() {
+	if wait := f.timers.Hold - f.timers.clock.now().Sub(since); wait > 0 && !f.Applier.Replayed() {
 		t.Reset(wait)
 		return
 	}

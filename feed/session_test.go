@@ -66,7 +66,8 @@ func TestFPMRepeats(t *testing.T) {
 func TestSweepCountsRoutes(t *testing.T) {
 	r, ap := testRouter(t)
 	settle, hold := 100*time.Millisecond, 1500*time.Millisecond
-	f := listen(t, ap, Timers{Settle: settle, Hold: hold})
+	clock := newStepClock()
+	f := listen(t, ap, Timers{Settle: settle, Hold: hold, clock: clock})
 	rt := func(i int) []byte {
 		x := newRoute(fmt.Sprintf("2001:db8:%x::/48", i))
 		x.gw, x.oif = gw1, kidx
@@ -83,18 +84,20 @@ func TestSweepCountsRoutes(t *testing.T) {
 	_ = a.Close()
 	waitFor(t, "session A to end", func() bool { return !f.Status().Connected })
 
+	msgs := ap.Stats.Messages.Load()
 	b := dial(t, f)
 	defer func() { _ = b.Close() }()
-	began := time.Now()
 	write(t, b, slices.Repeat(rt(0), 200))
-	for time.Since(began) < hold-2*settle {
-		if n := main(); n != 200 {
-			t.Fatalf("%v after session B began (200 repeats of one route): %d routes, want A's 200 until the hold", time.Since(began), n)
+	waitFor(t, "session B's 200 messages", func() bool { return ap.Stats.Messages.Load() == msgs+200 })
+	began := f.Status().Since // its accept, where the hold starts
+	stepUntil(t, clock, settle/2, "the hold to end and the sweep", func() bool {
+		n := main()
+		if d := clock.now().Sub(began); d < hold && n != 200 {
+			t.Fatalf("%v after session B began (200 repeats of one route): %d routes, want A's 200 until the hold", d, n)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	waitFor(t, "the hold to end and the sweep", func() bool { return main() == 1 })
-	if d := time.Since(began); d < hold {
+		return n == 1
+	})
+	if d := clock.now().Sub(began); d < hold {
 		t.Errorf("swept %v after session B began, before the hold (%v)", d, hold)
 	}
 }
