@@ -112,6 +112,8 @@ var (
 
 // etherLink is an Ethernet link over fake frames, up, with
 // 2001:db8:91::1/64 and its link-local address, in a dataplane of its own.
+// Its addresses skip DAD, which would take a retrans time (a second):
+// TestDADTransmits is DAD's test; addresses a test adds later have it.
 func etherLink(t testing.TB) (*Link, *ether, *fakeFrames) {
 	t.Helper()
 	links := NewLinks()
@@ -134,19 +136,17 @@ func etherLink(t testing.TB) (*Link, *ether, *fakeFrames) {
 	})
 	links.SetUp(l, true)
 	ll, _ := l.LinkLocal()
+	l.SetDADTransmits(0)
 	for _, a := range []netip.Prefix{netip.MustParsePrefix("2001:db8:91::1/64"), ll} {
 		if err := links.AddAddr(l, a); err != nil {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(3 * time.Second)
-	for l.DAD(ll.Addr()) != DADDone || l.DAD(netip.MustParseAddr("2001:db8:91::1")) != DADDone {
-		if time.Now().After(deadline) {
-			t.Fatal("DAD did not end")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	f.take() // the DAD solicitations
+	waitFor(t, "the addresses to be usable", func() bool {
+		return l.DAD(ll.Addr()) == DADDone && l.DAD(netip.MustParseAddr("2001:db8:91::1")) == DADDone
+	})
+	l.SetDADTransmits(1) // Linux's default
+	f.take()             // what the link sent as it came up
 	return l, e, f
 }
 
@@ -474,7 +474,7 @@ func TestEtherRefusesGroupMACs(t *testing.T) {
 	}
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(3 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
