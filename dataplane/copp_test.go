@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -222,7 +223,8 @@ func TestCoPPSharedBucket(t *testing.T) {
 		batch[i] = echo
 	}
 	const workers, rounds = 4, 40
-	start := time.Now()
+	var clock atomic.Int64 // each round moves it a millisecond
+	r.dp.SetClock(clock.Load)
 	var wg sync.WaitGroup
 	for i := 0; i < workers; i++ {
 		w := dataplane.NewTestWorker(r.dp, r.ta, 10+i)
@@ -230,12 +232,13 @@ func TestCoPPSharedBucket(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for j := 0; j < rounds; j++ {
+				clock.Add(int64(time.Millisecond))
 				w.Forward(batch...)
 			}
 		}()
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
+	elapsed := time.Duration(clock.Load())
 	e := coppOf(r.ta, dataplane.CoPPEcho)
 	allowed := 50 + uint64(elapsed.Seconds()*100) + 1
 	if e.Passed+e.Dropped != workers*rounds*64 || e.Passed < 50 || e.Passed > allowed {
