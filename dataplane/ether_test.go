@@ -27,7 +27,7 @@ type fakeFrames struct {
 	// wrote is signalled after frames are written (not waited for)
 	wrote chan struct{}
 	done  chan struct{}
-	once sync.Once
+	once  sync.Once
 }
 
 type sentFrame struct {
