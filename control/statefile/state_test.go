@@ -25,7 +25,6 @@ func (nopReplayer) Run([]byte, int, time.Time) error { return nil }
 func (nopReplayer) Adopt(Adopter)                    {}
 func (nopReplayer) Commit()                          {}
 
-
 // TestRepairWaitsForSeal: a change whose record failed waits for the
 // session holding changes to seal them, woken when it does (not polled,
 // not for RepairWait), and is then written by a snapshot; with nobody
