@@ -3,7 +3,6 @@ package nexthop
 import (
 	"encoding/binary"
 	"net/netip"
-	"sync/atomic"
 )
 
 // MaxWeight is the largest weight a member may have (RTNH's hops + 1).
@@ -94,7 +93,7 @@ func (g *Group) Select(hash uint32) int {
 	h := int32(hash >> 1)
 	if r := g.res; r != nil {
 		b := uint32(h) % uint32(len(r.member))
-		if t := clock.Load(); r.used[b].Load() != t {
+		if t := r.clock.Load(); r.used[b].Load() != t {
 			r.used[b].Store(t) // only when it changes: a busy bucket's line stays shared
 		}
 		return int(r.member[b])
@@ -196,10 +195,6 @@ func (g *Group) Equal(o *Group) bool {
 	}
 	return g.res == nil
 }
-
-// clock is the coarse time, in milliseconds, that selections stamp on the
-// resilient buckets they use; the registry's upkeep advances it.
-var clock atomic.Int64
 
 // HasGateway reports whether a member goes through gateway gw on link.
 func (g *Group) HasGateway(link int32, gw netip.Addr) bool {

@@ -132,6 +132,10 @@ type Registry struct {
 	Now func() int64
 	// resilient groups, for upkeep
 	resilient map[*Object]struct{}
+	// clock is the coarse time, in milliseconds, that selections stamp
+	// on the resilient buckets they use; Upkeep advances it. Each
+	// registry's own: two routers' groups keep two times.
+	clock atomic.Int64
 }
 
 // Gateway is a gateway on a link.
@@ -143,7 +147,7 @@ type Gateway struct {
 // NewRegistry returns an empty registry.
 func NewRegistry(now func() int64) *Registry {
 	r := &Registry{objs: map[uint32]*Object{}, resilient: map[*Object]struct{}{}, Now: now}
-	clock.Store(r.now())
+	r.clock.Store(r.now())
 	return r
 }
 
@@ -298,7 +302,7 @@ func (r *Registry) link(o *Object, s *Spec) {
 	}
 	if s.Type == ResilientType && s.IsGroup() {
 		if o.res == nil {
-			o.res = newResTable(s.Buckets)
+			o.res = newResTable(s.Buckets, &r.clock)
 		}
 		r.resilient[o] = struct{}{}
 	}
@@ -424,7 +428,7 @@ func (r *Registry) remove(o *Object, removed []*Object) []*Object {
 // periodic upkeep does, and advances the clock selections stamp.
 func (r *Registry) Upkeep() {
 	now := r.now()
-	clock.Store(now)
+	r.clock.Store(now)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for o := range r.resilient {

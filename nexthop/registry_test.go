@@ -222,3 +222,27 @@ func countOf(ids []uint32, id uint32) int {
 	}
 	return n
 }
+
+// TestResilientClockIsTheRegistrys: a selection stamps its bucket with its
+// own registry's time; another registry's (another router's) upkeep does
+// not move it.
+func TestResilientClockIsTheRegistrys(t *testing.T) {
+	spec := Spec{ID: 12, Group: []Entry{{1, 1}, {2, 1}}, Type: ResilientType, Buckets: 8, BucketsSet: true}
+	a, ca := newTestRegistry(t, 1, 2)
+	b, cb := newTestRegistry(t, 1, 2)
+	ga, err := a.Add(spec, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Add(spec, false); err != nil {
+		t.Fatal(err)
+	}
+	ca.ms, cb.ms = 5000, 90000
+	a.Upkeep()
+	b.Upkeep()
+	v := ga.Load()
+	v.Paths.Select(0)
+	if got := v.Paths.res.used[0].Load(); got != 5000 {
+		t.Errorf("a bucket of registry a was stamped %d, want a's time 5000", got)
+	}
+}

@@ -19,12 +19,14 @@ import (
 type resBuckets struct {
 	member []uint16
 	used   []atomic.Int64
+	clock  *atomic.Int64 // the registry's (see Registry.clock)
 }
 
 // resTable is a resilient group's bucket state, kept by the registry
 // across versions of the group (under its lock).
 type resTable struct {
-	nhid            []uint32 // member id of each bucket, 0 unassigned
+	clock           *atomic.Int64 // the registry's, which selections stamp
+	nhid            []uint32      // member id of each bucket, 0 unassigned
 	used            []atomic.Int64
 	migrated        []int64 // when each bucket last moved
 	idleMs, unbMs   int64
@@ -34,8 +36,8 @@ type resTable struct {
 	order           []uint32 // the members, in the group's order
 }
 
-func newResTable(n uint32) *resTable {
-	return &resTable{nhid: make([]uint32, n), used: make([]atomic.Int64, n), migrated: make([]int64, n)}
+func newResTable(n uint32, clock *atomic.Int64) *resTable {
+	return &resTable{clock: clock, nhid: make([]uint32, n), used: make([]atomic.Int64, n), migrated: make([]int64, n)}
 }
 
 func (t *resTable) balanced() bool { return len(t.uw) == 0 }
@@ -128,7 +130,7 @@ func (g *Group) withBuckets(t *resTable) *Group {
 	for i, m := range g.members {
 		index[m.ID] = uint16(i)
 	}
-	rb := &resBuckets{member: make([]uint16, len(t.nhid)), used: t.used}
+	rb := &resBuckets{member: make([]uint16, len(t.nhid)), used: t.used, clock: t.clock}
 	for b, id := range t.nhid {
 		rb.member[b] = index[id]
 	}
