@@ -155,7 +155,7 @@ func (a *Applier) LastError() string {
 	return ""
 }
 
-// Begin starts a new session: Sweep removes what the sessions before
+// Begin starts a new session: SweepIn removes what the sessions before
 // installed and this one has not said again. What a session that never
 // settled said is kept for the next one to sweep.
 //

@@ -18,7 +18,7 @@ import (
 // and written as text, checked as the kernel's proc handlers check them.
 // Only knobs that mean something to the router are here; what each does
 // is in the tables below (sysctl_conf.go, sysctl_neigh.go) and in
-// README.md.
+// docs/sysctl.md.
 
 // Errors of Sysctl and SetSysctl, as sysctl(8) tells them apart.
 var (

@@ -25,7 +25,7 @@ import (
 
 const usage = `Usage: urouter [ OPTIONS ] OBJECT { COMMAND | help }
        urouter [ -force ] -batch filename
-       urouter daemon [ --config FILE ] [ --socket PATH ]
+       urouter daemon [ --config FILE ] [ --state FILE ] [ --socket PATH ] ... (urouter daemon --help)
        urouter capture [ dev LINK ]... [ drops ] [ in | out ] [ count N ] [ -w FILE | - ] [ FILTER ]
 where  OBJECT := { route | link | address | monitor | trace | ... }
        OPTIONS := { -6 | -s[tatistics] | -d[etails] | -j[son] | -p[retty] |
