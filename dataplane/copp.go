@@ -334,8 +334,8 @@ func (w *worker) learnPeer(k *pkt, now uint64) {
 	w.dp.peers.learn((*[16]byte)(k.p.DestinationAddressSlice()), now, data)
 }
 
-// coarseNow is the peers' clock: seconds since epoch.
-func (dp *Dataplane) coarseNow() uint64 { return uint64(dp.now() / int64(time.Second)) }
+// coarse is the peers' clock, seconds since epoch, at now (Dataplane.now).
+func coarse(now int64) uint64 { return uint64(now / int64(time.Second)) }
 
 // now is the limiters' clock: nanoseconds since epoch, the monotonic
 // clock's unless a test gave the dataplane its own.

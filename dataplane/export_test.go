@@ -116,7 +116,7 @@ func (t *TestWorker) Class(b []byte, toKernel bool) CoPPClass {
 // IsPeer reports whether a counts as a session peer after from now.
 func (dp *Dataplane) IsPeer(a netip.Addr, after time.Duration) bool {
 	b := a.As16()
-	return dp.peers.has(&b, dp.coarseNow()+uint64(after/time.Second))
+	return dp.peers.has(&b, coarse(dp.now())+uint64(after/time.Second))
 }
 
 // SetClock gives the limiters and the peers the clock now (nanoseconds),

@@ -59,6 +59,7 @@ type pkt struct {
 // forward routes a batch of n packets read from w.in, top to bottom.
 func (w *worker) forward(n int) {
 	in := w.in
+	w.now = w.dp.now()
 	c := w.ctr(in)
 	up := in.carries()
 	w.loadTaps(true) // one atomic load: nil when nothing watches

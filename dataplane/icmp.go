@@ -23,7 +23,7 @@ func (w *worker) icmpError(k *pkt) {
 		return
 	}
 	dst := [16]byte(k.p.SourceAddressSlice())
-	if !w.dp.icmp.allow(k.icmpType, &dst, w.dp.now()) {
+	if !w.dp.icmp.allow(k.icmpType, &dst, w.now) {
 		w.ctr(w.in).ICMPLimited.add(1)
 		if k.tr != nil {
 			k.traceICMP(false)

@@ -19,7 +19,7 @@ import (
 func (w *worker) local(k *pkt) {
 	in := w.in
 	m := w.toKernel(k)
-	if now := w.dp.now(); w.own == nil && !w.police(in, w.dp.peers.coppClass(k.p, &k.l4, m != nil, now), now) {
+	if now := w.now; w.own == nil && !w.police(in, w.dp.peers.coppClass(k.p, &k.l4, m != nil, now), now) {
 		w.dropped(in, DirIn, k.b, k.tr, DropPoliced) // counted by police
 		return
 	}

@@ -268,7 +268,8 @@ func (w *worker) forwardOwn(n int) {
 	m, in := w.own, w.in
 	w.loadTaps(false) // captured as they leave; not traced
 	links := w.dp.Links.snap.Load()
-	now := w.dp.coarseNow()
+	w.now = w.dp.now()
+	now := coarse(w.now)
 	for i := 0; i < n; i++ {
 		k := &w.pk[i]
 		*k = pkt{b: w.bufs[i][:w.sizes[i]]}

@@ -61,7 +61,7 @@ func (w *worker) redirect(k *pkt) {
 	if r.Verdict != decide.Forward || r.Nexthop().Link != in.Index || r.Nexthop().Gateway.IsValid() {
 		return // "destination is not a neighbour"
 	}
-	if !w.dp.redirects.allow(&src, &dst, w.dp.now()) {
+	if !w.dp.redirects.allow(&src, &dst, w.now) {
 		return
 	}
 	var tll ndisc.MAC

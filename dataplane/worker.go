@@ -30,7 +30,10 @@ const (
 // own; shared state (links, tables, addresses) is read through atomic
 // pointers.
 type worker struct {
-	dp    *Dataplane
+	dp *Dataplane
+	// now is the limiters' clock (Dataplane.now) as the batch began:
+	// read once a batch, not once for each packet punted or answered
+	now   int64
 	in    *Link
 	port  port.Port
 	q     int
