@@ -159,7 +159,7 @@ func (rp *replay) Run(line []byte, n int, t time.Time) error {
 	if e := s.exec(line); e != nil {
 		return e
 	}
-	return nil
+	return nil // not e: a nil *cmdErr is a non-nil error
 }
 
 func (rp *replay) Adopt(a statefile.Adopter) { rp.s.adopt = a }

@@ -438,9 +438,9 @@ func (Words) Object(w string) string {
 // Restores reports whether `obj cmd` is a restore, which reads stdin: cmd
 // picks restore in the object's own order of checks (route's "r" is
 // replace, rule's is restore).
-func (Words) Restores(obj, cmd string) bool {
+func (ws Words) Restores(obj, cmd string) bool {
 	w := []byte(cmd)
-	switch (Words{}).Object(obj) {
+	switch ws.Object(obj) {
 	case "route":
 		return routeCmds().of(w) == rcRestore
 	case "rule":

@@ -30,9 +30,8 @@ func (s *session) statusCmd(args [][]byte) *cmdErr {
 		st = &Startup{}
 	}
 	rd := s.readiness()
-	why, up, configured, fpmState := rd.why, rd.up, rd.configured, rd.fpm
 	w := s.newPrinter()
-	ready := len(why) == 0
+	ready := len(rd.why) == 0
 	if !w.json() {
 		if ready {
 			w.text("status ready\n")
@@ -43,7 +42,7 @@ func (s *session) statusCmd(args [][]byte) *cmdErr {
 		w.j.startObject()
 		w.number("ready", "", strconv.FormatBool(ready))
 	}
-	w.strings("reasons", "    %s\n", why)
+	w.strings("reasons", "    %s\n", rd.why)
 	if !st.Started.IsZero() {
 		w.uint("uptime", "uptime %ds\n", uint64(time.Since(st.Started)/time.Second))
 	}
@@ -63,11 +62,11 @@ func (s *session) statusCmd(args [][]byte) *cmdErr {
 		printStateStatus(&w, s.state)
 	}
 	w.openObject("links")
-	w.uint("up", "links %d up", uint64(up))
-	w.uint("set_up", " of %d set up\n", uint64(configured))
+	w.uint("up", "links %d up", uint64(rd.up))
+	w.uint("set_up", " of %d set up\n", uint64(rd.configured))
 	w.closeObject()
-	if fpmState != "" {
-		w.str("fpm", "fpm %s\n", fpmState)
+	if rd.fpm != "" {
+		w.str("fpm", "fpm %s\n", rd.fpm)
 	}
 	_, tracing := s.r.DP.Traces()
 	w.uint("captures", "captures %d\n", uint64(s.r.DP.Captures()))
@@ -92,11 +91,13 @@ type readiness struct {
 
 func (s *session) readiness() readiness {
 	var why []string
-	if s.state != nil && s.state.Loaded.Errors > 0 {
-		why = append(why, s.state.FailedWhy())
-	}
-	if s.state != nil && s.state.Unsaved() != "" {
-		why = append(why, fmt.Sprintf("state %s: a change is not saved: %v", s.state.Path(), s.state.Unsaved()))
+	if st := s.state; st != nil {
+		if st.Loaded.Errors > 0 {
+			why = append(why, st.FailedWhy())
+		}
+		if u := st.Unsaved(); u != "" { // read once: a repair may clear it meanwhile
+			why = append(why, fmt.Sprintf("state %s: a change is not saved: %s", st.Path(), u))
+		}
 	}
 	up, configured := 0, 0
 	for _, l := range s.r.Links.All() {

@@ -396,40 +396,34 @@ func (st *State) Close() error {
 		close(st.stop)
 		st.stop = nil
 	}
-	st.mu.Lock()
-	for st.busy {
-		st.idle.Wait()
-	}
-	st.busy = true // for good: no compaction after
-	st.mu.Unlock()
+	st.await(true) // busy for good: no compaction after
 	return st.j.close()
 }
 
 // Compact writes a snapshot now, once no session holds changes to seal
 // and no compaction is under way.
 func (st *State) Compact() error {
-	st.mu.Lock()
-	for st.busy {
-		st.idle.Wait()
-	}
-	st.busy = true
-	st.mu.Unlock()
+	st.await(true)
 	defer st.release()
 	st.gate.Lock()
 	defer st.gate.Unlock()
 	return st.compact()
 }
 
-// Settle waits until no compaction is under way.
-func (st *State) Settle() {
+// Settle waits until no compaction is under way (for the tests).
+func (st *State) Settle() { st.await(false) }
+
+// await waits until no compaction is under way, then takes busy if take.
+func (st *State) await(take bool) {
 	st.mu.Lock()
+	defer st.mu.Unlock()
 	for st.busy {
 		st.idle.Wait()
 	}
-	st.mu.Unlock()
+	st.busy = take
 }
 
-// SnapshotSize is the size of the file's snapshot record.
+// SnapshotSize is the size of the file's snapshot record (for the tests).
 func (st *State) SnapshotSize() int64 { return st.j.snapshotSize() }
 
 // Fail leaves the file as a failed write does (a full disk): it no longer
