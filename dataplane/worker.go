@@ -33,6 +33,7 @@ type worker struct {
 	dp *Dataplane
 	// now is the limiters' clock (Dataplane.now) as the batch began:
 	// read once a batch, not once for each packet punted or answered
+	// (set by forward, forwardOwn, and a sender's ndLink.Unreachable)
 	now   int64
 	in    *Link
 	port  port.Port
