@@ -8,7 +8,7 @@ import (
 // The address object: ip address { add | del | show | flush }, the
 // router's own addresses.
 
-func (s *session) addrCmd(args [][]byte) *cmdErr {
+func (s *Session) addrCmd(args [][]byte) *cmdErr {
 	if len(args) == 0 {
 		return s.addrShow(nil)
 	}
@@ -55,7 +55,7 @@ type addrReq struct {
 	metric   uint32
 }
 
-func (s *session) addrModify(args [][]byte, op addrOp) *cmdErr {
+func (s *Session) addrModify(args [][]byte, op addrOp) *cmdErr {
 	q, err := parseAddrReq(args)
 	if err != nil {
 		return err
@@ -155,7 +155,7 @@ func (q *addrReq) local(ws *argv, w []byte) *cmdErr {
 	return nil
 }
 
-func (s *session) addrFlush(args [][]byte) *cmdErr {
+func (s *Session) addrFlush(args [][]byte) *cmdErr {
 	if len(args) == 0 {
 		return &cmdErr{msg: "Flush requires arguments.", code: 1}
 	}

@@ -37,7 +37,7 @@ func (f *addrSel) shown(l *dataplane.Link) bool {
 	return false
 }
 
-func (s *session) parseAddrSel(args [][]byte, usage func() *cmdErr) (*addrSel, *cmdErr) {
+func (s *Session) parseAddrSel(args [][]byte, usage func() *cmdErr) (*addrSel, *cmdErr) {
 	f := &addrSel{}
 	up := false
 	ws := argv{args: args}
@@ -85,7 +85,7 @@ func (s *session) parseAddrSel(args [][]byte, usage func() *cmdErr) (*addrSel, *
 }
 
 // parseValue reads the value v of keyword w.
-func (f *addrSel) parseValue(s *session, w, v []byte) *cmdErr {
+func (f *addrSel) parseValue(s *Session, w, v []byte) *cmdErr {
 	switch {
 	case is(w, "to"):
 		p, err := parsePrefix(v)

@@ -17,7 +17,7 @@ func scopeOf(a netip.Addr) string {
 	return "global"
 }
 
-func (s *session) addrShow(args [][]byte) *cmdErr {
+func (s *Session) addrShow(args [][]byte) *cmdErr {
 	f, err := s.parseAddrSel(args, addrUsage)
 	if err != nil {
 		return err

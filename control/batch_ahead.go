@@ -232,11 +232,10 @@ func modifies(cmd int) bool {
 // runAhead is run for the rest of a long batch: its lines read and
 // parsed ahead (startReadAhead), run in order here; status is the run's
 // so far.
-func (s *session) runAhead(in *bufio.Reader, status int) int {
+func (s *Session) runAhead(in *bufio.Reader, status int) int {
 	var waits *atomic.Uint64
 	if s.conn != nil {
-		s.conn.ahead = true // read by the reader, which holds nothing
-		waits = &s.conn.aheadWaits
+		waits = s.conn.ReadAhead()
 	}
 	ra := startReadAhead(in, s.pace, waits)
 	// A connection's reader ends when the connection closes, after the
@@ -302,7 +301,7 @@ func (c *aheadChunk) reset() {
 }
 
 // execAhead is exec of a line parsed ahead.
-func (s *session) execAhead(l *aheadLine) *cmdErr {
+func (s *Session) execAhead(l *aheadLine) *cmdErr {
 	if l.splitErr != nil {
 		return &cmdErr{msg: l.splitErr.Error(), code: 1}
 	}
@@ -320,11 +319,11 @@ func (s *session) execAhead(l *aheadLine) *cmdErr {
 // nextChunk waits for the reader's next chunk; nil at the input's end.
 // Waiting, the session does what it does when its input is drained: it
 // sends what it printed, and publishes its transaction once it has waited
-// idleCommit on the client (as pausingConn does for a session that reads
+// IdleCommit on the client (as pausingConn does for a session that reads
 // itself). A wait on the reader's parsing is not one: the client has sent
 // what follows, and a full table loaded into an empty one stays one
 // transaction, which builds the trie bottom-up (see fib6's bulk load).
-func (s *session) nextChunk(ra *readAhead) *aheadChunk {
+func (s *Session) nextChunk(ra *readAhead) *aheadChunk {
 	select {
 	case c := <-ra.out:
 		return c
@@ -347,7 +346,7 @@ func (s *session) nextChunk(ra *readAhead) *aheadChunk {
 // awaitChunk waits for the reader's next chunk, with no transaction open;
 // a session holding changes not sealed looks every State.SealAfter
 // whether to seal them (as pausingConn's readIdle).
-func (s *session) awaitChunk(ra *readAhead) *aheadChunk {
+func (s *Session) awaitChunk(ra *readAhead) *aheadChunk {
 	if s.rec == nil || !s.rec.Holding() {
 		return <-ra.out
 	}
@@ -369,17 +368,17 @@ func (s *session) awaitChunk(ra *readAhead) *aheadChunk {
 
 // waitIdle waits for the reader's next chunk (nil at the input's end)
 // while the client sends; idle once one read of the reader's has waited
-// on the client a whole idleCommit. A reader descheduled on a loaded
+// on the client a whole IdleCommit. A reader descheduled on a loaded
 // machine is not a client gone idle: only a read that found nothing to
 // read counts (pausingConn.Read).
-func (s *session) waitIdle(ra *readAhead) (c *aheadChunk, idle bool) {
+func (s *Session) waitIdle(ra *readAhead) (c *aheadChunk, idle bool) {
 	if ra.waits == nil {
 		return <-ra.out, false
 	}
 	if ra.timer == nil {
-		ra.timer = time.NewTimer(idleCommit)
+		ra.timer = time.NewTimer(IdleCommit)
 	} else {
-		ra.timer.Reset(idleCommit)
+		ra.timer.Reset(IdleCommit)
 	}
 	for seen := uint64(0); ; {
 		select {
@@ -388,13 +387,13 @@ func (s *session) waitIdle(ra *readAhead) (c *aheadChunk, idle bool) {
 			return c, false
 		case <-ra.timer.C:
 		}
-		// one read of the reader's lasting a whole idleCommit is a
+		// one read of the reader's lasting a whole IdleCommit is a
 		// client that has sent nothing meanwhile
 		r := ra.waits.Load()
 		if r%2 == 1 && r == seen {
 			return nil, true
 		}
 		seen = r
-		ra.timer.Reset(idleCommit)
+		ra.timer.Reset(IdleCommit)
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"urouter/control/wire"
 	"urouter/router"
@@ -50,7 +49,7 @@ func runBothPaced(t *testing.T, o wire.Options, input string, paced bool) (sync,
 	one := func(after int) string {
 		r := newTestRouter(t)
 		var out, errs bytes.Buffer
-		s := &session{r: r, opt: o, out: bufio.NewWriter(&out), errOut: func(m string) { errs.WriteString(m + "\n") },
+		s := &Session{r: r, opt: o, out: bufio.NewWriter(&out), errOut: func(m string) { errs.WriteString(m + "\n") },
 			readAheadAfter: after}
 		if paced && after < 0 {
 			r.DP.SetControlNice(10)
@@ -61,7 +60,7 @@ func runBothPaced(t *testing.T, o wire.Options, input string, paced bool) (sync,
 		}
 		s.opt.BatchName = "test.batch"
 		in := &pieces{b: []byte(input), r: rand.New(rand.NewPCG(uint64(len(input)), 1))}
-		st := s.run(bufio.NewReaderSize(in, readBuf))
+		st := s.run(bufio.NewReaderSize(in, ReadBuf))
 		s.flush()
 		shown, _, _ := run(r, wire.Options{}, "route show table all", "nexthop show", "rule show")
 		return fmt.Sprintf("status %d\nstdout:\n%s\nstderr:\n%s\nstate:\n%s", st, out.String(), errs.String(), shown)
@@ -201,7 +200,7 @@ func TestBatchAheadShape(t *testing.T) {
 // it runs alone.
 func TestShapedRunGateway(t *testing.T) {
 	r := newTestRouter(t)
-	s := &session{r: r, opt: wire.Options{Batch: true}, out: bufio.NewWriter(io.Discard), errOut: func(m string) { t.Error(m) }}
+	s := &Session{r: r, opt: wire.Options{Batch: true}, out: bufio.NewWriter(io.Discard), errOut: func(m string) { t.Error(m) }}
 	args, _ := splitLine([]byte("2001:db8:1::/48 via 2001:db8:91::2 dev d0\n"), nil)
 	var q routeReq
 	if e := parseRouteModify(&q, args, &s.routes.words); e != nil {
@@ -245,7 +244,7 @@ func TestConfigAhead(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := router.New()
-		n, err := ApplyConfig(r, path)
+		n, err := applyConfig(r, path)
 		if n != c.lines || (err == nil) != (c.err == "") || err != nil && !strings.Contains(err.Error(), c.err) {
 			t.Fatalf("config: %d lines, %v; want %d, %q", n, err, c.lines, c.err)
 		}
@@ -270,9 +269,9 @@ func TestBatchAheadOnePublish(t *testing.T) {
 	for _, i := range rnd.Perm(n) {
 		fmt.Fprintf(&b, "route add 2001:db8:%x:%x::/64 via 2001:db8:91::2 dev d0 table 100\n", i>>8, i&0xff)
 	}
-	s := &session{r: r, opt: wire.Options{Batch: true, BatchName: "test.batch"}, out: bufio.NewWriter(io.Discard),
+	s := &Session{r: r, opt: wire.Options{Batch: true, BatchName: "test.batch"}, out: bufio.NewWriter(io.Discard),
 		errOut: func(m string) { t.Error(m) }}
-	if st := s.run(bufio.NewReaderSize(strings.NewReader(b.String()), readBuf)); st != 0 {
+	if st := s.run(bufio.NewReaderSize(strings.NewReader(b.String()), ReadBuf)); st != 0 {
 		t.Fatalf("status %d", st)
 	}
 	tb := r.Tables.Get(100)
@@ -281,33 +280,5 @@ func TestBatchAheadOnePublish(t *testing.T) {
 	}
 	if g := tb.Generation(); g != 1 {
 		t.Fatalf("the batch went into table 100 in %d publishes, want 1", g)
-	}
-}
-
-// TestAheadPauseOpen: a client that sends part of a long batch and waits,
-// its connection open, has the lines it sent published within a few
-// idleCommits, and holds no table from other clients meanwhile.
-func TestAheadPauseOpen(t *testing.T) {
-	r := newTestRouter(t)
-	sock := startServer(t, r)
-	c := dial(t, sock, wire.Options{Batch: true, BatchName: "-"})
-	const n = 20000 // well past defaultAheadAfter
-	var b strings.Builder
-	for i := 0; i < n; i++ {
-		fmt.Fprintf(&b, "route add 2001:db8:%x:%x::/64 dev d0 table 100\n", i>>8, i&0xff)
-	}
-	put(t, c, "%s", b.String())
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if tb := r.Tables.Get(100); tb != nil && tb.Len() == n {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("a paused long batch's routes not published")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	if _, e, st := client(sock, wire.Options{}, "route add 2001:db8:ffff::/48 dev d0 table 100\n"); st != 0 {
-		t.Fatalf("another client's add: %q %d", e, st)
 	}
 }

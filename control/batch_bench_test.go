@@ -38,7 +38,7 @@ func BenchmarkBatchApply(b *testing.B) {
 		b.StopTimer()
 		r := router.New()
 		if conf != "" {
-			if _, err := ApplyConfig(r, conf); err != nil {
+			if _, err := applyConfig(r, conf); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -60,7 +60,7 @@ func BenchmarkBatchApply(b *testing.B) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				s := &session{r: r, opt: wire.Options{Batch: true, BatchName: "bench", Size: int64(len(d))}, out: bufio.NewWriter(io.Discard), errOut: func(m string) { b.Error(m) }}
+				s := &Session{r: r, opt: wire.Options{Batch: true, BatchName: "bench", Size: int64(len(d))}, out: bufio.NewWriter(io.Discard), errOut: func(m string) { b.Error(m) }}
 				if state != nil {
 					s.rec = state.Recorder()
 				}

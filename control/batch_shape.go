@@ -158,7 +158,7 @@ var dstChars = func() (c [256]bool) {
 // the clock. A line that cannot go so, or that fails, runs as the session
 // runs any line, so that it fails as it would have. It reports, as
 // outcome does, whether the batch stops and with what code.
-func (s *session) runShaped(c *aheadChunk, l *aheadLine, status *int) (int, bool) {
+func (s *Session) runShaped(c *aheadChunk, l *aheadLine, status *int) (int, bool) {
 	tm := &c.lines[l.tmpl-1]
 	for i := l.from; i < l.to; {
 		end := l.to
@@ -190,7 +190,7 @@ func (s *session) runShaped(c *aheadChunk, l *aheadLine, status *int) (int, bool
 // after another, until one cannot be added so; it returns how many it
 // added. With a state file each line is recorded, as execWords records
 // it.
-func (s *session) addShaped(tm *aheadLine, dsts []netip.Prefix, texts [][]byte) int {
+func (s *Session) addShaped(tm *aheadLine, dsts []netip.Prefix, texts [][]byte) int {
 	if s.adopt != nil {
 		return 0 // each line's route is given to its feed
 	}

@@ -1,16 +1,19 @@
 // Package control owns the command language: iproute2's words, grammar,
 // output and errors (ip's global options, -batch, -force, -json,
-// -pretty, -details, -stats), the daemon's control socket and its
-// sessions. Its rooms of its own: the client (control/client), the wire
-// between them (control/wire) and the state file (control/statefile).
+// -pretty, -details, -stats), run by a Session on the lines of an
+// io.Reader; it opens no socket and no file. The rooms around it: the
+// daemon's side (control/server: the socket, a connection's session,
+// the monitors' hub, capture's stream, the config file), the client
+// (control/client), the wire between them (control/wire) and the state
+// file (control/statefile).
 //
 // control has no policy of its own: it parses a command, calls the router
 // (package router), a table's transaction or the rule set's, and prints
 // what comes back as ip prints it. A command is parsed and validated, and
-// everything it needs allocated, before it takes any lock. A session never
-// holds a transaction while it waits on its client, in either direction,
-// nor a thread (see pausingConn); the daemon serves a bounded number of
-// sessions at once (Server.MaxSessions).
+// everything it needs allocated, before it takes any lock. A session
+// tells its caller what it holds (Holding, Pacer, Unsealed), so that it
+// never holds a transaction while it waits on its client, in either
+// direction, nor a thread (see control/server's pausingConn).
 //
 // Its objects are ip's address, link, monitor, neighbour, nexthop (with
 // its buckets), ntable, route and rule, sysctl(8)'s knobs, and urouter's
@@ -26,8 +29,8 @@
 // ruleParser), not in the session.
 //
 //	session.go                    a session: lines in, the object picked, the transactions
-//	daemon.go, conn.go            the socket's server and the config file; pausingConn, a
-//	                              client's connection as its session uses it
+//	host.go                       a session as its caller runs it: made, attached to a
+//	                              daemon, asked what it holds; a config read as a batch
 //	batch_ahead.go, batch_shape.go  a long batch read and parsed ahead; a run of route
 //	                              lines that differ in their destination added at once
 //	args.go, errors.go, names.go  words, iproute2's errors, its names of protocols and tables
@@ -50,8 +53,8 @@
 //	sysctl.go                     sysctl(8): the router's knobs by Linux's names
 //	save.go                       save: the configuration as the commands that make it
 //	feeds.go                      fpm show, mirror show
-//	monitor.go                    ip monitor: the hub and its events
-//	capture.go, trace.go          capture's pcapng stream; trace add and show
+//	monitor.go                    ip monitor: its words, its events and their printer
+//	capture.go, trace.go          capture's words and filter; trace add and show
 //	status.go                     status: whether the router is ready, and why not
 //	record.go                     what the state file (package statefile) is given: lines, effects, the replay
 package control

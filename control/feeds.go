@@ -58,7 +58,7 @@ func showOnly(args [][]byte, obj string) *cmdErr {
 	return nil
 }
 
-func (s *session) fpmCmd(args [][]byte) *cmdErr {
+func (s *Session) fpmCmd(args [][]byte) *cmdErr {
 	if err := showOnly(args, "fpm"); err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func fpmState(st feed.Status) string {
 	return "replaying" // routes of the last session not yet swept
 }
 
-func (s *session) mirrorCmd(args [][]byte) *cmdErr {
+func (s *Session) mirrorCmd(args [][]byte) *cmdErr {
 	if err := showOnly(args, "mirror"); err != nil {
 		return err
 	}

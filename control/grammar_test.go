@@ -3,6 +3,8 @@ package control
 import (
 	"bufio"
 	"bytes"
+	"io"
+	"os"
 	"strings"
 	"testing"
 
@@ -14,11 +16,11 @@ import (
 // with these options, and returns what the client would print and the
 // exit status.
 func run(r *router.Router, o wire.Options, lines ...string) (stdout, stderr string, status int) {
-	return runIn(&session{r: r, opt: o}, lines...)
+	return runIn(&Session{r: r, opt: o}, lines...)
 }
 
 // runIn is run in session s, as the test made it.
-func runIn(s *session, lines ...string) (stdout, stderr string, status int) {
+func runIn(s *Session, lines ...string) (stdout, stderr string, status int) {
 	var out, errs bytes.Buffer
 	o := s.opt
 	s.out, s.errOut = bufio.NewWriter(&out), func(m string) { errs.WriteString(m + "\n") }
@@ -388,4 +390,15 @@ func TestBatchDeleteForgetsPaths(t *testing.T) {
 			t.Errorf("%s: status %d, stderr %q; want 1, %q", path, st, e, want)
 		}
 	}
+}
+
+// applyConfig runs the config file at path on r, as the daemon's
+// --config does (server.ApplyConfig), what it shows discarded.
+func applyConfig(r *router.Router, path string) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = f.Close() }() // read only
+	return RunConfig(r, path, f, max(wire.FileSize(f), 0), io.Discard)
 }

@@ -24,7 +24,7 @@ func linkUsage() *cmdErr {
 		"       ip link show [ DEVICE ]")
 }
 
-func (s *session) linkCmd(args [][]byte) *cmdErr {
+func (s *Session) linkCmd(args [][]byte) *cmdErr {
 	if len(args) == 0 {
 		return s.linkShow(nil)
 	}
@@ -48,7 +48,7 @@ func (s *session) linkCmd(args [][]byte) *cmdErr {
 	return parseErr("Command \"%s\" is unknown, try \"ip link help\".", w)
 }
 
-func (s *session) linkAdd(args [][]byte) *cmdErr {
+func (s *Session) linkAdd(args [][]byte) *cmdErr {
 	a, err := parseLinkArgs(args)
 	if err != nil {
 		return err
@@ -154,7 +154,7 @@ func linkErr(err error) *cmdErr {
 
 // namedLink parses the arguments of link set and del, and finds the link
 // they name.
-func (s *session) namedLink(args [][]byte) (*linkArgs, *dataplane.Link, *cmdErr) {
+func (s *Session) namedLink(args [][]byte) (*linkArgs, *dataplane.Link, *cmdErr) {
 	a, err := parseLinkArgs(args)
 	if err != nil {
 		return nil, nil, err
@@ -169,7 +169,7 @@ func (s *session) namedLink(args [][]byte) (*linkArgs, *dataplane.Link, *cmdErr)
 	return a, l, nil
 }
 
-func (s *session) linkSet(args [][]byte) *cmdErr {
+func (s *Session) linkSet(args [][]byte) *cmdErr {
 	a, l, err := s.namedLink(args)
 	if err != nil {
 		return err
@@ -230,7 +230,7 @@ func (s *session) linkSet(args [][]byte) *cmdErr {
 	return nil
 }
 
-func (s *session) linkDel(args [][]byte) *cmdErr {
+func (s *Session) linkDel(args [][]byte) *cmdErr {
 	_, l, err := s.namedLink(args)
 	if err != nil {
 		return err
@@ -241,7 +241,7 @@ func (s *session) linkDel(args [][]byte) *cmdErr {
 	return nil
 }
 
-func (s *session) addEther(a *linkArgs, e *etherArgs, mtu int) (*dataplane.Link, error) {
+func (s *Session) addEther(a *linkArgs, e *etherArgs, mtu int) (*dataplane.Link, error) {
 	eo := dataplane.EtherOptions{MAC: e.tap.MAC, Index: a.index}
 	if !e.host {
 		e.tap.MTU = mtu

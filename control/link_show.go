@@ -11,7 +11,7 @@ import (
 // Showing links: `ip link show [-s]`, and the link lines `ip address show`
 // and `ip monitor` print.
 
-func (s *session) linkShow(args [][]byte) *cmdErr {
+func (s *Session) linkShow(args [][]byte) *cmdErr {
 	f, err := s.parseAddrSel(args, linkUsage)
 	if err != nil {
 		return err
@@ -59,7 +59,7 @@ func flagNames(l *dataplane.Link) []string {
 // printLink prints a link as iplink.c's print_linkinfo does; full is
 // `ip link show`'s, with its mode and its statistics (`ip addr show`
 // leaves them out).
-func (s *session) printLink(w *printer, l *dataplane.Link, full bool) {
+func (s *Session) printLink(w *printer, l *dataplane.Link, full bool) {
 	w.uint("ifindex", "%d: ", uint64(l.Index))
 	w.str("ifname", "%s: ", l.Name)
 	names := flagNames(l)
@@ -103,7 +103,7 @@ func below(l *dataplane.Link) belowIP {
 
 // printMirror says which kernel interface stands for the link (and, with
 // -s, what crossed it).
-func (s *session) printMirror(w *printer, l *dataplane.Link) {
+func (s *Session) printMirror(w *printer, l *dataplane.Link) {
 	m := l.Mirror()
 	if m == nil {
 		return

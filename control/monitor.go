@@ -1,23 +1,19 @@
 package control
 
 import (
-	"bufio"
 	"fmt"
-	"io"
 	"net/netip"
 	"sync"
-	"sync/atomic"
 
 	"urouter/dataplane"
 	"urouter/fib6"
 	"urouter/ndisc"
-	"urouter/router"
 )
 
 // `monitor [all | route | link | address | neigh] [label]` streams changes as they
 // are published, as `ip monitor` does.
 
-type monitorReq struct {
+type MonitorRequest struct {
 	route, link, addr, neigh, label bool
 }
 
@@ -46,8 +42,8 @@ var monitorWords = sync.OnceValue(func() keywords {
 
 // monitorCmd reads do_ipmonitor's words, all of them first as it does
 // (an unknown word is its error even after one the router lacks).
-func (s *session) monitorCmd(args [][]byte) *cmdErr {
-	req := &monitorReq{}
+func (s *Session) monitorCmd(args [][]byte) *cmdErr {
+	req := &MonitorRequest{}
 	var lacks []byte // the first word the router cannot follow
 	ws := argv{args: args}
 	for ; ws.i < len(args); ws.i++ {
@@ -97,162 +93,72 @@ func (s *session) monitorCmd(args [][]byte) *cmdErr {
 	return nil
 }
 
-// event is one change a monitor hears, or the route changes of one
+// Event is one change a monitor hears, or the route changes of one
 // commit (a flush of a full table is one).
-type event struct {
-	routes  *fib6.Changes
-	link    *dataplane.Link
-	addr    netip.Prefix
-	neigh   *ndisc.Info
-	deleted bool
+type Event struct {
+	Routes  *fib6.Changes
+	Link    *dataplane.Link
+	Addr    netip.Prefix
+	Neigh   *ndisc.Info
+	Deleted bool
 }
 
-type subscriber struct {
-	req  monitorReq
-	ch   chan event
-	lost atomic.Uint64
-}
-
-// hub hands the router's changes to the monitors. Changes are recorded
-// only while a monitor listens.
-type hub struct {
-	r      *router.Router
-	mu     sync.Mutex
-	subs   map[*subscriber]struct{}
-	routes int
-}
-
-func (h *hub) subscribe(req monitorReq) *subscriber {
-	s := &subscriber{req: req, ch: make(chan event, 4096)}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.subs == nil {
-		h.subs = map[*subscriber]struct{}{}
+// Hears reports whether a monitor asking for q hears ev.
+func (q *MonitorRequest) Hears(ev Event) bool {
+	switch {
+	case ev.Routes != nil:
+		return q.route
+	case ev.Neigh != nil:
+		return q.neigh
+	case ev.Addr.IsValid():
+		return q.addr
 	}
-	h.subs[s] = struct{}{}
-	if req.route {
-		if h.routes++; h.routes == 1 {
-			h.r.Tables.Watch(h.routeChanges)
-		}
-	}
-	return s
+	return q.link
 }
 
-// listening is how many monitors listen.
-func (h *hub) listening() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.subs)
+// Routes reports whether a monitor asking for q hears routes.
+func (q *MonitorRequest) Routes() bool { return q.route }
+
+// EventPrinter prints a monitor's events as ip monitor does, in text
+// even with -j.
+type EventPrinter struct {
+	s *Session
+	p *routePrinter
 }
 
-func (h *hub) unsubscribe(s *subscriber) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	delete(h.subs, s)
-	if s.req.route {
-		if h.routes--; h.routes == 0 {
-			h.r.Tables.Watch(nil)
-		}
-	}
-}
-
-func (h *hub) publish(ev event) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.publishLocked(ev)
-}
-
-// publishLocked is publish with h.mu held.
-func (h *hub) publishLocked(ev event) {
-	for s := range h.subs {
-		if ev.routes != nil && !s.req.route || ev.neigh != nil && !s.req.neigh ||
-			ev.link != nil && ev.neigh == nil && !ev.addr.IsValid() && !s.req.link || ev.addr.IsValid() && !s.req.addr {
-			continue
-		}
-		select {
-		case s.ch <- ev:
-		default:
-			// a monitor that cannot keep up loses events, never blocks the router
-			if ev.routes != nil {
-				s.lost.Add(uint64(ev.routes.Len()))
-			} else {
-				s.lost.Add(1)
-			}
-		}
-	}
-}
-
-// routeChanges hands a commit's changes to the monitors whole, as one
-// event: each monitor's queue then holds commits, not routes, and a
-// monitor that keeps up hears every route of the largest commit (a flush
-// of a full table), in its own goroutine, from the version it deleted.
-func (h *hub) routeChanges(_ *fib6.Table, cs *fib6.Changes) {
-	h.publish(event{routes: cs})
-}
-
-// routerEvent hears the router's link and address changes.
-func (h *hub) routerEvent(e router.Event) {
-	h.publish(event{link: e.Link, addr: e.Addr, deleted: e.Kind == router.LinkDeleted || e.Kind == router.AddrDeleted})
-}
-
-// neighEvent hears a neighbour's change of state, as the link's cache has
-// it now, in its new state.
-func (h *hub) neighEvent(l *dataplane.Link, a netip.Addr, _, to ndisc.State) {
-	i := ndisc.Info{Addr: a, State: to}
-	if t := l.Neigh(); t != nil {
-		_, i.MAC = t.State(a)
-		i.HasMAC = to&ndisc.Valid != 0
-	}
-	h.publish(event{link: l, neigh: &i, deleted: to == ndisc.None})
-}
-
-// stream sends events to the session's client until it goes away.
-func (h *hub) stream(s *session, in *bufio.Reader) {
-	sub := h.subscribe(*s.monitor)
-	defer h.unsubscribe(sub)
-	gone := make(chan struct{})
-	go func() {
-		_, _ = io.Copy(io.Discard, in) // the client sends nothing more: EOF or an error, it left
-		close(gone)
-	}()
+// EventPrinter returns the printer of the events the session's monitor
+// hears.
+func (s *Session) EventPrinter() *EventPrinter {
 	p := s.printer(&showFilter{monitor: true})
-	p.out = printer{w: s.out} // ip monitor prints text even with -j
-	for {
-		select {
-		case <-gone:
-			return
-		case ev := <-sub.ch:
-			if n := sub.lost.Swap(0); n > 0 {
-				fmt.Fprintf(s.out, "(%d events lost)\n", n)
-			}
-			if !h.format(s, p, ev) || s.out.Flush() != nil {
-				return
-			}
-		}
-	}
+	p.out = printer{w: s.out}
+	return &EventPrinter{s: s, p: p}
 }
 
-// format prints ev; false if the client went away meanwhile (a commit's
+// Lost says that n events were lost to a monitor that did not keep up.
+func (ep *EventPrinter) Lost(n uint64) { fmt.Fprintf(ep.s.out, "(%d events lost)\n", n) }
+
+// Print prints ev; false if the client went away meanwhile (a commit's
 // routes may be many: its buffer fills and is sent as it goes).
-func (h *hub) format(s *session, p *routePrinter, ev event) bool {
+func (ep *EventPrinter) Print(ev Event) bool {
+	s, p := ep.s, ep.p
 	label := func(l string) {
 		if s.monitor.label {
 			s.out.WriteString(l)
 		}
 	}
 	del := ""
-	if ev.deleted {
+	if ev.Deleted {
 		del = "Deleted "
 	}
 	w := printer{w: s.out} // text, as ip monitor prints
 	switch {
-	case ev.neigh != nil:
+	case ev.Neigh != nil:
 		label("[NEIGH]")
 		w.text(del)
-		s.printNeigh(&w, ev.link, *ev.neigh, true)
-	case ev.routes != nil:
+		s.printNeigh(&w, ev.Link, *ev.Neigh, true)
+	case ev.Routes != nil:
 		n := 0
-		for c := range ev.routes.All() {
+		for c := range ev.Routes.All() {
 			label("[ROUTE]")
 			p.table = c.Table
 			p.deleted = c.Op == fib6.Deleted
@@ -262,14 +168,14 @@ func (h *hub) format(s *session, p *routePrinter, ev event) bool {
 				return false
 			}
 		}
-	case ev.addr.IsValid():
+	case ev.Addr.IsValid():
 		label("[ADDR]")
 		fmt.Fprintf(s.out, "%s%d: %s    inet6 %s scope %s \n       valid_lft forever preferred_lft forever\n",
-			del, ev.link.Index, ev.link.Name, ev.addr, scopeOf(ev.addr.Addr()))
+			del, ev.Link.Index, ev.Link.Name, ev.Addr, scopeOf(ev.Addr.Addr()))
 	default:
 		label("[LINK]")
 		w.text(del)
-		s.printLink(&w, ev.link, false)
+		s.printLink(&w, ev.Link, false)
 	}
 	return true
 }

@@ -11,7 +11,7 @@ import (
 // flush } [to PREFIX] [dev DEV] [nud STATE], over the Ethernet links'
 // caches (ipneigh.c's grammar and output).
 
-func (s *session) neighCmd(args [][]byte) *cmdErr {
+func (s *Session) neighCmd(args [][]byte) *cmdErr {
 	if len(args) == 0 {
 		return s.neighShow(nil, false)
 	}
@@ -59,7 +59,7 @@ func neighUsage() *cmdErr {
 		"           permanent | probe | reachable | stale }")
 }
 
-func (s *session) neighModify(args [][]byte, mode ndisc.Mode) *cmdErr {
+func (s *Session) neighModify(args [][]byte, mode ndisc.Mode) *cmdErr {
 	var q neighReq
 	if err := parseNeighModify(&q, args); err != nil {
 		return err

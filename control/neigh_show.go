@@ -26,7 +26,7 @@ func (f *neighFilter) selects(i ndisc.Info) bool {
 	return !f.none && f.states&st != 0 && (!f.to.IsValid() || f.to.Contains(i.Addr))
 }
 
-func (s *session) neighShow(args [][]byte, flush bool) *cmdErr {
+func (s *Session) neighShow(args [][]byte, flush bool) *cmdErr {
 	f, err := s.parseNeighFilter(args, flush)
 	if err != nil {
 		return err
@@ -58,7 +58,7 @@ func (s *session) neighShow(args [][]byte, flush bool) *cmdErr {
 
 // parseNeighFilter reads show's and flush's selector, as ipneigh.c's
 // do_show_or_flush.
-func (s *session) parseNeighFilter(args [][]byte, flush bool) (*neighFilter, *cmdErr) {
+func (s *Session) parseNeighFilter(args [][]byte, flush bool) (*neighFilter, *cmdErr) {
 	f := &neighFilter{states: 0xff &^ uint32(ndisc.NoARP)}
 	if flush {
 		if len(args) == 0 {
@@ -160,7 +160,7 @@ func nudBits(v []byte, flush bool) (uint32, *cmdErr) {
 }
 
 // neighFlush deletes the entries f selects on links; -s says how many.
-func (s *session) neighFlush(links []*dataplane.Link, f *neighFilter) {
+func (s *Session) neighFlush(links []*dataplane.Link, f *neighFilter) {
 	n := 0
 	for _, l := range links {
 		if t := l.Neigh(); t != nil {
@@ -171,7 +171,7 @@ func (s *session) neighFlush(links []*dataplane.Link, f *neighFilter) {
 }
 
 // printNeigh prints one entry as print_neigh does.
-func (s *session) printNeigh(w *printer, l *dataplane.Link, i ndisc.Info, withDev bool) {
+func (s *Session) printNeigh(w *printer, l *dataplane.Link, i ndisc.Info, withDev bool) {
 	showMAC := i.HasMAC && i.State&(ndisc.Failed|ndisc.Incomplete) == 0 && i.State != ndisc.None
 	secs := func(d interface{ Seconds() float64 }) uint64 { return uint64(max(d.Seconds(), 0)) }
 	w.openObject("")

@@ -9,7 +9,7 @@ import (
 
 // ip nexthop bucket { show | get }: a resilient group's buckets.
 
-func (s *session) nexthopBucket(args [][]byte) *cmdErr {
+func (s *Session) nexthopBucket(args [][]byte) *cmdErr {
 	if len(args) == 0 {
 		return s.bucketShow(nil, false)
 	}
@@ -27,7 +27,7 @@ func (s *session) nexthopBucket(args [][]byte) *cmdErr {
 
 // bucketShow prints resilient groups' buckets (get: one, by `id G index
 // I`).
-func (s *session) bucketShow(args [][]byte, get bool) *cmdErr {
+func (s *Session) bucketShow(args [][]byte, get bool) *cmdErr {
 	index := -1
 	var f *nhFilter
 	var err *cmdErr
@@ -101,7 +101,7 @@ func bucketGetArgs(args [][]byte) (*nhFilter, int, *cmdErr) {
 }
 
 // resilientGroups are the resilient groups f selects by id, or all.
-func (s *session) resilientGroups(f *nhFilter) ([]*nexthop.Object, *cmdErr) {
+func (s *Session) resilientGroups(f *nhFilter) ([]*nexthop.Object, *cmdErr) {
 	var objs []*nexthop.Object
 	if f.idSet {
 		o := s.r.Nexthops.Get(f.id)

@@ -30,7 +30,7 @@ ENCAPTYPE := [ mpls ]
 ENCAPHDR := [ MPLSLABEL ]`)
 }
 
-func (s *session) nexthopCmd(args [][]byte) *cmdErr {
+func (s *Session) nexthopCmd(args [][]byte) *cmdErr {
 	if len(args) == 0 {
 		return s.nexthopShow(nil, false)
 	}
@@ -74,7 +74,7 @@ var nexthopCmds = sync.OnceValue(func() keywords {
 		{"flush", true, ncFlush}, {"bucket", true, ncBucket}, {"help", true, ncHelp}})
 })
 
-func (s *session) nexthopModify(args [][]byte, replace bool) *cmdErr {
+func (s *Session) nexthopModify(args [][]byte, replace bool) *cmdErr {
 	var req nhReq
 	q := &req
 	if err := s.parseNexthop(q, args); err != nil {
@@ -110,7 +110,7 @@ func (s *session) nexthopModify(args [][]byte, replace bool) *cmdErr {
 // nexthopKind checks that the nexthop is one kind (a group, a blackhole
 // or a path through a link) as Linux's rtm_to_nh_config does, and gives
 // it its family.
-func (s *session) nexthopKind(q *nhReq) *cmdErr {
+func (s *Session) nexthopKind(q *nhReq) *cmdErr {
 	sp := &q.sp
 	switch {
 	case sp.IsGroup():
@@ -142,7 +142,7 @@ func (s *session) nexthopKind(q *nhReq) *cmdErr {
 
 // checkNexthopGateway validates a nexthop's gateway on its link as Linux's
 // nh_create_ipv6 (through fib6_nh_init) does.
-func (s *session) checkNexthopGateway(sp *nexthop.Spec) *cmdErr {
+func (s *Session) checkNexthopGateway(sp *nexthop.Spec) *cmdErr {
 	gw := sp.Gateway
 	if !gw.IsValid() {
 		return nil
@@ -164,7 +164,7 @@ func (s *session) checkNexthopGateway(sp *nexthop.Spec) *cmdErr {
 // nexthopDel reads del's words as iproute2 6.1 does, with add's grammar,
 // and checks them as Linux's nh_valid_get_del_req: only the id may be
 // sent.
-func (s *session) nexthopDel(args [][]byte) *cmdErr {
+func (s *Session) nexthopDel(args [][]byte) *cmdErr {
 	var q nhReq
 	if err := s.parseNexthop(&q, args); err != nil {
 		return err
@@ -181,7 +181,7 @@ func (s *session) nexthopDel(args [][]byte) *cmdErr {
 	return s.nexthopDelID(sp.ID)
 }
 
-func (s *session) nexthopDelID(id uint32) *cmdErr {
+func (s *Session) nexthopDelID(id uint32) *cmdErr {
 	if err := s.r.DeleteNexthop(id); err != nil {
 		return rejected(err)
 	}

@@ -29,7 +29,7 @@ type nhReq struct {
 }
 
 // parseNexthop reads ipnexthop_modify's words.
-func (s *session) parseNexthop(q *nhReq, args [][]byte) *cmdErr {
+func (s *Session) parseNexthop(q *nhReq, args [][]byte) *cmdErr {
 	*q = nhReq{}
 	ws := argv{args: args}
 	for ; ws.i < len(args); ws.i++ {

@@ -69,7 +69,7 @@ var (
 // parseNhFilter reads a show, flush or bucket selector. In show and
 // flush, id ends it (iproute2 then gets or deletes that one nexthop and
 // reads no further).
-func (s *session) parseNhFilter(args [][]byte, buckets bool) (*nhFilter, *cmdErr) {
+func (s *Session) parseNhFilter(args [][]byte, buckets bool) (*nhFilter, *cmdErr) {
 	f := &nhFilter{}
 	words := nhListWords()
 	if buckets {
@@ -129,7 +129,7 @@ func (s *session) parseNhFilter(args [][]byte, buckets bool) (*nhFilter, *cmdErr
 	return f, nil
 }
 
-func (s *session) nexthopShow(args [][]byte, flush bool) *cmdErr {
+func (s *Session) nexthopShow(args [][]byte, flush bool) *cmdErr {
 	f, err := s.parseNhFilter(args, false)
 	switch {
 	case err != nil:
@@ -160,11 +160,11 @@ func (s *session) nexthopShow(args [][]byte, flush bool) *cmdErr {
 
 // nhPrinter prints nexthop objects as ipnexthop.c's print_nexthop does.
 type nhPrinter struct {
-	s   *session
+	s   *Session
 	out printer
 }
 
-func (s *session) nhPrinter() *nhPrinter {
+func (s *Session) nhPrinter() *nhPrinter {
 	return &nhPrinter{s: s, out: s.newPrinter()}
 }
 
@@ -263,7 +263,7 @@ func (p *nhPrinter) unbalanced(v *nexthop.Version) int64 {
 }
 
 // nexthopGet reads ipnh_get's words: id, and nothing else.
-func (s *session) nexthopGet(args [][]byte) *cmdErr {
+func (s *Session) nexthopGet(args [][]byte) *cmdErr {
 	var id uint32
 	ws := argv{args: args}
 	for ; ws.i < len(args); ws.i++ {
@@ -284,7 +284,7 @@ func (s *session) nexthopGet(args [][]byte) *cmdErr {
 	return s.nexthopGetID(id)
 }
 
-func (s *session) nexthopGetID(id uint32) *cmdErr {
+func (s *Session) nexthopGetID(id uint32) *cmdErr {
 	o := s.r.Nexthops.Get(id)
 	if o == nil {
 		return answers(syscall.ENOENT)

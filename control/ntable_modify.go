@@ -14,7 +14,7 @@ import (
 // PARMS, and ip ntable show [dev DEV] [name ndisc_cache] (ipntable.c).
 // Each Ethernet link has its own cache, so its thresholds are its own too.
 
-func (s *session) ntableCmd(args [][]byte) *cmdErr {
+func (s *Session) ntableCmd(args [][]byte) *cmdErr {
 	if len(args) == 0 {
 		return s.ntableShow(nil)
 	}
@@ -84,7 +84,7 @@ const (
 	ntLacks
 )
 
-func (s *session) ntableChange(args [][]byte) *cmdErr {
+func (s *Session) ntableChange(args [][]byte) *cmdErr {
 	var l *dataplane.Link
 	named := false
 	var sets []router.NeighChange

@@ -11,7 +11,7 @@ import (
 // Showing the neighbour tables' knobs: ip ntable show, as ipntable.c
 // prints them.
 
-func (s *session) ntableShow(args [][]byte) *cmdErr {
+func (s *Session) ntableShow(args [][]byte) *cmdErr {
 	var only *dataplane.Link
 	named := true
 	ws := argv{args: args}
@@ -64,7 +64,7 @@ func (s *session) ntableShow(args [][]byte) *cmdErr {
 
 // ntableStats are Linux's ndt_stats that the router keeps (ipntable.c's
 // print_ndtstats), then what it refused under a flood (ndisc/unres.go).
-func ntableStats(s *session, st ndisc.Stats) {
+func ntableStats(s *Session, st ndisc.Stats) {
 	fmt.Fprintf(s.out, "    stats:\n")
 	fmt.Fprintf(s.out, "        unres_discards %d periodic_gc_runs %d forced_gc_runs %d table_fulls %d \n",
 		st.UnresDiscards, st.PeriodicGCs, st.ForcedGCs, st.TableFulls)

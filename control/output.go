@@ -165,7 +165,7 @@ type printer struct {
 	buf [64]byte
 }
 
-func (s *session) newPrinter() printer {
+func (s *Session) newPrinter() printer {
 	p := printer{w: s.out}
 	if s.opt.JSON {
 		p.j = &jsonw{w: s.out, pretty: s.opt.Pretty}

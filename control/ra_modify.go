@@ -24,7 +24,7 @@ import (
 //	       [ no-onlink ] [ no-autonomous ]
 //	ra show [ dev DEV ]
 
-func (s *session) raCmd(args [][]byte) *cmdErr {
+func (s *Session) raCmd(args [][]byte) *cmdErr {
 	if len(args) == 0 {
 		return s.raShow(nil)
 	}
@@ -48,7 +48,7 @@ func (s *session) raCmd(args [][]byte) *cmdErr {
 }
 
 // raLink finds the `dev DEV` of args, an Ethernet link.
-func (s *session) raLink(dev []byte) (*dataplane.Link, ndisc.RAConfig, *cmdErr) {
+func (s *Session) raLink(dev []byte) (*dataplane.Link, ndisc.RAConfig, *cmdErr) {
 	if dev == nil {
 		return nil, ndisc.RAConfig{}, &cmdErr{msg: "Not enough information: \"dev\" argument is required.", code: 255}
 	}
@@ -89,7 +89,7 @@ func onOff(key string, v []byte) (bool, *cmdErr) {
 // checked against the configuration it changes.
 type raEdit func(c *ndisc.RAConfig) *cmdErr
 
-func (s *session) raSet(args [][]byte) *cmdErr {
+func (s *Session) raSet(args [][]byte) *cmdErr {
 	var dev []byte
 	var edits []raEdit
 	lifeSet, maxSet := false, false
@@ -218,7 +218,7 @@ func raInterval(key string, v []byte) (raEdit, *cmdErr) {
 	}, nil
 }
 
-func (s *session) raPrefix(args [][]byte) *cmdErr {
+func (s *Session) raPrefix(args [][]byte) *cmdErr {
 	if len(args) == 0 || !is(args[0], "add") && !is(args[0], "del") {
 		return parseErr("Usage: ra prefix { add | del } PREFIX dev DEV [ valid S ] [ preferred S ] [ no-onlink ] [ no-autonomous ]")
 	}

@@ -14,7 +14,7 @@ import (
 
 // shownLinks parses ra show's `[dev] NAME`: the links to show, the one
 // named or all.
-func (s *session) shownLinks(args [][]byte) ([]*dataplane.Link, *cmdErr) {
+func (s *Session) shownLinks(args [][]byte) ([]*dataplane.Link, *cmdErr) {
 	var only *dataplane.Link
 	ws := argv{args: args}
 	for ; ws.i < len(args); ws.i++ {
@@ -32,7 +32,7 @@ func (s *session) shownLinks(args [][]byte) ([]*dataplane.Link, *cmdErr) {
 	return s.r.Links.All(), nil
 }
 
-func (s *session) raShow(args [][]byte) *cmdErr {
+func (s *Session) raShow(args [][]byte) *cmdErr {
 	links, err := s.shownLinks(args)
 	if err != nil {
 		return err

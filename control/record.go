@@ -84,7 +84,7 @@ var inet6Word = []byte("-6 ")
 // session ran it: -6 if it had it, and what the router chose said after
 // the command word (`nexthop add ...` -> `nexthop add id N ...`), without
 // its comment.
-func (s *session) record(line []byte, args [][]byte) {
+func (s *Session) record(line []byte, args [][]byte) {
 	line = bytes.TrimSpace(cut(line, '#'))
 	var six []byte
 	cmd := 1 // args[cmd] is the command word: OBJECT COMMAND, or -6 OBJECT COMMAND
@@ -104,7 +104,7 @@ func (s *session) record(line []byte, args [][]byte) {
 
 // sealIdle seals what the session has changed so far when it waits on
 // its client with no transaction open (see statefile.Recorder.SealIdle).
-func (s *session) sealIdle() {
+func (s *Session) sealIdle() {
 	if s.rec != nil && s.txn == nil && s.rtxn == nil {
 		s.rec.SealIdle()
 	}
@@ -124,7 +124,7 @@ func NewStateLanguage(r *router.Router) *StateLanguage { return &StateLanguage{r
 // back from their daemons); call it before the socket is served.
 func (l *StateLanguage) SetFeeds(f *Feeds) { l.feeds.Store(f) }
 
-func (l *StateLanguage) session() *session { return &session{r: l.r, feeds: l.feeds.Load()} }
+func (l *StateLanguage) session() *Session { return &Session{r: l.r, feeds: l.feeds.Load()} }
 
 // Save writes the configuration as save does.
 func (l *StateLanguage) Save(emit func(line []byte)) {
@@ -146,7 +146,7 @@ func (l *StateLanguage) Replayer(path string) statefile.Replayer {
 }
 
 // replay is a session replaying a state file.
-type replay struct{ s *session }
+type replay struct{ s *Session }
 
 var errLong = errors.New("command line too long")
 

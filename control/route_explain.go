@@ -14,7 +14,7 @@ import (
 // step, each rule tried and why it matched or not, each table looked up
 // and what it gave, and the multipath member the flow's hash chose.
 
-func (s *session) explain(q *getReq) decide.Result {
+func (s *Session) explain(q *getReq) decide.Result {
 	ex := s.r.Decider.Explain(&q.key)
 	s.writeExplanation(&q.key, &ex, "")
 	return ex.Result
@@ -22,7 +22,7 @@ func (s *session) explain(q *getReq) decide.Result {
 
 // writeExplanation writes the steps of decision ex of key, a line each
 // after indent (a packet's trace indents them).
-func (s *session) writeExplanation(k *decide.Key, ex *decide.Explanation, indent string) {
+func (s *Session) writeExplanation(k *decide.Key, ex *decide.Explanation, indent string) {
 	var b []byte
 	for _, st := range ex.Steps {
 		s.out.WriteString(indent)
@@ -35,7 +35,7 @@ func (s *session) writeExplanation(k *decide.Key, ex *decide.Explanation, indent
 	}
 }
 
-func (s *session) appendStep(b []byte, k *decide.Key, st *decide.Step) []byte {
+func (s *Session) appendStep(b []byte, k *decide.Key, st *decide.Step) []byte {
 	table := " table " + tableString(st.Table)
 	switch st.Kind {
 	case decide.RuleMatched, decide.RuleSkipped:
@@ -79,12 +79,12 @@ func (s *session) appendStep(b []byte, k *decide.Key, st *decide.Step) []byte {
 }
 
 // routeText is a route as `route show` words it, on one line.
-func (s *session) routeText(st *decide.Step) string {
+func (s *Session) routeText(st *decide.Step) string {
 	b := s.appendRouteSpec(nil, st.Table, fib6.Route{Dst: st.Prefix, Attrs: *st.Route})
 	return string(b)
 }
 
-func (s *session) linkText(i int32) string {
+func (s *Session) linkText(i int32) string {
 	if i == 0 {
 		return "lo"
 	}
@@ -95,7 +95,7 @@ func (s *session) linkText(i int32) string {
 }
 
 // missText says why a packet fails a rule's selector.
-func (s *session) missText(k *decide.Key, r *rules.Rule, m rules.Miss) string {
+func (s *Session) missText(k *decide.Key, r *rules.Rule, m rules.Miss) string {
 	src := netip.AddrFrom16(k.Src)
 	switch m {
 	case rules.MissIif:

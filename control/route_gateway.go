@@ -20,7 +20,7 @@ import (
 // as the router's own lookup out of the link (Linux's fib6_lookup in
 // ip6_route_check_nh). An onlink gateway is checked against the main
 // table instead (checkOnlink). t is table tid, nil if it does not exist.
-func (s *session) checkGateway(rt *fib6.Route, tid uint32, t *fib6.Table) *cmdErr {
+func (s *Session) checkGateway(rt *fib6.Route, tid uint32, t *fib6.Table) *cmdErr {
 	nh := &rt.Nexthop
 	gw := nh.Gateway
 	if !gw.IsValid() {
@@ -98,7 +98,7 @@ func (s *session) checkGateway(rt *fib6.Route, tid uint32, t *fib6.Table) *cmdEr
 // may not be reached through the main table by a route (other than a
 // reject or default one) that is not a unicast route out of its link;
 // the lookup prefers that link, but is not strict.
-func (s *session) checkOnlink(rt *fib6.Route) *cmdErr {
+func (s *Session) checkOnlink(rt *fib6.Route) *cmdErr {
 	link := rt.Nexthop.Link
 	score := decide.Prefer(link, false, s.r.Rules.Load().Loopback())
 	pfx, a := s.lookupSeen(s.r.Tables.Main(), rt.Nexthop.Gateway, rt.PrefSrc, score)
@@ -148,7 +148,7 @@ func (c *gwCheck) changed(p netip.Prefix) {
 // address) as this session sees it: through its open transaction when
 // that is t's, so a batch's gateway may be reached by a route an earlier
 // line of it added (as Linux applies each line before the next).
-func (s *session) lookupSeen(t *fib6.Table, dst, src netip.Addr, score fib6.Score) (netip.Prefix, *fib6.Attrs) {
+func (s *Session) lookupSeen(t *fib6.Table, dst, src netip.Addr, score fib6.Score) (netip.Prefix, *fib6.Attrs) {
 	var pfx netip.Prefix
 	var a *fib6.Attrs
 	if s.txn != nil && s.txn.Table() == t {

@@ -181,7 +181,7 @@ func (q *getReq) parseDst(ws *argv, w []byte) (string, *cmdErr) {
 	return "", nil
 }
 
-func (s *session) routeGet(args [][]byte) *cmdErr {
+func (s *Session) routeGet(args [][]byte) *cmdErr {
 	q, err, warn := parseGet(args)
 	if warn != "" {
 		s.flush()
@@ -247,7 +247,7 @@ func (s *session) routeGet(args [][]byte) *cmdErr {
 
 // printGet prints the decision the way ip prints the route the kernel
 // resolved for the flow: the chosen path only.
-func (s *session) printGet(q *getReq, res *decide.Result) {
+func (s *Session) printGet(q *getReq, res *decide.Result) {
 	r := res.Route
 	from := q.src
 	if !from.IsValid() {
@@ -305,7 +305,7 @@ func (s *session) printGet(q *getReq, res *decide.Result) {
 // printFibmatch prints the whole route that decided, as `route show`
 // would, a multipath route with the member the flow takes first and the
 // others after it in their order, as Linux does.
-func (s *session) printFibmatch(q *getReq, res *decide.Result) {
+func (s *Session) printFibmatch(q *getReq, res *decide.Result) {
 	p := s.printer(&showFilter{})
 	p.get, p.table = true, res.Table
 	if q.iif != nil {

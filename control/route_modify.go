@@ -12,7 +12,7 @@ import (
 )
 
 // route runs one route command.
-func (s *session) route(args [][]byte) *cmdErr {
+func (s *Session) route(args [][]byte) *cmdErr {
 	if len(args) == 0 {
 		return s.routeShow(nil, false)
 	}
@@ -51,7 +51,7 @@ func (s *session) route(args [][]byte) *cmdErr {
 }
 
 // link is the link of that name, for any object's command.
-func (s *session) link(name []byte) (*dataplane.Link, *cmdErr) {
+func (s *Session) link(name []byte) (*dataplane.Link, *cmdErr) {
 	l := s.r.Links.ByName(str(name))
 	if l == nil {
 		return nil, nodev(name)
@@ -62,7 +62,7 @@ func (s *session) link(name []byte) (*dataplane.Link, *cmdErr) {
 // routeLink is s.link for route commands: a batch names the same link on
 // every line, and the one named last is kept while it is still the link
 // of that name.
-func (s *session) routeLink(name []byte) (*dataplane.Link, *cmdErr) {
+func (s *Session) routeLink(name []byte) (*dataplane.Link, *cmdErr) {
 	if l := s.routes.dev; l != nil && l.Name == string(name) && s.r.Links.ByIndex(l.Index) == l {
 		return l, nil
 	}
@@ -76,7 +76,7 @@ func (s *session) routeLink(name []byte) (*dataplane.Link, *cmdErr) {
 // routeModify validates and allocates everything it can before it takes
 // the table's transaction, then checks the link inside it (so a link going
 // down cannot race the route in) and applies.
-func (s *session) routeModify(op routeOp, args [][]byte) *cmdErr {
+func (s *Session) routeModify(op routeOp, args [][]byte) *cmdErr {
 	var req routeReq
 	q := &req
 	if a := s.ahead; a != nil { // parsed ahead, from these args
@@ -113,7 +113,7 @@ func (s *session) routeModify(op routeOp, args [][]byte) *cmdErr {
 // routeTarget is what a route change's request names, checked first as
 // the kernel checks it: its table's id, the table (nil until a route is
 // added to it) and the link.
-func (s *session) routeTarget(q *routeReq) (uint32, *fib6.Table, *dataplane.Link, *cmdErr) {
+func (s *Session) routeTarget(q *routeReq) (uint32, *fib6.Table, *dataplane.Link, *cmdErr) {
 	tid := q.table
 	if tid == 0 {
 		tid = fib6.TableMain
@@ -139,7 +139,7 @@ func (s *session) routeTarget(q *routeReq) (uint32, *fib6.Table, *dataplane.Link
 
 // routeMake makes rt the route q adds to table tid (t, nil if it does not
 // exist yet), its paths checked, and returns the transaction it goes in.
-func (s *session) routeMake(q *routeReq, l *dataplane.Link, tid uint32, t *fib6.Table, rt *fib6.Route) (*fib6.Txn, *cmdErr) {
+func (s *Session) routeMake(q *routeReq, l *dataplane.Link, tid uint32, t *fib6.Table, rt *fib6.Route) (*fib6.Txn, *cmdErr) {
 	q.fill(rt, s.clock)
 	if err := s.routePaths(q, l, rt, tid, t); err != nil {
 		return nil, err
@@ -163,7 +163,7 @@ func (s *session) routeMake(q *routeReq, l *dataplane.Link, tid uint32, t *fib6.
 
 // routeDelete deletes the routes q matches in table t (nil if it does not
 // exist); l is q's link.
-func (s *session) routeDelete(q *routeReq, l *dataplane.Link, t *fib6.Table) *cmdErr {
+func (s *Session) routeDelete(q *routeReq, l *dataplane.Link, t *fib6.Table) *cmdErr {
 	if t == nil {
 		return answers(syscall.ESRCH)
 	}
@@ -243,7 +243,7 @@ func (q *routeReq) fill(rt *fib6.Route, clock time.Time) {
 
 // routePaths gives rt its paths as q names them: a nexthop object, a
 // multipath group or one nexthop, each checked as Linux checks it.
-func (s *session) routePaths(q *routeReq, l *dataplane.Link, rt *fib6.Route, tid uint32, t *fib6.Table) *cmdErr {
+func (s *Session) routePaths(q *routeReq, l *dataplane.Link, rt *fib6.Route, tid uint32, t *fib6.Table) *cmdErr {
 	switch {
 	case q.nhidSet:
 		if q.gw.IsValid() || l != nil || len(q.legs) > 0 {
@@ -297,7 +297,7 @@ func applyRoute(x *fib6.Txn, op routeOp, rt *fib6.Route) *cmdErr {
 // nexthopObject is nexthop object id, nil if there is none. A batch names
 // the same object on every line: the route parser keeps the last one
 // while it lives (the table's transaction checks that again).
-func (s *session) nexthopObject(id uint32) *nexthop.Object {
+func (s *Session) nexthopObject(id uint32) *nexthop.Object {
 	if o := s.routes.obj; o != nil && o.ID() == id && o.Alive() {
 		return o
 	}
@@ -309,7 +309,7 @@ func (s *session) nexthopObject(id uint32) *nexthop.Object {
 // its own (its link, its gateway), and returns them as a group. A batch
 // repeats the same paths on every line: the group checked last is reused
 // while the tables it was checked in are unchanged.
-func (s *session) legGroup(q *routeReq, tid uint32, t *fib6.Table) (*nexthop.Group, *cmdErr) {
+func (s *Session) legGroup(q *routeReq, tid uint32, t *fib6.Table) (*nexthop.Group, *cmdErr) {
 	c := &s.routes.legs
 	rs, gen := s.r.Rules.Load(), s.r.Tables.Generation()
 	if c.g != nil && c.tid == tid && c.rules == rs && c.gen == gen && (t == nil || c.tidGen == t.Generation()) &&

@@ -14,7 +14,7 @@ import (
 // multipath route, and a route through a nexthop group, prints its paths
 // on lines of their own (Linux's default nexthop_compat_mode).
 type routePrinter struct {
-	s       *session
+	s       *Session
 	f       *showFilter
 	table   uint32
 	out     printer
@@ -29,7 +29,7 @@ type routePrinter struct {
 	cache  printCache // see addAttrs
 }
 
-func (s *session) printer(f *showFilter) *routePrinter {
+func (s *Session) printer(f *showFilter) *routePrinter {
 	return &routePrinter{s: s, f: f, out: s.newPrinter(), now: time.Now().UnixNano()}
 }
 

@@ -58,7 +58,7 @@ func TestShowCache(t *testing.T) {
 			for _, o := range []wire.Options{{}, {Details: true}, {Stats: 1}} {
 				// the two shows may fall in two seconds: a route that
 				// expires (never cached) may say one second less
-				want, _, _ := runIn(&session{r: r, opt: o, printUncached: true}, cmd)
+				want, _, _ := runIn(&Session{r: r, opt: o, printUncached: true}, cmd)
 				got, _, _ := run(r, o, cmd)
 				want, got = expiresRE.ReplaceAllString(want, "expires Nsec"), expiresRE.ReplaceAllString(got, "expires Nsec")
 				if got != want {

@@ -28,7 +28,7 @@ func (f *showFilter) selects(r *fib6.Attrs) bool {
 
 // parseSelector reads a SELECTOR in iproute2's order of checks
 // (iproute_list_flush_or_save).
-func (s *session) parseSelector(args [][]byte) (*showFilter, *cmdErr) {
+func (s *Session) parseSelector(args [][]byte) (*showFilter, *cmdErr) {
 	f := &showFilter{}
 	ws := argv{args: args}
 	for ; ws.i < len(args); ws.i++ {
@@ -81,7 +81,7 @@ func (s *session) parseSelector(args [][]byte) (*showFilter, *cmdErr) {
 	return f, nil
 }
 
-func (s *session) parseDev(f *showFilter, ws *argv) *cmdErr {
+func (s *Session) parseDev(f *showFilter, ws *argv) *cmdErr {
 	v, err := ws.next()
 	if err != nil {
 		return err
@@ -220,7 +220,7 @@ func (f *showFilter) parsePrefix(ws *argv, w []byte) *cmdErr {
 }
 
 // tables returns the tables a selector names; main by default.
-func (s *session) tables(f *showFilter) ([]*fib6.Table, *cmdErr) {
+func (s *Session) tables(f *showFilter) ([]*fib6.Table, *cmdErr) {
 	switch {
 	case f.table == tableAll:
 		return s.r.Tables.All(), nil
@@ -236,7 +236,7 @@ func (s *session) tables(f *showFilter) ([]*fib6.Table, *cmdErr) {
 
 // selection parses a selector and finds its tables; the session's open
 // transaction is published first, so that what it shows is what it did.
-func (s *session) selection(args [][]byte) (*showFilter, []*fib6.Table, *cmdErr) {
+func (s *Session) selection(args [][]byte) (*showFilter, []*fib6.Table, *cmdErr) {
 	f, err := s.parseSelector(args)
 	if err != nil {
 		return nil, nil, err
@@ -249,7 +249,7 @@ func (s *session) selection(args [][]byte) (*showFilter, []*fib6.Table, *cmdErr)
 	return f, ts, nil
 }
 
-func (s *session) routeShow(args [][]byte, flush bool) *cmdErr {
+func (s *Session) routeShow(args [][]byte, flush bool) *cmdErr {
 	f, ts, err := s.selection(args)
 	if err != nil {
 		return err
@@ -286,10 +286,10 @@ func (s *session) routeShow(args [][]byte, flush bool) *cmdErr {
 
 // bigOut gives a show of many routes a big output buffer, so that it goes
 // out in frames of bigFrame bytes (one write and one read each), not of
-// the session's writeBuf, and returns what ends it. The session's own
+// the session's WriteBuf, and returns what ends it. The session's own
 // buffer is emptied first: a write as large as it goes through it
 // whole.
-func (s *session) bigOut(ts []*fib6.Table) func() {
+func (s *Session) bigOut(ts []*fib6.Table) func() {
 	n := 0
 	for _, t := range ts {
 		n += t.Len()
@@ -313,7 +313,7 @@ const bigFrame = 256 << 10
 // file or `route restore` turns back into the same routes. Routes the
 // router derives from its addresses (proto kernel) are left out: the
 // `address add` commands bring them back.
-func (s *session) routeSave(args [][]byte) *cmdErr {
+func (s *Session) routeSave(args [][]byte) *cmdErr {
 	f, ts, err := s.selection(args)
 	if err != nil {
 		return err
@@ -342,7 +342,7 @@ func (s *session) routeSave(args [][]byte) *cmdErr {
 }
 
 // appendRouteSpec writes r in the words of `route add`.
-func (s *session) appendRouteSpec(b []byte, table uint32, r fib6.Route) []byte {
+func (s *Session) appendRouteSpec(b []byte, table uint32, r fib6.Route) []byte {
 	if r.Type != fib6.Unicast {
 		b = append(append(b, r.Type.String()...), ' ')
 	}
@@ -380,7 +380,7 @@ func (s *session) appendRouteSpec(b []byte, table uint32, r fib6.Route) []byte {
 
 // appendPath writes a path as `via A dev D`; onlink with it if withFlags
 // (a route's own onlink comes later in its words).
-func (s *session) appendPath(b []byte, nh nexthop.Nexthop, withFlags bool) []byte {
+func (s *Session) appendPath(b []byte, nh nexthop.Nexthop, withFlags bool) []byte {
 	if nh.Gateway.IsValid() {
 		b = nh.Gateway.AppendTo(append(b, " via "...))
 	}
@@ -395,7 +395,7 @@ func (s *session) appendPath(b []byte, nh nexthop.Nexthop, withFlags bool) []byt
 
 // flushed reports a flush of n entries as ip -s does (one round: the
 // router deletes them at once).
-func (s *session) flushed(n int) {
+func (s *Session) flushed(n int) {
 	if s.opt.Stats == 0 {
 		return
 	}

@@ -32,7 +32,7 @@ SUPPRESSOR := [ suppress_prefixlength NUMBER ]
 TABLE_ID := [ local | main | default | NUMBER ]`)
 }
 
-func (s *session) ruleCmd(args [][]byte) *cmdErr {
+func (s *Session) ruleCmd(args [][]byte) *cmdErr {
 	if len(args) == 0 {
 		return s.ruleShow(nil, ruleList)
 	}
@@ -80,14 +80,14 @@ var ruleCmds = sync.OnceValue(func() keywords {
 
 // ruleTxn returns the session's open rule transaction, opening one.
 // Consecutive rule commands so go out in one publish.
-func (s *session) ruleTxn() *rules.Txn {
+func (s *Session) ruleTxn() *rules.Txn {
 	if s.rtxn == nil {
 		s.rtxn = s.r.Rules.Begin()
 	}
 	return s.rtxn
 }
 
-func (s *session) ruleModify(args [][]byte, del bool) *cmdErr {
+func (s *Session) ruleModify(args [][]byte, del bool) *cmdErr {
 	if len(args) == 0 {
 		verb := "add"
 		if del {

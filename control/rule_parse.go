@@ -20,7 +20,7 @@ type ruleParser struct {
 // parseRule reads the words of iprule_modify, in its order of checks. An
 // add without a table or action looks up main; a delete selects by what
 // it names only.
-func (s *session) parseRule(args [][]byte, del bool) (*rules.Selector, *cmdErr) {
+func (s *Session) parseRule(args [][]byte, del bool) (*rules.Selector, *cmdErr) {
 	sel := &s.rule.sel
 	*sel = rules.Selector{}
 	r := &sel.Rule
@@ -214,7 +214,7 @@ func parseRuleAction(r *rules.Rule, w []byte, ws *argv) *cmdErr {
 // The values rule add, del, show and flush read alike.
 
 // rulePrefix reads a prefix as get_prefix does; "all" is no prefix.
-func (s *session) rulePrefix(v []byte) (p netip.Prefix, err *cmdErr) {
+func (s *Session) rulePrefix(v []byte) (p netip.Prefix, err *cmdErr) {
 	p, err = parsePrefix(v)
 	if err != nil && !s.opt.Inet6 {
 		err = exit1("Error: any valid prefix is expected rather than \"" + string(v) + "\".")

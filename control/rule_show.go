@@ -98,7 +98,7 @@ var ruleFilterWords = sync.OnceValue(func() keywords {
 })
 
 // parseRuleFilter reads iprule_list_flush_or_save's words, in its order.
-func (s *session) parseRuleFilter(args [][]byte) (*ruleFilter, *cmdErr) {
+func (s *Session) parseRuleFilter(args [][]byte) (*ruleFilter, *cmdErr) {
 	f := &ruleFilter{}
 	ws := argv{args: args}
 	for ; ws.i < len(args); ws.i++ {
@@ -161,7 +161,7 @@ func (s *session) parseRuleFilter(args [][]byte) (*ruleFilter, *cmdErr) {
 
 // ruleShow lists, flushes (every selected rule but those of preference
 // 0, which Linux's dump gives no preference to delete by) or saves.
-func (s *session) ruleShow(args [][]byte, act ruleAction) *cmdErr {
+func (s *Session) ruleShow(args [][]byte, act ruleAction) *cmdErr {
 	f, err := s.parseRuleFilter(args)
 	if err != nil {
 		return err

@@ -37,7 +37,7 @@ import (
 // that reached a gateway then may send a lookup elsewhere now).
 const saveHeader = "# urouter save: the running configuration (a config beginning with this line is loaded without checking gateways again)\n"
 
-func (s *session) saveCmd(args [][]byte) *cmdErr {
+func (s *Session) saveCmd(args [][]byte) *cmdErr {
 	all := false
 	for _, a := range args {
 		switch {
@@ -68,7 +68,7 @@ func (s *session) saveCmd(args [][]byte) *cmdErr {
 
 // save calls emit with each line of the configuration (ending in '\n')
 // and its object.
-func (s *session) save(all bool, emit func(obj string, line []byte)) {
+func (s *Session) save(all bool, emit func(obj string, line []byte)) {
 	sv := saver{s: s, emit: emit, all: all}
 	links := s.r.Links.All()
 	sv.sysctls(func(name string) bool { return s.r.Links.ByName(knobDev(name)) == nil })
@@ -107,7 +107,7 @@ func (sv *saver) lines(obj string, b []byte) {
 }
 
 type saver struct {
-	s    *session
+	s    *Session
 	emit func(obj string, line []byte)
 	all  bool
 	// only: the routes and nexthops of this feed alone (a state file's)

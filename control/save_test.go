@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"urouter/control/wire"
+	"urouter/internal/textdiff"
 	"urouter/router"
 )
 
@@ -49,18 +50,18 @@ func TestSaveLoads(t *testing.T) {
 		t.Fatal(err)
 	}
 	r2 := router.New()
-	if _, err := ApplyConfig(r2, conf); err != nil { // as --config
+	if _, err := applyConfig(r2, conf); err != nil { // as --config
 		t.Fatalf("the save does not load: %v\n%s", err, saved)
 	}
 	again, _, _ := run(r2, wire.Options{}, "save")
 	if again != saved {
-		t.Errorf("a new router saves another configuration:\n%s", lineDiff(saved, again))
+		t.Errorf("a new router saves another configuration:\n%s", textdiff.Lines(saved, again))
 	}
 	for _, show := range []string{"link show", "-6 route show table all", "rule show", "sysctl -a"} {
 		a, _, _ := run(r, wire.Options{}, show)
 		b, _, _ := run(r2, wire.Options{}, show)
 		if a != b {
-			t.Errorf("%s differs:\n%s", show, lineDiff(a, b))
+			t.Errorf("%s differs:\n%s", show, textdiff.Lines(a, b))
 		}
 	}
 }
@@ -77,7 +78,7 @@ func TestSaveChecked(t *testing.T) {
 		if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, err := ApplyConfig(router.New(), conf)
+		_, err := applyConfig(router.New(), conf)
 		if (err == nil) != c.ok {
 			t.Errorf("header %q: %v", c.head, err)
 		}

@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"net"
 	"sync"
 	"syscall"
 	"time"
@@ -18,11 +17,10 @@ import (
 	"urouter/rules"
 )
 
-// session runs the commands of one client (or of the config file), in
+// Session runs the commands of one client (or of the config file), in
 // order, with one open route transaction at most.
-type session struct {
+type Session struct {
 	r      *router.Router
-	hub    *hub   // the daemon's monitors; nil for a config file
 	feeds  *Feeds // the daemon's route feeds; nil for none
 	opt    wire.Options
 	out    *bufio.Writer
@@ -43,8 +41,8 @@ type session struct {
 	object         memo // the OBJECT word of the last line (see exec)
 	// monitor is set by a monitor command: the caller then streams events;
 	// capture by a capture command: the caller streams its packets
-	monitor *monitorReq
-	capture *captureReq
+	monitor *MonitorRequest
+	capture *CaptureRequest
 	// rec is the session's part of the state file (nil: none), which it
 	// gives the lines that changed something; did is what the last
 	// command did that its words do not say, for that record
@@ -64,14 +62,14 @@ type session struct {
 	paceBy *dataplane.Dataplane
 	// conn is the client's connection (nil for a config file); ahead
 	// the line being run, when it was parsed ahead (see runAhead)
-	conn   *pausingConn
+	conn   AheadConn
 	ahead  *aheadLine
 	shaped fib6.Route // the route of a run of lines shaped alike (see runShaped)
 }
 
 // txnFor returns the open transaction of table t, committing any other.
 // Consecutive route commands for one table so go out in one publish.
-func (s *session) txnFor(t *fib6.Table) *fib6.Txn {
+func (s *Session) txnFor(t *fib6.Table) *fib6.Txn {
 	if s.txn != nil && s.txn.Table() == t {
 		return s.txn
 	}
@@ -88,19 +86,19 @@ func (s *session) txnFor(t *fib6.Table) *fib6.Txn {
 	return s.txn
 }
 
-func (s *session) commit() {
+func (s *Session) commit() {
 	s.commitRoutes()
 	s.commitRules()
 }
 
-func (s *session) commitRoutes() {
+func (s *Session) commitRoutes() {
 	if s.txn != nil {
 		s.txn.Commit()
 		s.txn = nil
 	}
 }
 
-func (s *session) commitRules() {
+func (s *Session) commitRules() {
 	if s.rtxn != nil {
 		s.rtxn.Commit()
 		s.rtxn = nil
@@ -118,7 +116,7 @@ const paceEvery = 32
 // open transaction is published at the end, when another table's command
 // comes, and whenever the session would wait on its client (see
 // pausingConn).
-func (s *session) run(in *bufio.Reader) int {
+func (s *Session) run(in *bufio.Reader) int {
 	status := 0
 	defer s.commit()
 	read := 0
@@ -164,21 +162,21 @@ func (s *session) run(in *bufio.Reader) int {
 // takePace makes a batch's pacer, once it has a line to run: its thread
 // is locked from there to the session's end (endPace), but while the
 // session waits on its client (see pausingConn, nextChunk).
-func (s *session) takePace() {
+func (s *Session) takePace() {
 	if s.paceBy != nil {
 		s.pace, s.paceBy = s.paceBy.NewPacer(), nil
 	}
 }
 
 // endPace ends the pacing, if a line took a pacer.
-func (s *session) endPace() {
+func (s *Session) endPace() {
 	if s.pace != nil {
 		s.pace.Done()
 	}
 }
 
 // step is the pacer's look at the clock, every paceEvery lines.
-func (s *session) step() {
+func (s *Session) step() {
 	if s.pace != nil && s.line%paceEvery == 0 {
 		s.pace.Step(s.commit)
 	}
@@ -187,7 +185,7 @@ func (s *session) step() {
 // outcome reports line s.line's error e, if any, as a batch does, and
 // says whether the run stops there, with what exit status; status is the
 // run's so far (1 once a forced batch had a failure).
-func (s *session) outcome(e *cmdErr, status *int) (int, bool) {
+func (s *Session) outcome(e *cmdErr, status *int) (int, bool) {
 	if e == nil || s.opt.Restore && e.errno == syscall.EEXIST {
 		return 0, false
 	}
@@ -204,25 +202,25 @@ func (s *session) outcome(e *cmdErr, status *int) (int, bool) {
 // flush sends what the session has printed. A client that went away gets
 // nothing more, but the lines it sent whole still run (a batch piped in by
 // a client that died): its connection's error is the next read's.
-func (s *session) flush() {
+func (s *Session) flush() {
 	_ = s.out.Flush()
 }
 
 // defaultAheadAfter is how much of a batch a session reads itself before
 // the rest is read and parsed ahead (see runAhead): a short batch is not
 // worth a goroutine.
-const defaultAheadAfter = readBuf * 4
+const defaultAheadAfter = ReadBuf * 4
 
 // aheadAfter is the session's (session.readAheadAfter: tests run batches
 // both ways); 0 is defaultAheadAfter.
-func (s *session) aheadAfter() int { return cmp.Or(s.readAheadAfter, defaultAheadAfter) }
+func (s *Session) aheadAfter() int { return cmp.Or(s.readAheadAfter, defaultAheadAfter) }
 
-// A session reads and writes through small buffers (a connection costs
-// their memory, and most carry one short command); a line may be longer
-// than the read buffer, up to maxLine.
+// A session reads and writes through small buffers, ReadBuf and
+// WriteBuf (a connection costs their memory, and most carry one short
+// command); a line may be longer than the read buffer, up to maxLine.
 const (
-	readBuf  = 16 << 10
-	writeBuf = 16 << 10
+	ReadBuf  = 16 << 10
+	WriteBuf = 16 << 10
 	maxLine  = 1 << 18
 )
 
@@ -244,7 +242,7 @@ var objectWords = sync.OnceValue(func() keywords {
 	}()
 })
 
-func (s *session) exec(line []byte) *cmdErr {
+func (s *Session) exec(line []byte) *cmdErr {
 	args, err := splitLine(line, s.args)
 	s.args = args
 	if err != nil {
@@ -286,7 +284,7 @@ func classify(args [][]byte, m *memo) cmdWords {
 
 // execWords runs the command of line, split into args, whose object
 // classify found.
-func (s *session) execWords(line []byte, args [][]byte, cw cmdWords) *cmdErr {
+func (s *Session) execWords(line []byte, args [][]byte, cw cmdWords) *cmdErr {
 	if cw.inet6 {
 		inet6 := s.opt.Inet6
 		s.opt.Inet6 = true
@@ -316,7 +314,7 @@ func (s *session) execWords(line []byte, args [][]byte, cw cmdWords) *cmdErr {
 }
 
 // dispatch runs the command of object obj (w as given).
-func (s *session) dispatch(obj string, w []byte, rest [][]byte) *cmdErr {
+func (s *Session) dispatch(obj string, w []byte, rest [][]byte) *cmdErr {
 	switch obj {
 	case "route":
 		return s.route(rest)
@@ -364,65 +362,6 @@ func (s *session) dispatch(obj string, w []byte, rest [][]byte) *cmdErr {
 }
 
 var errUnterminated = errors.New("Unterminated quoted string")
-
-// serveConn runs one client connection.
-func (srv *Server) serveConn(c net.Conn) {
-	defer func() { _ = c.Close() }() // the session is over: its client has been told, or is gone
-	pc := &pausingConn{Conn: c}
-	in := bufio.NewReaderSize(pc, readBuf)
-	opt, err := wire.ReadHeader(in)
-	switch {
-	case errors.Is(err, wire.ErrLongHeader):
-		wire.Tell(pc, "Error: "+err.Error()+".", 1) // the rest is not read
-		return
-	case errors.Is(err, wire.ErrBadHeader):
-		wire.Tell(pc, "Error: the daemon speaks another protocol version.", 1)
-		return
-	case err != nil:
-		return // gone before its header
-	}
-	ew := &wire.FrameWriter{W: pc, Kind: 'e'}
-	s := &session{
-		r:      srv.R,
-		hub:    srv.hub,
-		feeds:  srv.Feeds,
-		opt:    opt,
-		out:    bufio.NewWriterSize(&wire.FrameWriter{W: pc, Kind: 'o'}, writeBuf),
-		errOut: func(m string) { _, _ = ew.Write([]byte(m + "\n")) }, // as flush
-	}
-	pc.holding, pc.pause = func() bool { return s.txn != nil || s.rtxn != nil }, s.commit
-	if srv.State != nil {
-		s.rec = srv.State.Recorder()
-		pc.sealing, pc.seal, pc.sealAfter = s.rec.Holding, s.sealIdle, s.rec.SealEvery()
-	}
-	pc.pacer = func() *dataplane.Pacer { return s.pace }
-	s.conn = pc
-	s.state, s.startup = srv.State, &srv.Status
-	if opt.Batch && srv.R.DP != nil {
-		s.paceBy = srv.R.DP
-		defer s.endPace()
-	}
-	status := s.run(in)
-	if s.rec != nil {
-		if err := s.rec.Seal(); err != nil {
-			s.flush()
-			s.errOut("Error: " + err.Error())
-			status = 1
-		}
-	}
-	s.flush()
-	if s.monitor != nil {
-		s.hub.stream(s, in)
-		return
-	}
-	if s.capture != nil {
-		if st, there := s.streamCapture(in); there {
-			_, _ = (&wire.FrameWriter{W: pc, Kind: 'x'}).Write([]byte{byte(st)}) // as flush
-		}
-		return
-	}
-	_, _ = (&wire.FrameWriter{W: pc, Kind: 'x'}).Write([]byte{byte(status)}) // as flush
-}
 
 // Words is the command language as the client asks it (client.Words).
 type Words struct{}

@@ -25,11 +25,11 @@ func loadBench(b *testing.B) *router.Router {
 	}
 	r := router.New()
 	if conf != "" {
-		if _, err := ApplyConfig(r, conf); err != nil {
+		if _, err := applyConfig(r, conf); err != nil {
 			b.Fatal(err)
 		}
 	}
-	s := &session{r: r, opt: wire.Options{Batch: true, BatchName: "bench"}, out: bufio.NewWriter(io.Discard), errOut: func(m string) { b.Fatal(m) }}
+	s := &Session{r: r, opt: wire.Options{Batch: true, BatchName: "bench"}, out: bufio.NewWriter(io.Discard), errOut: func(m string) { b.Fatal(m) }}
 	if st := s.run(bufio.NewReaderSize(bytes.NewReader(d), 1<<18)); st != 0 {
 		b.Fatal("exit status", st)
 	}
@@ -43,7 +43,7 @@ func BenchmarkRouteShow(b *testing.B) {
 	r := loadBench(b)
 	var n countingWriter
 	for i := 0; i < b.N; i++ {
-		s := &session{r: r, opt: wire.Options{Inet6: true}, out: bufio.NewWriterSize(&wire.FrameWriter{W: &n, Kind: 'o'}, writeBuf), errOut: func(m string) { b.Fatal(m) }}
+		s := &Session{r: r, opt: wire.Options{Inet6: true}, out: bufio.NewWriterSize(&wire.FrameWriter{W: &n, Kind: 'o'}, WriteBuf), errOut: func(m string) { b.Fatal(m) }}
 		if st := s.run(bufio.NewReader(strings.NewReader("route show table all\n"))); st != 0 {
 			b.Fatal("exit status", st)
 		}

@@ -21,7 +21,7 @@ type Startup struct {
 	ConfigSkipped bool // the state file held the configuration
 }
 
-func (s *session) statusCmd(args [][]byte) *cmdErr {
+func (s *Session) statusCmd(args [][]byte) *cmdErr {
 	if len(args) > 1 || len(args) == 1 && !matches(args[0], "show") {
 		return parseErr("Usage: urouter status [ show ]")
 	}
@@ -89,7 +89,7 @@ type readiness struct {
 	fpm            string
 }
 
-func (s *session) readiness() readiness {
+func (s *Session) readiness() readiness {
 	var why []string
 	if st := s.state; st != nil {
 		if st.Loaded.Errors > 0 {

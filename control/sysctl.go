@@ -17,7 +17,7 @@ type sysctlOpts struct {
 	values, names, quiet, ignore, write, all, binary bool
 }
 
-func (s *session) sysctlCmd(args [][]byte) *cmdErr {
+func (s *Session) sysctlCmd(args [][]byte) *cmdErr {
 	var o sysctlOpts
 	var keys []string
 	opts := true
@@ -63,7 +63,7 @@ func (s *session) sysctlCmd(args [][]byte) *cmdErr {
 }
 
 // printAll prints the knobs names, each with its value.
-func (o *sysctlOpts) printAll(s *session, names []string) {
+func (o *sysctlOpts) printAll(s *Session, names []string) {
 	for _, n := range names {
 		v, _ := s.r.Sysctl(n) // listed just now; a link gone since reads empty
 		o.print(s, n, v)
@@ -108,7 +108,7 @@ func (o *sysctlOpts) parse(a string) *cmdErr {
 
 // sysctlOne reads or writes one NAME[=VALUE]; it returns the error
 // message, if any.
-func (s *session) sysctlOne(o *sysctlOpts, arg string) string {
+func (s *Session) sysctlOne(o *sysctlOpts, arg string) string {
 	name, value, isWrite := strings.Cut(arg, "=")
 	name = strings.ReplaceAll(strings.TrimSpace(name), "/", ".")
 	if !isWrite && o.write {
@@ -153,7 +153,7 @@ func (o *sysctlOpts) failed(name string, err error) string {
 	return fmt.Sprintf("sysctl: setting key \"%s\": %v", name, err)
 }
 
-func (o *sysctlOpts) print(s *session, name, value string) {
+func (o *sysctlOpts) print(s *Session, name, value string) {
 	switch {
 	case o.names:
 		fmt.Fprintf(s.out, "%s\n", name)

@@ -32,7 +32,7 @@ const traceUsage = "Usage: urouter trace add COUNT [ dev LINK ] [ FILTER ]\n" +
 	"       urouter trace { show | clear }\n" +
 	"FILTER := tcpdump's filter language, for raw IPv6 packets"
 
-func (s *session) traceCmd(args [][]byte) *cmdErr {
+func (s *Session) traceCmd(args [][]byte) *cmdErr {
 	if len(args) == 0 {
 		return s.traceShow()
 	}
@@ -53,7 +53,7 @@ func (s *session) traceCmd(args [][]byte) *cmdErr {
 	return parseErr("Command \"%s\" is unknown, try \"urouter trace help\".", args[0])
 }
 
-func (s *session) traceAdd(args [][]byte) *cmdErr {
+func (s *Session) traceAdd(args [][]byte) *cmdErr {
 	if len(args) == 0 {
 		return incomplete()
 	}
@@ -82,7 +82,7 @@ func (s *session) traceAdd(args [][]byte) *cmdErr {
 
 // traceShow prints the records kept: a packet's steps, each with its time
 // since the packet was read; in JSON its absolute time too.
-func (s *session) traceShow() *cmdErr {
+func (s *Session) traceShow() *cmdErr {
 	recs, left := s.r.DP.Traces()
 	p := s.newPrinter()
 	if !p.json() {
@@ -123,7 +123,7 @@ func (s *session) traceShow() *cmdErr {
 	return nil
 }
 
-func (s *session) traceText(r *dataplane.TraceRecord) {
+func (s *Session) traceText(r *dataplane.TraceRecord) {
 	t0 := r.Steps[0].Time
 	s.out.WriteString("Packet " + strconv.FormatUint(r.ID, 10) + ": dev " + r.Link + " at " +
 		time.Unix(0, t0).UTC().Format("2006-01-02T15:04:05.000000000Z") + "\n")
@@ -140,7 +140,7 @@ func (s *session) traceText(r *dataplane.TraceRecord) {
 
 // explanationLines are a record's decision steps as writeExplanation
 // words them.
-func (s *session) explanationLines(r *dataplane.TraceRecord) []string {
+func (s *Session) explanationLines(r *dataplane.TraceRecord) []string {
 	var buf bytes.Buffer
 	saved := s.out
 	s.out = bufio.NewWriter(&buf)

@@ -16,6 +16,7 @@ import (
 
 	"urouter/control"
 	"urouter/control/client"
+	"urouter/control/server"
 	"urouter/control/statefile"
 	"urouter/control/wire"
 	"urouter/dataplane"
@@ -57,7 +58,7 @@ func daemon(args []string) int {
 	mirrorTables := fs.String("mirror-table", "", "follow these kernel tables (ids, comma-separated) of the daemon's netns into the router's tables of the same ids")
 	controlShare := fs.Float64("control-share", 60, "percent of one CPU a batch takes at most while the data plane forwards (100: no limit); the rest of the machine stays the traffic's")
 	controlNice := fs.String("control-nice", "idle", "the nice value (0-19) of a batch's threads while the data plane forwards, or idle (SCHED_IDLE): a forwarding worker that wakes then runs before them")
-	maxSessions := fs.Int("max-sessions", control.DefaultMaxSessions, "clients served at once at most; one more is told so and let go")
+	maxSessions := fs.Int("max-sessions", server.DefaultMaxSessions, "clients served at once at most; one more is told so and let go")
 	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://ADDR:PORT/metrics; off unless given")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -79,7 +80,7 @@ func daemon(args []string) int {
 	r.DP.SetControlNice(nice)
 	r.SetRouterProbeInterval(*probe)
 	sock := wire.SocketPath(*socket)
-	srv, err := control.Listen(sock, r)
+	srv, err := server.Listen(sock, r)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "urouter daemon:", err)
 		return 1
@@ -133,7 +134,7 @@ func daemon(args []string) int {
 }
 
 // serve starts the router and serves its socket until SIGTERM or SIGINT.
-func serve(r *router.Router, srv *control.Server) int {
+func serve(r *router.Router, srv *server.Server) int {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	go func() {
@@ -253,7 +254,7 @@ func tuneRuntime(nice int) {
 // restore applies the start-up config and the state file (nil if none),
 // saying in srv's status how it went: a state that holds a snapshot
 // stands for the config.
-func restore(r *router.Router, srv *control.Server, lang statefile.Language, config, stateFile string, fpm *feed.Applier) (*statefile.State, error) {
+func restore(r *router.Router, srv *server.Server, lang statefile.Language, config, stateFile string, fpm *feed.Applier) (*statefile.State, error) {
 	var st *statefile.State
 	var saved *statefile.Loaded
 	if stateFile != "" {
@@ -269,7 +270,7 @@ func restore(r *router.Router, srv *control.Server, lang statefile.Language, con
 		srv.Status.ConfigSkipped = true
 		fmt.Fprintf(os.Stderr, "urouter daemon: the state %s holds the whole configuration: config %s not applied\n", stateFile, config)
 	default:
-		n, err := control.ApplyConfig(r, config)
+		n, err := server.ApplyConfig(r, config)
 		srv.Status.ConfigLines = n
 		if err != nil {
 			return nil, fmt.Errorf("config %s:\n%v", config, err)

@@ -1,4 +1,4 @@
-package control
+package server
 
 import (
 	"bytes"
@@ -11,9 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"urouter/control"
 	cli "urouter/control/client"
 	"urouter/control/statefile"
 	"urouter/control/wire"
+	"urouter/internal/textdiff"
 	"urouter/router"
 )
 
@@ -117,7 +119,7 @@ func TestStateNotRegular(t *testing.T) {
 	}
 	for path, kind := range map[string]string{fifo: "a FIFO", dir: "a directory"} {
 		done := make(chan error, 1)
-		go func() { _, _, err := statefile.Read(path, NewStateLanguage(router.New())); done <- err }()
+		go func() { _, _, err := statefile.Read(path, control.NewStateLanguage(router.New())); done <- err }()
 		select {
 		case err := <-done:
 			if want := path + ": not a regular file (" + kind + ")"; err == nil || err.Error() != want {
@@ -193,7 +195,7 @@ func TestStateIdleHolder(t *testing.T) {
 	srv.Close()
 	_ = st.Close()
 	if want, got := saved(r), reloaded(t, path); got != want {
-		t.Errorf("the state file rebuilds another configuration:\n%s", lineDiff(want, got))
+		t.Errorf("the state file rebuilds another configuration:\n%s", textdiff.Lines(want, got))
 	}
 }
 

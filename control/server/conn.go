@@ -1,4 +1,4 @@
-package control
+package server
 
 import (
 	"errors"
@@ -9,62 +9,53 @@ import (
 	"syscall"
 	"time"
 
+	"urouter/control"
 	"urouter/dataplane"
 )
 
-// idleCommit is how long a session waits on its client, in either
-// direction, before it publishes the transaction it holds and lets the
-// table go, and gives back the thread its pacer holds. A client streaming
-// a batch so gets one publish per pause, not one per socket read (a read
-// often returns a few KB, and a publish ends the transaction's in-place
-// copies); a client that stops sending sees its routes within this time;
-// a client that stops reading its answers holds no lock while the daemon
-// waits for it; other writers of the table wait at most this long for
-// it; and a thousand batches that wait on their clients cost no thread.
-const idleCommit = time.Millisecond
-
 // pausingConn is a client's connection as its session uses it: while the
-// session holds a transaction (holding), a read or a write that waits
-// longer than idleCommit calls pause (which publishes it), then waits
-// without limit. The thread a batch's pacer holds is given back (parked)
-// for that wait too, and for any read that waits while nothing is held:
-// a batch that waits on its client costs no thread.
+// session holds a transaction (Session.Holding), a read or a write that
+// waits longer than control.IdleCommit publishes it, then waits without
+// limit. The thread a batch's pacer holds is given back (parked) for that
+// wait too, and for any read that waits while nothing is held: a batch
+// that waits on its client costs no thread.
 type pausingConn struct {
 	net.Conn
-	holding func() bool
-	pause   func()
-	pacer   func() *dataplane.Pacer // the session's, if it has one yet
+	s *control.Session
 	// ahead: the session's input is read by its reader goroutine (see
-	// runAhead), which holds nothing and parks its own thread; the
+	// ReadAhead), which holds nothing and parks its own thread; the
 	// session itself publishes when it waits for that reader
 	ahead bool
 	// aheadWaits counts the reader's reads that found nothing to read,
-	// twice each: odd while one waits on the client (readAhead.waits)
+	// twice each: odd while one waits on the client
 	aheadWaits atomic.Uint64
-	// sealing: the session holds changes it has not sealed; waiting on
-	// its client, it then calls seal every sealAfter (session.sealIdle)
-	sealing   func() bool
-	seal      func()
-	sealAfter time.Duration
+}
+
+// ReadAhead is control.AheadConn's: set before the reader starts, ahead
+// is the reader's from there.
+func (p *pausingConn) ReadAhead() *atomic.Uint64 {
+	p.ahead = true
+	return &p.aheadWaits
 }
 
 // waits reports whether a read or a write has something to let go of if
-// it waits: a transaction, a pacer's thread.
+// it waits: a transaction, a pacer's thread (nothing before the session
+// is made, while its header is read).
 func (p *pausingConn) waits() (holding bool, pace *dataplane.Pacer) {
-	if p.holding != nil {
-		holding = p.holding()
+	if p.s == nil {
+		return false, nil
 	}
-	if p.pacer != nil {
-		pace = p.pacer()
-	}
-	return holding, pace
+	return p.s.Holding(), p.s.Pacer()
 }
 
-// idle lets go of what a read or a write waiting longer than idleCommit
-// holds; the pacer is to be resumed after the wait.
+// unsealed reports whether the session holds changes not sealed.
+func (p *pausingConn) unsealed() bool { return p.s != nil && p.s.Unsealed() }
+
+// idle lets go of what a read or a write waiting longer than
+// control.IdleCommit holds; the pacer is to be resumed after the wait.
 func (p *pausingConn) idle(holding bool, pace *dataplane.Pacer) {
 	if holding {
-		p.pause()
+		p.s.Commit()
 	}
 	pace.Park()
 }
@@ -92,7 +83,7 @@ func (p *pausingConn) Read(b []byte) (int, error) {
 		return p.readIdle(b)
 	}
 	// a deadline fails only on a closed connection, which the call then reports
-	_ = p.SetReadDeadline(time.Now().Add(idleCommit))
+	_ = p.SetReadDeadline(time.Now().Add(control.IdleCommit))
 	n, err := p.Conn.Read(b)
 	_ = p.SetReadDeadline(time.Time{})
 	if n > 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
@@ -104,16 +95,16 @@ func (p *pausingConn) Read(b []byte) (int, error) {
 }
 
 // readIdle reads without limit, but for a session holding changes not
-// sealed, which is woken every sealAfter to look whether to seal them.
+// sealed, which is woken every SealEvery to look whether to seal them.
 func (p *pausingConn) readIdle(b []byte) (int, error) {
-	for p.sealing != nil && p.sealing() {
-		_ = p.SetReadDeadline(time.Now().Add(p.sealAfter)) // as in Read
+	for p.unsealed() {
+		_ = p.SetReadDeadline(time.Now().Add(p.s.SealEvery())) // as in Read
 		n, err := p.Conn.Read(b)
 		_ = p.SetReadDeadline(time.Time{})
 		if n > 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
 			return n, err
 		}
-		p.seal()
+		p.s.SealIdle()
 	}
 	return p.Conn.Read(b)
 }
@@ -154,7 +145,7 @@ func (p *pausingConn) Write(b []byte) (int, error) {
 		return p.writeIdle(b)
 	}
 	// as in Read
-	_ = p.SetWriteDeadline(time.Now().Add(idleCommit))
+	_ = p.SetWriteDeadline(time.Now().Add(control.IdleCommit))
 	n, err := p.Conn.Write(b)
 	_ = p.SetWriteDeadline(time.Time{})
 	if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
@@ -170,15 +161,15 @@ func (p *pausingConn) Write(b []byte) (int, error) {
 // answers holds no compaction off either.
 func (p *pausingConn) writeIdle(b []byte) (int, error) {
 	n := 0
-	for p.sealing != nil && p.sealing() {
-		_ = p.SetWriteDeadline(time.Now().Add(p.sealAfter)) // as in Read
+	for p.unsealed() {
+		_ = p.SetWriteDeadline(time.Now().Add(p.s.SealEvery())) // as in Read
 		m, err := p.Conn.Write(b[n:])
 		_ = p.SetWriteDeadline(time.Time{})
 		n += m
 		if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
 			return n, err
 		}
-		p.seal()
+		p.s.SealIdle()
 	}
 	m, err := p.Conn.Write(b[n:])
 	return n + m, err

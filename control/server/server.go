@@ -1,18 +1,17 @@
-package control
+package server
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"urouter/control"
 	"urouter/control/statefile"
 	"urouter/control/wire"
 	"urouter/router"
@@ -25,12 +24,12 @@ import (
 type Server struct {
 	R *router.Router
 	// Feeds: set before Serve, for `fpm show` and `mirror show`.
-	Feeds *Feeds
+	Feeds *control.Feeds
 	// State: set before Serve, the state file every change is sealed in
 	// before its client is told (nil: none).
 	State *statefile.State
 	// Status: set before Serve, how the start went, for `status`.
-	Status Startup
+	Status control.Startup
 	// MaxSessions: set before Serve, how many clients are served at once
 	// at most (0: DefaultMaxSessions); one more is refused.
 	MaxSessions int
@@ -141,35 +140,12 @@ func (s *Server) Close() {
 
 // ApplyConfig runs a config file (commands in the batch language) as a
 // batch: it stops at the first error and returns it, and how many lines it
-// read.
+// read. What its show commands print goes to stdout.
 func ApplyConfig(r *router.Router, path string) (int, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, err
 	}
 	defer func() { _ = f.Close() }() // read only: nothing to lose
-	var msgs []string
-	out := bufio.NewWriter(os.Stdout)
-	s := &session{
-		r:      r,
-		opt:    wire.Options{Batch: true, BatchName: path, Size: max(wire.FileSize(f), 0)},
-		out:    out,
-		errOut: func(m string) { msgs = append(msgs, m) },
-	}
-	le := &wire.LineEnder{R: f}
-	in := bufio.NewReaderSize(le, readBuf)
-	if head, _ := in.Peek(len(saveHeader)); string(head) == saveHeader {
-		s.restoring = true
-	}
-	status := s.run(in)
-	if err := le.Failed(); err != nil {
-		return s.line, fmt.Errorf("reading %s: %w", path, err)
-	}
-	// what a config's show commands print is for a console, if any: a
-	// daemon started without one still starts
-	_ = out.Flush()
-	if status != 0 {
-		return s.line, errors.New(strings.Join(msgs, "\n"))
-	}
-	return s.line, nil
+	return control.RunConfig(r, path, f, max(wire.FileSize(f), 0), os.Stdout)
 }

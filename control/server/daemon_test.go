@@ -1,4 +1,4 @@
-package control
+package server
 
 import (
 	"bufio"
@@ -282,7 +282,7 @@ func ioReadFull(r *bufio.Reader, b []byte) (int, error) {
 // TestSaveRestore: `route save` of the full real table, replayed into a
 // fresh router, gives back the same table, text and JSON.
 func TestSaveRestore(t *testing.T) {
-	f, err := os.Open("../testdata/prefixes.txt.gz")
+	f, err := os.Open("../../testdata/prefixes.txt.gz")
 	if err != nil {
 		t.Fatal(err)
 	}

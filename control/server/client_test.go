@@ -1,4 +1,4 @@
-package control
+package server
 
 import (
 	"bufio"
@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"urouter/control"
 	cli "urouter/control/client"
 	"urouter/control/wire"
 )
@@ -135,16 +136,16 @@ func TestClientBatchSize(t *testing.T) {
 // it is read as the session's buffer holds.
 func TestHeaderBound(t *testing.T) {
 	o := wire.Options{Batch: true, Force: true, Size: 1 << 40, BatchName: "/" + strings.Repeat("a", 4095)}
-	in := bufio.NewReaderSize(strings.NewReader(o.Header()+"route show\n"), readBuf)
+	in := bufio.NewReaderSize(strings.NewReader(o.Header()+"route show\n"), control.ReadBuf)
 	if got, err := wire.ReadHeader(in); err != nil || got != o {
 		t.Fatalf("a header of %d bytes read back as %+v, %v", len(o.Header()), got, err)
 	}
 	long := &countingReader{r: strings.NewReader(strings.Repeat("a", wire.MaxHeader) + "\n")}
-	if _, err := wire.ReadHeader(bufio.NewReaderSize(long, readBuf)); !errors.Is(err, wire.ErrLongHeader) {
+	if _, err := wire.ReadHeader(bufio.NewReaderSize(long, control.ReadBuf)); !errors.Is(err, wire.ErrLongHeader) {
 		t.Fatalf("a header of %d bytes: %v", wire.MaxHeader+1, err)
 	}
 	endless := &countingReader{r: &repeatReader{}}
-	if _, err := wire.ReadHeader(bufio.NewReaderSize(endless, readBuf)); !errors.Is(err, wire.ErrLongHeader) || endless.n > readBuf {
+	if _, err := wire.ReadHeader(bufio.NewReaderSize(endless, control.ReadBuf)); !errors.Is(err, wire.ErrLongHeader) || endless.n > control.ReadBuf {
 		t.Fatalf("a header without end: %v after %d bytes read", err, endless.n)
 	}
 }

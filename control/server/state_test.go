@@ -1,7 +1,6 @@
-package control
+package server
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -15,15 +14,17 @@ import (
 	"testing"
 	"time"
 
+	"urouter/control"
 	"urouter/control/statefile"
 	"urouter/control/wire"
+	"urouter/internal/textdiff"
 	"urouter/router"
 )
 
 // loadInto applies the state file at path to r.
 func loadInto(t *testing.T, r *router.Router, path string) *statefile.State {
 	t.Helper()
-	st, ld, err := statefile.Read(path, NewStateLanguage(r))
+	st, ld, err := statefile.Read(path, control.NewStateLanguage(r))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,12 +61,8 @@ const smallCompaction = 16 << 10
 
 // saved is r's configuration as save writes it.
 func saved(r *router.Router) string {
-	var b strings.Builder
-	w := bufio.NewWriter(&b)
-	s := &session{r: r, out: w}
-	s.save(false, func(_ string, line []byte) { _, _ = w.Write(line) })
-	_ = w.Flush()
-	return b.String()
+	out, _, _ := run(r, wire.Options{}, "save")
+	return out
 }
 
 // reloaded is the configuration a new router makes of the state file.
@@ -133,7 +130,7 @@ func TestStateSessions(t *testing.T) {
 	want := saved(r)
 	got := reloaded(t, path)
 	if got != want {
-		t.Errorf("the state file rebuilds another configuration:\n%s", lineDiff(want, got))
+		t.Errorf("the state file rebuilds another configuration:\n%s", textdiff.Lines(want, got))
 	}
 	if n := strings.Count(want, "route add"); n < 4*40*20*3/4 {
 		t.Errorf("only %d routes saved", n)
@@ -150,33 +147,6 @@ func mustShow(t *testing.T, sock string) string {
 		t.Fatal(e)
 	}
 	return out
-}
-
-// lineDiff is the lines of a missing from b and of b not in a.
-func lineDiff(a, b string) string {
-	in := func(s string) map[string]bool {
-		m := map[string]bool{}
-		for _, l := range strings.Split(s, "\n") {
-			m[l] = true
-		}
-		return m
-	}
-	ma, mb := in(a), in(b)
-	var d []string
-	for l := range ma {
-		if !mb[l] {
-			d = append(d, "- "+l)
-		}
-	}
-	for l := range mb {
-		if !ma[l] {
-			d = append(d, "+ "+l)
-		}
-	}
-	if len(d) > 20 {
-		d = append(d[:20], "...")
-	}
-	return strings.Join(d, "\n")
 }
 
 // TestStateRecords: what a record says is what the session did: the id the
@@ -323,7 +293,7 @@ func TestStateOrder(t *testing.T) {
 	want := saved(r)
 	got := reloaded(t, path)
 	if got != want {
-		t.Errorf("the state file replays the sessions out of order:\n%s", lineDiff(want, got))
+		t.Errorf("the state file replays the sessions out of order:\n%s", textdiff.Lines(want, got))
 	}
 	b, _ := os.ReadFile(path)
 	if !strings.Contains(string(b), "\n#@seq ") {
