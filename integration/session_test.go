@@ -119,9 +119,10 @@ func TestHeldBatchSessions(t *testing.T) {
 	sent, recv := pingCounts(ping.out.String())
 	t.Logf("daemon threads: %d before, %d with %d batch sessions held, %d once %d of them ran a line, %d once %d more ran a batch read ahead, %d after; ping6 throughout: %d of %d answered",
 		before, idle, bound, shortRan, running, held, longRunning, threads(pid), recv, sent)
-	// none lost before the last answered; the last two may be in flight
-	// as ping is stopped (4,096 sessions ending at once)
-	if lost := pingLost(ping.out.String()); sent < 10 || lost > 0 || recv < sent-2 {
+	// none lost before the last answered; what ping sent in its last half
+	// second may be in flight as it is stopped (4,096 sessions ending at
+	// once; a race-built daemon on a loaded machine answered in 185 ms)
+	if lost := pingLost(ping.out.String()); sent < 10 || lost > 0 || recv < sent-10 {
 		t.Errorf("ping6 throughout: %d of %d answered, %d lost among them:\n%s", recv, sent, lost, ping.out)
 	}
 }
