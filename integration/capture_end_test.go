@@ -16,8 +16,8 @@ import (
 // refused with its error and exit status 1 (it exited 0), and writes
 // nothing.
 func TestCaptureNinth(t *testing.T) {
+	parallel(t)
 	needRoot(t)
-	t.Parallel()
 	d := startDaemon(t, newNetns(t, "uro-c9"), "link add d0 type dummy", "link set d0 up")
 	for i := 0; i < 8; i++ {
 		c := exec.Command(urouter, "--socket", d.sock, "capture", "dev", "d0", "-w", os.DevNull)
@@ -45,8 +45,8 @@ func TestCaptureNinth(t *testing.T) {
 // error on stderr, exit status 1, and its slot free. It ran on, holding
 // its slot and its ring's 32 MiB.
 func TestCaptureLinkDeleted(t *testing.T) {
+	parallel(t)
 	needRoot(t)
-	t.Parallel()
 	d := startDaemon(t, newNetns(t, "uro-cdel"), "link add d0 type dummy", "link set d0 up")
 	_, file := tempFile(t, "gone.pcapng")
 	c := startCapture(t, d, nil, "dev", "d0", "-w", file)

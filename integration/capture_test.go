@@ -128,7 +128,7 @@ func tempFile(t *testing.T, name string) (*os.File, string) {
 // count ends the capture; a capture of drops has the hop-limit-exceeded
 // and no-route packets with their reasons.
 func TestCaptureTUN(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	l := newLab(t)
 	captureBothLinks(t, l)
 	captureFiltered(t, l)
@@ -256,7 +256,7 @@ func capturePrinted(t *testing.T, l *lab) {
 // a TAP link, captured on both as raw IPv6, with Neighbour Discovery,
 // which the packet path never sees, captured too.
 func TestCaptureEthernet(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	l := newEtherLab(t, nil)
 	_, file := tempFile(t, "ether.pcapng")
 	c := startCapture(t, l.d, nil, "dev", "lan1", "dev", "lan3", "-w", file, "icmp6")
@@ -284,6 +284,7 @@ func TestCaptureEthernet(t *testing.T) {
 // counted in the statistics block at the end, while forwarding goes on
 // at full speed.
 func TestCaptureSlowReader(t *testing.T) {
+	measures(t)
 	l := newLab(t)
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -353,7 +354,7 @@ func TestCaptureSlowReader(t *testing.T) {
 // and a neighbour shows the decision route get -d explains for it, and
 // the link the packets really left by.
 func TestTraceDecision(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	l := newEtherLab(t, nil,
 		// the flow's hash of addresses and ports, which route get is given
 		"sysctl -w net.ipv6.fib_multipath_hash_policy=1",
@@ -436,8 +437,8 @@ func TestTraceDecision(t *testing.T) {
 // TestCaptureErrors: what capture and trace refuse, each with its error
 // and nothing left running or written.
 func TestCaptureErrors(t *testing.T) {
+	parallel(t)
 	needRoot(t)
-	t.Parallel()
 	d := startDaemon(t, newNetns(t, "uro-cerr"), "link add d0 type dummy")
 	file := filepath.Join(t.TempDir(), "never.pcapng")
 	for _, c := range []struct {

@@ -17,6 +17,7 @@ import (
 // and drives it with the CLI: routes added, shown (text and JSON),
 // deleted, errors and exit codes, a batch file, the socket's life.
 func TestDaemonCLI(t *testing.T) {
+	parallel(t)
 	d := startDaemon(t, "",
 		"# a config file is a batch",
 		"link add d0 type dummy",
@@ -78,7 +79,7 @@ func TestDaemonCLI(t *testing.T) {
 
 // TestConfigError: a daemon whose config fails says where, and stops.
 func TestConfigError(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "bad.conf")
 	if err := os.WriteFile(conf, []byte("link add d0 type dummy\nroute add 2001:db8::/32 dev d0\n"), 0o644); err != nil {
@@ -111,6 +112,7 @@ func runWithStdin(t *testing.T, stdin, name string, args ...string) int {
 // delayed by no more than a few milliseconds, and a route with an expiry in
 // another table still expires on time.
 func TestClientThatDoesNotRead(t *testing.T) {
+	measures(t)
 	d := startDaemon(t, "", "link add d0 type dummy", "link set d0 up", "address add 2001:db8:91::1/64 dev d0")
 	add := func(i int) time.Duration {
 		start := time.Now()

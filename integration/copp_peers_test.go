@@ -19,6 +19,7 @@ import (
 // (3,000 newcomers in the table's 256 way groups of four: the peer's
 // group meets four or more of them but for a chance of 0.3%.)
 func TestCoPPPeerFlood(t *testing.T) {
+	measures(t)
 	l := newSessionLab(t)
 	const n = 3000
 	var srcs []netip.Addr

@@ -97,6 +97,7 @@ func (l *sessionLab) exchange(n int) (time.Duration, error) {
 // routing, so the session's segments are never dropped and the flood
 // passes no more than lldp's limit.
 func TestCoPPLLDPFlood(t *testing.T) {
+	measures(t)
 	l := newSessionLab(t)
 	hs := frameSocket(t, l.h, "eth0")
 	lldp := ether([]byte{0x01, 0x80, 0xc2, 0, 0, 0x0e}, hostMAC(t, l.mirrorLab), 0x88cc, make([]byte, 64))

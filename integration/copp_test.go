@@ -31,6 +31,7 @@ import (
 // costs the machine CPU for a while after), then on the race-built one
 // with the floods and the transit bar it can meet.
 func TestCoPP(t *testing.T) {
+	measures(t)
 	if raceBuild {
 		t.Run("plain", func(t *testing.T) {
 			bin, err := plainBuild()

@@ -11,8 +11,8 @@ import (
 // (the socket told ENETDOWN each time) is no receive error, and the
 // frames the socket's queue dropped show as missed.
 func TestLinkCountersHonest(t *testing.T) {
+	parallel(t)
 	needRoot(t)
-	t.Parallel()
 	r, h := newNetns(t, "uro-cr"), newNetns(t, "uro-ch")
 	mustRun(t, "ip", "-n", r, "link", "add", "r1", "type", "veth", "peer", "name", "eth0", "netns", h)
 	mustRun(t, "ip", "-n", h, "link", "set", "eth0", "up")

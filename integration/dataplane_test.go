@@ -62,7 +62,7 @@ func (l *lab) in(ns string, args ...string) (string, string, int) {
 }
 
 func TestForwarding(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	l := newLab(t)
 	check := func(what string, ok bool, out string) {
 		t.Helper()
@@ -110,6 +110,7 @@ func TestForwarding(t *testing.T) {
 // link with offloads (super-packets pass whole) and the one without
 // (the router segments them).
 func TestThroughput(t *testing.T) {
+	measures(t)
 	l := newLab(t)
 	for _, c := range []struct{ ns, addr string }{{l.h2, "2001:db8:2::2"}, {l.h3, "2001:db8:3::2"}} {
 		srv := "-s -1 -D -p 5299"
@@ -135,7 +136,7 @@ func TestThroughput(t *testing.T) {
 // valid packets with long or unknown extension-header chains are
 // forwarded, and the router goes on forwarding.
 func TestMalformed(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	l := newLab(t)
 	src := [16]byte{0x20, 0x01, 0x0d, 0xb8, 0, 1, 15: 2}
 	dst := [16]byte{0x20, 0x01, 0x0d, 0xb8, 0, 2, 15: 2}

@@ -20,6 +20,7 @@ import (
 // ICMPv6 error for an unreachable flow comes from the address `route get`
 // gives as src for the way back.
 func TestSharedDecision(t *testing.T) {
+	parallel(t)
 	l := newLab(t)
 	for _, c := range []string{
 		"route add 2001:db8:100::/48 via 2001:db8:2::2 dev tb",
@@ -156,6 +157,7 @@ func listenICMPErrors(t *testing.T, ns, dev string) func(n int, wait time.Durati
 // burst of 6 Time Exceeded and then about one per 100 ms, as a Linux
 // router's per-destination limit answers; the packets are counted once.
 func TestICMPRateLimit(t *testing.T) {
+	measures(t)
 	l := newLab(t)
 	errs := listenICMPErrors(t, l.h1, "ta")
 	send := rawSender(t, l.h1, "ta")

@@ -117,6 +117,7 @@ func (l *etherLab) in(ns string, args ...string) (string, string, int) {
 // resolves, answers Address Unreachable when resolution fails, and
 // redirects a host to a better first hop.
 func TestEthernetNeighbours(t *testing.T) {
+	parallel(t)
 	l := newEtherLab(t, nil, "ntable change name ndisc_cache dev lan3 retrans 300")
 	for _, dst := range []string{l.e2addr, "2001:db8:a3::2"} {
 		out, _, st := l.in(l.e1, "ping", "-6", "-c", "3", "-i", "0.2", "-W", "2", dst)
@@ -244,6 +245,7 @@ func checkNeighbourViews(t *testing.T, l *etherLab) {
 // Redirect naming that gateway, within Linux's limit of a burst of 6 and
 // one a second.
 func TestRedirect(t *testing.T) {
+	measures(t)
 	l := newEtherLab(t, nil)
 	e1LL := ""
 	if m := regexp.MustCompile(`inet6 (fe80::[0-9a-f:]+)/64`).FindStringSubmatch(mustRun(t, "ip", "-n", l.e1, "-6", "addr", "show", "dev", "eth0")); m != nil {
@@ -286,6 +288,7 @@ func TestRedirect(t *testing.T) {
 // restores it at start, and one that attaches it again gives back what
 // the interface had before urouter ever took it.
 func TestIPv6GivenBack(t *testing.T) {
+	parallel(t)
 	needRoot(t)
 	r, h := newNetns(t, "uro-er"), newNetns(t, "uro-e1")
 	mustRun(t, "ip", "-n", r, "link", "add", "r1", "type", "veth", "peer", "name", "eth0", "netns", h)

@@ -26,6 +26,7 @@ const bfdPrefix = "2001:db8:e000::/64"
 // link's mirror dormant, and zebra and bgpd act on it as on a kernel
 // interface that lost its carrier; at most 100 replies lost either way.
 func TestBFD(t *testing.T) {
+	measures(t)
 	inModes(t, func(t *testing.T, kernel bool, fig func(string, any)) {
 		lostBFD := -1
 		t.Run("bfd", func(t *testing.T) {

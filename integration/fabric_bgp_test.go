@@ -20,6 +20,7 @@ const bgpShared = "2001:db8:b000::/64"
 // both paths are back. In urouter mode lan1's mirror is a TUN and lan2's
 // a TAP, so the RAs cross both kinds.
 func TestBGPUnnumbered(t *testing.T) {
+	parallel(t)
 	inModes(t, func(t *testing.T, kernel bool, fig func(string, any)) {
 		l := newFabricLab(t, kernel, fabricOpts{base: "ubgp", peers: 2, mirror2: "type tap"})
 		if1, if2 := l.ifname(1), l.ifname(2)

@@ -15,6 +15,7 @@ import (
 // PDUs (not IP: LLC frames to a multicast MAC) cross urouter's link to a
 // TAP mirror.
 func TestISIS(t *testing.T) {
+	parallel(t)
 	inModes(t, func(t *testing.T, kernel bool, fig func(string, any)) {
 		l := newFabricLab(t, kernel, fabricOpts{base: "uisis", peers: 1, mirror: "type tap", hostMirror: true})
 		l.shows = []string{"show isis neighbor", "show isis database detail", "show running-config", "show isis route", "show interface"}

@@ -18,6 +18,7 @@ import (
 // urouter's routes, addresses and neighbour entries stay as they were,
 // and each is counted under its reason (`link show -s`).
 func TestForgedND(t *testing.T) {
+	parallel(t)
 	l := newEtherLab(t, nil)
 	hostMAC, err := net.ParseMAC(l.mac[l.e1])
 	if err != nil {

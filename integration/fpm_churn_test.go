@@ -36,6 +36,7 @@ func fpmBlackhole(dst string) []byte {
 // few threads (not one a connection in flight); zebra's connection then
 // still installs what it says.
 func TestFPMChurn(t *testing.T) {
+	measures(t)
 	needRoot(t)
 	d := startDaemonFlags(t, "", []string{"--fpm", "127.0.0.1:0"})
 	out, _, _ := d.run("status")

@@ -285,6 +285,7 @@ func pingAcross(ns, dst, count, wait string) error {
 // gone once it is back (with bgpd) and has replayed, and the table is the
 // kernel's again.
 func TestFRR(t *testing.T) {
+	parallel(t)
 	const n = 10000
 	start := time.Now()
 	l := newFRRLab(t, n, false)
@@ -387,6 +388,7 @@ func TestFRR(t *testing.T) {
 // forwarding plane (zebra without FPM): the routes and the traffic the
 // urouter test expects are what Linux does.
 func TestFRRKernelReference(t *testing.T) {
+	parallel(t)
 	const n = 10000
 	start := time.Now()
 	l := newFRRLab(t, n, true)

@@ -16,6 +16,7 @@ import (
 // (here delay_probe 500 ms, 3 probes 250 ms apart), its member stops
 // carrying flows, and it carries them again once it answers.
 func TestGatewayFailure(t *testing.T) {
+	measures(t)
 	l := newEtherLab(t, []string{"--router-probe-interval", "1s", "--multipath-hash-policy", "1"},
 		"ntable change name ndisc_cache dev lan3 base_reachable 2000 delay_probe 500 retrans 250")
 	if _, e, st := l.d.run("route", "add", "2001:db8:f0::/48", "nexthop", "via", l.e2addr, "dev", "lan2",

@@ -17,8 +17,8 @@ import (
 // supported" stands for ip's answer, but only for the words that pick
 // that keyword in iproute2's order of checks.
 func TestKernelOracleKeywords(t *testing.T) {
+	parallel(t)
 	needRoot(t)
-	t.Parallel()
 	table := readTable(t)
 	ns, d := keywordsPair(t)
 	var probes []probe

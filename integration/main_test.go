@@ -3,10 +3,10 @@
 // Linux kernel as a neighbour and as an oracle, ping6, traceroute6 and
 // iperf3. They need root; CI runs them as root.
 //
-// A test that measures nothing against the clock or a peer (an oracle, a
-// state file, a capture's contents) calls t.Parallel: go test runs those
-// together once the serial ones are done, so that a test that measures
-// throughput, a rate or a time runs alone. A test's namespaces (newNetns
+// A test says first whether it measures against the clock, a peer or the
+// machine (measures(t): it runs alone) or not (parallel(t): an oracle, a
+// state file, a capture's contents, a routing daemon's routes; it runs
+// beside the others); see groups_test.go. A test's namespaces (newNetns
 // numbers them), sockets and files (t.TempDir) are its own.
 package integration
 
@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -129,7 +130,7 @@ func startBinary(t testing.TB, bin, ns, sock string, flags []string, config ...s
 	t.Helper()
 	dir := t.TempDir()
 	d := &daemon{t: t, sock: sock, log: new(logBuffer)}
-	args := append([]string{"daemon", "--socket", d.sock}, flags...)
+	args := append([]string{"daemon", "--socket", d.sock}, labFlags(flags)...)
 	if len(config) > 0 {
 		conf := filepath.Join(dir, "urouter.conf")
 		if err := os.WriteFile(conf, []byte(strings.Join(config, "\n")+"\n"), 0o644); err != nil {
@@ -159,6 +160,19 @@ func startBinary(t testing.TB, bin, ns, sock string, flags []string, config ...s
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// labFlags are a lab's daemon flags: beside the packages' race-built
+// tests (make test's labs group) a control plane at idle priority
+// (--control-nice idle, the default) waits for a core no one else wants,
+// and a feed of 10,000 routes did not load in 30 s; there, unless the
+// test says otherwise, it runs at nice 0. What the lab checks does not
+// depend on it; the measuring tests run the default.
+func labFlags(flags []string) []string {
+	if os.Getenv(testsGroup) != "labs" || slices.Contains(flags, "--control-nice") {
+		return flags
+	}
+	return append(slices.Clip(flags), "--control-nice", "0")
 }
 
 func (d *daemon) stop() {

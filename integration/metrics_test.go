@@ -20,7 +20,7 @@ import (
 // link counters are those `link show -s` prints, and it says how many
 // routes each table has and what the mirror carried.
 func TestMetrics(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	l := newMirrorLab(t, []string{"--metrics", "127.0.0.1:9108", "--fpm", "127.0.0.1:2620"})
 	if o, e, st := runCmd("ip", "netns", "exec", l.h, "ping", "-6", "-c", "5", "-i", "0.2", "2001:db8:c1::1"); st != 0 {
 		t.Fatalf("ping: %s%s", o, e)

@@ -21,6 +21,7 @@ import (
 // ethertypes cross both ways (LLDP up, an IS-IS LLC frame down, from the
 // link's MAC); save writes the kind.
 func TestMirrorTAP(t *testing.T) {
+	parallel(t)
 	l := newMirrorLabOf(t, "tap", nil, "link add tun1 type tun")
 	out, _, _ := l.d.run("link", "show", "lan1")
 	if !strings.Contains(out, "mirror km1 ifindex ") || !strings.Contains(out, " type tap") {
@@ -118,6 +119,7 @@ func TestMirrorTAP(t *testing.T) {
 // are urouter's own (`ra set dev LINK on`) keeps the kernel's off the
 // link, counted, and answers its solicitations itself.
 func TestMirrorRA(t *testing.T) {
+	parallel(t)
 	for _, kind := range []string{"tun", "tap"} {
 		t.Run(kind, func(t *testing.T) {
 			l := newMirrorLabOf(t, kind, nil)

@@ -107,6 +107,7 @@ func kernelAddrs(t *testing.T, ns, dev string) string {
 // echo is still answered by urouter; `mirror none` takes the mirror away
 // and TCP is refused again.
 func TestKernelMirror(t *testing.T) {
+	parallel(t)
 	l := newMirrorLab(t, nil)
 	out, _, _ := l.d.run("link", "show", "lan1")
 	if !strings.Contains(out, "mirror km1 ifindex ") {
@@ -246,6 +247,7 @@ func mirrorCounter(t *testing.T, d *daemon, k string) uint64 {
 // other interfaces and other tables are passed over; a route already in
 // the kernel when the daemon starts is read by the first dump.
 func TestTableMirror(t *testing.T) {
+	measures(t)
 	needRoot(t)
 	r := newNetns(t, "uro-kr")
 	// what the dump at start must find: a blackhole (no interface needed)
@@ -350,6 +352,7 @@ func (d *daemon) idleCPU(t *testing.T) float64 {
 // TestMirrorNone: a mirror set and taken away 20 times leaves no reader
 // behind: the daemon's goroutines and its idle CPU are what they were.
 func TestMirrorNone(t *testing.T) {
+	measures(t)
 	l := newMirrorLab(t, []string{"--metrics", "127.0.0.1:9108"})
 	goroutines := func() float64 {
 		v, _ := metricValue(scrape(t, l.r, "127.0.0.1:9108"), "go_goroutines", nil)

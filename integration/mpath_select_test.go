@@ -16,8 +16,8 @@ import (
 // its own hash, so each finds its own flows; what is compared is what
 // they do with them.
 func TestKernelOracleMpathSelect(t *testing.T) {
+	parallel(t)
 	needRoot(t)
-	t.Parallel()
 	k := newNetns(t, "uro-mpsel-k")
 	u := newNetns(t, "uro-mpsel-u")
 	mustRun(t, "ip", "netns", "exec", k, "sysctl", "-qw", "net.ipv6.conf.all.accept_dad=0",

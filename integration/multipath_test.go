@@ -14,6 +14,7 @@ import (
 // of a flow on one link; with one link down its flows move to the other
 // and the other's stay.
 func TestMultipathForwarding(t *testing.T) {
+	parallel(t)
 	l := newLab(t)
 	for _, c := range []string{
 		"nexthop add id 1 via 2001:db8:2::2 dev tb",

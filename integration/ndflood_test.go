@@ -352,6 +352,7 @@ func (l *ndLab) after(f *ndFigures) {
 // solicits each scanned address at most mcast_solicit times, and
 // forwards after as before.
 func TestNDExhaustion(t *testing.T) {
+	measures(t)
 	for _, spoofed := range []bool{false, true} {
 		t.Run(map[bool]string{false: "one source", true: "many sources"}[spoofed], func(t *testing.T) {
 			testNDExhaustion(t, spoofed)
@@ -442,6 +443,7 @@ func checkNDMemory(t *testing.T, f *ndFigures) {
 // neighbour table is the machine's, shared by every namespace: for 8 s
 // it is full, for any test beside this one too.
 func TestNDExhaustionLinux(t *testing.T) {
+	measures(t)
 	l := newNDLab(t, "")
 	overflows := func() int {
 		out, _, _ := runCmd("dmesg")

@@ -12,8 +12,8 @@ import (
 // the same. Only commands whose answer does not depend on what Linux adds
 // by itself (link-local and multicast routes) are compared.
 func TestKernelOracle(t *testing.T) {
+	parallel(t)
 	needRoot(t)
-	t.Parallel()
 	ns := newNetns(t, "uro-oracle")
 	// no duplicate address detection: the address is usable at once
 	mustRun(t, "ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0")
@@ -178,8 +178,8 @@ func kernelMroute(answer string) bool {
 // its own. The commands go without -6, as the groups need (a group is
 // AF_UNSPEC), so a nexthop without an IPv6 gateway is IPv4.
 func TestKernelOracleNexthop(t *testing.T) {
+	parallel(t)
 	needRoot(t)
-	t.Parallel()
 	ns := newNetns(t, "uro-nhoracle")
 	mustRun(t, "ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0")
 	for i, n := range []string{"d0", "d1"} {

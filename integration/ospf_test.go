@@ -17,6 +17,7 @@ import (
 //
 //	uro-op BIRD (OSPFv3) 2001:db8:e1::2 ==veth== lan1 [urouter in uro-or, km1 km2; zebra, ospf6d] lan2 ==veth== uro-oh host 2001:db8:e2::2
 func TestOSPF(t *testing.T) {
+	parallel(t)
 	needFRR(t)
 	r, p, h := newNetns(t, "uro-or"), newNetns(t, "uro-op"), newNetns(t, "uro-oh")
 	for i, ns := range []string{p, h} {

@@ -17,8 +17,8 @@ import (
 // random flows (sources, iif, oif, ports, tos) through both; every answer
 // must be the same.
 func TestKernelOracleRules(t *testing.T) {
+	parallel(t)
 	needRoot(t)
-	t.Parallel()
 	ns, d := rulesPair(t, "uro-rules")
 	six := func(args []string) []string { return append([]string{"-6"}, args...) }
 

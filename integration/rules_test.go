@@ -15,6 +15,7 @@ import (
 // B with the errors a Linux router sends. For 600 random flows the link
 // each leaves by is the one `route get ... iif ta` names.
 func TestPolicyForwarding(t *testing.T) {
+	parallel(t)
 	l := newLab(t)
 	for _, a := range []string{"2001:db8:1::a/64", "2001:db8:1::b/64"} {
 		mustRun(t, "ip", "-n", l.h1, "addr", "add", a, "dev", "ta", "nodad")

@@ -79,6 +79,7 @@ func frame(kind byte, payload string) []byte {
 // connected: past 10,000 the runtime ended the daemon (thread
 // exhaustion), and the forwarding with it.
 func TestHeldBatchSessions(t *testing.T) {
+	measures(t)
 	l := newLab(t)
 	pid := l.d.cmd.Process.Pid // ip netns exec execs the daemon
 	before := threads(pid)
@@ -263,6 +264,7 @@ func pingLost(out string) int {
 // few KB, and the daemon's memory does not grow (it grew by 2 GB: the
 // header was read whole).
 func TestLongHeader(t *testing.T) {
+	measures(t)
 	bin := urouter
 	if raceBuild { // a race-built daemon's memory holds the detector's
 		var err error
@@ -316,7 +318,7 @@ func TestLongHeader(t *testing.T) {
 // sessions, the client is refused with the error and exit status 1; once
 // one of them leaves, it is served.
 func TestMaxSessions(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	d := startDaemonFlags(t, "", []string{"--max-sessions", "2"}, "link add d0 type dummy")
 	var held []net.Conn
 	defer func() {

@@ -170,6 +170,7 @@ func (bl *batchLog) check(t *testing.T, d *daemon) (whole, acked map[int]int) {
 // same after a kill (the MACs and nexthop ids the router chose). Then 4
 // clients at once, and one kill. status reports the file's records.
 func TestStateCrash(t *testing.T) {
+	parallel(t)
 	needRoot(t)
 	dir := t.TempDir()
 	c := &crashLab{t: t, ns: newNetns(t, "stc"), dir: dir,

@@ -16,8 +16,8 @@ import (
 // and every start after), status is not ready and says so, and once the
 // interface is there a start applies them. The file keeps its mode.
 func TestStateKeepsFailedLines(t *testing.T) {
+	parallel(t)
 	needRoot(t)
-	t.Parallel()
 	ns := newNetns(t, "stk")
 	veth := "stk-h0"
 	addVeth := func() {
@@ -92,8 +92,8 @@ func TestStateKeepsFailedLines(t *testing.T) {
 // file: the start stops, saying why, or the planted link's target is
 // left alone; no file is changed.
 func TestStateDamaged(t *testing.T) {
+	parallel(t)
 	needRoot(t)
-	t.Parallel()
 	ns := newNetns(t, "std")
 	dir := t.TempDir()
 	base := filepath.Join(dir, "base.state")

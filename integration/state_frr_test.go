@@ -18,6 +18,7 @@ import (
 // that (zebra says it again; the sweep waits for the hold time). A prefix
 // withdrawn while urouter was away is swept once zebra has replayed.
 func TestStateFRRRestart(t *testing.T) {
+	parallel(t)
 	const n = 2000
 	state := filepath.Join(t.TempDir(), "urouter.state")
 	flags := []string{"--state", state, "--fpm-hold", "20s"}

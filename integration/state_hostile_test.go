@@ -73,8 +73,8 @@ func mustSave(t *testing.T, d *daemon) string {
 // line, and is left as it was. A plain config is applied and becomes a
 // state file.
 func TestStateHostile(t *testing.T) {
+	parallel(t)
 	needRoot(t)
-	t.Parallel()
 	ns := newNetns(t, "sth")
 	f := hostileBase(t, ns)
 	f.tornRecords(t, ns)

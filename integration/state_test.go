@@ -25,8 +25,8 @@ import (
 // every show of B is A's, and so is B's save. A's state file, replayed by
 // daemon C in another fresh netns, makes the same router too.
 func TestSaveRoundTrip(t *testing.T) {
+	parallel(t)
 	needRoot(t)
-	t.Parallel()
 	base := time.Now().UnixNano()
 	if s := os.Getenv("UROUTER_SAVE_SEED"); s != "" {
 		base, _ = strconv.ParseInt(s, 10, 64)
@@ -105,8 +105,8 @@ func saveRoundTrip(t *testing.T, seed int64, delDefault bool) {
 // is: not while a line of its state file failed, nor while zebra has not
 // connected to its FPM listener; -j status says the same.
 func TestStatus(t *testing.T) {
+	parallel(t)
 	needRoot(t)
-	t.Parallel()
 	ns := newNetns(t, "sts")
 	type status struct {
 		Ready   bool     `json:"ready"`

@@ -16,6 +16,7 @@ import (
 // link and address commands that go to ip and to urouter alike: every
 // answer, output, message and exit status, must be the same.
 func TestKernelOracleSysctl(t *testing.T) {
+	parallel(t)
 	needRoot(t)
 	ns := newNetns(t, "uro-sysctl")
 	conf := []string{}
@@ -239,8 +240,8 @@ func addrLines(t *testing.T, out string) string {
 // run unchanged from a config file: a link set down and up keeps its
 // address with keep_addr_on_down=1, and loses it with 0, as Linux.
 func TestSysctlPreamble(t *testing.T) {
+	parallel(t)
 	needRoot(t)
-	t.Parallel()
 	d := startDaemon(t, "",
 		"sysctl -qw net.ipv6.conf.all.keep_addr_on_down=1",
 		"sysctl -qw net.ipv6.conf.all.forwarding=1",

@@ -20,7 +20,7 @@ import (
 // whose link has a MAC of its own (its socket promiscuous), and a TAP
 // (the tag comes inline).
 func TestVLANTagged(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	l := newEtherLab(t, nil)
 	// lan4: e1's second interface, the link's MAC not the interface's
 	mustRun(t, "ip", "-n", l.r, "link", "add", "r4", "type", "veth", "peer", "name", "eth1", "netns", l.e1)
@@ -103,7 +103,7 @@ func TestVLANTagged(t *testing.T) {
 // own LLDP would not see it without a VLAN device; priority-tagged (VID
 // 0) and untagged ones do.
 func TestVLANTaggedMirrorTAP(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	l := newMirrorLabOf(t, "tap", nil)
 	hs, ks := frameSocket(t, l.h, "eth0"), frameSocket(t, l.r, "km1")
 	lldp := func(tci uint16, tagged bool, what string) []byte {
