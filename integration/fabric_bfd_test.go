@@ -97,8 +97,8 @@ func bfdPeer(i int) string { return fmt.Sprintf("2001:db8:d%d::2", i) }
 // underLoad: for 5 s TCP crosses R from H to P1 while a host on P1's
 // link floods R's address there (echo requests and SYNs from an address
 // of its own, 10,000 of each a second: ten and five times CoPP's echo and
-// other limits; 4,000 against a race-built daemon, as TestCoPP's paced
-// flood); R's BFD sessions, on that link too, stay up throughout: what
+// other limits; 4,000 against a race-built daemon, which reads some
+// 45,000 packets a second); R's BFD sessions, on that link too, stay up throughout: what
 // comes in for them is CoPP's routing class, which the flood's classes do
 // not touch. (A flood past what R's reader takes overflows the socket,
 // which drops blindly, BFD's packets with the rest: ARCHITECTURE's CoPP.)
