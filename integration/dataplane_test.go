@@ -276,7 +276,7 @@ func listenRaw(t *testing.T, ns, dev string) func(n int, wait time.Duration) [][
 // capture returns a function that collects, for up to wait, the first n
 // IPv6 packets arriving on link dev of namespace ns that keep accepts
 // (the socket is open from now on, with room for a test's worth).
-func capture(t *testing.T, ns, dev string, keep func(p []byte) bool) func(n int, wait time.Duration) [][]byte {
+func capture(t testing.TB, ns, dev string, keep func(p []byte) bool) func(n int, wait time.Duration) [][]byte {
 	var fd int
 	inNetns(t, ns, func() {
 		var err error

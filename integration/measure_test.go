@@ -21,7 +21,7 @@ import (
 // reply, for up to d, and returns how long after the first request that
 // reply came (0: none). Unlike ping(8) timed from outside, it does not
 // count the start of a process.
-func firstReply(t *testing.T, ns, dst string) func(gap, d time.Duration) time.Duration {
+func firstReply(t testing.TB, ns, dst string) func(gap, d time.Duration) time.Duration {
 	var fd int
 	inNetns(t, ns, func() {
 		var err error

@@ -79,7 +79,7 @@ func TestMetrics(t *testing.T) {
 
 // scrape reads /metrics at addr inside namespace ns through Prometheus's
 // own text parser.
-func scrape(t *testing.T, ns, addr string) map[string]*dto.MetricFamily {
+func scrape(t testing.TB, ns, addr string) map[string]*dto.MetricFamily {
 	t.Helper()
 	var body []byte
 	inNetns(t, ns, func() {

@@ -331,7 +331,7 @@ func TestTableMirror(t *testing.T) {
 
 // cpuTicks is the CPU time process pid has used, in clock ticks
 // (/proc/PID/stat's utime and stime).
-func cpuTicks(t *testing.T, pid int) int {
+func cpuTicks(t testing.TB, pid int) int {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		t.Fatal(err)

@@ -59,7 +59,7 @@ type ndLab struct {
 
 // newNDLab builds the lab; bin is the urouter binary to run, "" for
 // Linux as the router.
-func newNDLab(t *testing.T, bin string) *ndLab {
+func newNDLab(t testing.TB, bin string) *ndLab {
 	linux := bin == ""
 	t.Helper()
 	needRoot(t)
@@ -118,7 +118,7 @@ func newNDLab(t *testing.T, bin string) *ndLab {
 const ndMetrics = "127.0.0.1:9108"
 
 // goSys is go_memstats_sys_bytes of urouter.
-func (l *ndLab) goSys(t *testing.T) float64 {
+func (l *ndLab) goSys(t testing.TB) float64 {
 	v, _ := metricValue(scrape(t, l.r, ndMetrics), "go_memstats_sys_bytes", nil)
 	return v
 }
@@ -157,7 +157,7 @@ func (l *ndLab) entries() int {
 
 // thresh3 reads back the flooded link's gc_thresh3 (Linux's is the
 // table's, for every namespace: left at its default).
-func (l *ndLab) thresh3(t *testing.T) int {
+func (l *ndLab) thresh3(t testing.TB) int {
 	var out string
 	if l.d != nil {
 		out, _, _ = l.d.run("ntable", "show", "dev", "lan2")
@@ -233,7 +233,7 @@ func (f *ndFigures) String() string {
 // ndFlood floods l's LAN as RFC 6583 describes, from A, and measures
 // while it lasts what the router owes its real neighbours, then what
 // works after.
-func ndFlood(t *testing.T, l *ndLab) *ndFigures {
+func ndFlood(t testing.TB, l *ndLab) *ndFigures {
 	t.Helper()
 	f := &ndFigures{thresh3: l.thresh3(t), nsPer: map[int]int{}}
 	t.Logf("%s: B before the flood: %s", l.name(), l.neighState(ndHostB))
@@ -360,16 +360,16 @@ func TestNDExhaustion(t *testing.T) {
 	}
 }
 
-func testNDExhaustion(t *testing.T, spoofed bool) {
-	bin := urouter
-	if spoofed && raceBuild {
-		// each datagram a new entry: the race-built daemon spends a core
-		// on that alone and drops B's pings with the rest; the path's
-		// races are ndisc's TestUnresStress's, under -race
-		var err error
-		if bin, err = plainBuild(); err != nil {
-			t.Fatal(err)
-		}
+func testNDExhaustion(t testing.TB, spoofed bool) {
+	// The daemon is built without the race detector, as users run it:
+	// under a flood of each datagram a new entry the race-built one spends
+	// a core on that alone and drops B's pings with the rest, and its
+	// memory holds the detector's shadow of every heap address touched
+	// (checkNDMemory's bound would measure that). The path's races are
+	// ndisc's TestUnresStress's and TestFastPathRace's, under -race.
+	bin, err := plainBuild()
+	if err != nil {
+		t.Fatal(err)
 	}
 	l := newNDLab(t, bin)
 	l.spoofed = spoofed
@@ -417,19 +417,9 @@ func testNDExhaustion(t *testing.T, spoofed bool) {
 
 // checkNDMemory: the router's memory grows < 32 MB under the flood,
 // measured from a router already forwarding the same rate to B (see
-// ndFlood): what grows is the scan's. A race-built daemon's RSS holds the
-// detector's shadow of every heap address touched (and its Go runtime
-// the detector's garbage), so it is judged on the same daemon built
-// without it.
-func checkNDMemory(t *testing.T, f *ndFigures) {
+// ndFlood): what grows is the scan's.
+func checkNDMemory(t testing.TB, f *ndFigures) {
 	t.Helper()
-	if raceBuild {
-		bin, err := plainBuild()
-		if err != nil {
-			t.Fatal(err)
-		}
-		f = ndFlood(t, newNDLab(t, bin))
-	}
 	if grew := (f.rssPeak - f.rssBefore) << 10; grew >= ndRSSBound {
 		t.Errorf("urouter's RSS grew %.1f MB (%d -> %d kB); want < 32 MB", float64(grew)/(1<<20), f.rssBefore, f.rssPeak)
 	}
@@ -438,18 +428,22 @@ func checkNDMemory(t *testing.T, f *ndFigures) {
 	}
 }
 
-// TestNDExhaustionLinux is the reference: the same flood with Linux as
-// the router. It only logs (Linux is expected to miss the bar). Linux's
-// neighbour table is the machine's, shared by every namespace: for 8 s
-// it is full, for any test beside this one too.
-func TestNDExhaustionLinux(t *testing.T) {
-	measures(t)
-	l := newNDLab(t, "")
+// BenchmarkNDExhaustionLinux is the reference, a figure and no bar: the
+// same flood with Linux as the router (Linux is expected to miss
+// urouter's bar; bench/README.md keeps its figures). Linux's neighbour
+// table is the machine's, shared by every namespace: for 8 s it is full,
+// for anything beside this too. One flood whatever b.N: run it with
+// -benchtime 1x.
+func BenchmarkNDExhaustionLinux(b *testing.B) {
+	l := newNDLab(b, "")
 	overflows := func() int {
 		out, _, _ := runCmd("dmesg")
 		return strings.Count(out, "neighbor table overflow")
 	}
 	before := overflows()
-	ndFlood(t, l)
-	t.Logf("linux: the kernel logged \"neighbor table overflow\" %d times (rate-limited)", overflows()-before)
+	f := ndFlood(b, l)
+	b.ReportMetric(float64(f.peakEntries), "peak-entries")
+	b.ReportMetric(float64(f.cAnswer.Milliseconds()), "C-first-answer-ms")
+	b.ReportMetric(100*float64(f.bGot)/float64(max(f.bSent, 1)), "B-answered-%")
+	b.Logf("linux: the kernel logged \"neighbor table overflow\" %d times (rate-limited)", overflows()-before)
 }

@@ -20,7 +20,7 @@ import (
 // scanning, all to B, and returns how many the kernel took and how long
 // that took. Spoofed, each comes from a new random address of
 // 2001:db8:f1::/64 (a raw socket that writes the IPv6 header).
-func floodSender(t *testing.T, ns string, spoofed bool) func(rate int, d time.Duration, scan bool) (int, time.Duration) {
+func floodSender(t testing.TB, ns string, spoofed bool) func(rate int, d time.Duration, scan bool) (int, time.Duration) {
 	var fd int
 	inNetns(t, ns, func() {
 		var err error
