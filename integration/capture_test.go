@@ -20,7 +20,7 @@ import (
 // stdout (-w -) into a file or a pipe.
 type captureProc struct {
 	cmd    *exec.Cmd
-	errs   *bytes.Buffer
+	errs   *logBuffer
 	done   chan struct{}
 	status int
 }
@@ -28,7 +28,7 @@ type captureProc struct {
 func startCapture(t *testing.T, d *daemon, stdout *os.File, args ...string) *captureProc {
 	t.Helper()
 	c := &captureProc{cmd: exec.Command(urouter, append([]string{"--socket", d.sock, "capture"}, args...)...),
-		errs: new(bytes.Buffer), done: make(chan struct{})}
+		errs: new(logBuffer), done: make(chan struct{})}
 	c.cmd.Stdout, c.cmd.Stderr = stdout, c.errs
 	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)

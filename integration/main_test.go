@@ -271,13 +271,13 @@ func runCmdIn(in *os.File, name string, args ...string) (stdout, stderr string, 
 // proc is a program a test started in the background.
 type proc struct {
 	cmd *exec.Cmd
-	out *bytes.Buffer
+	out *logBuffer // what it printed, read while it runs too
 }
 
 // startIn starts name in namespace ns; stop (also at cleanup) ends it.
 func startIn(t testing.TB, ns, name string, args ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.Command("ip", append([]string{"netns", "exec", ns, name}, args...)...), out: new(bytes.Buffer)}
+	p := &proc{cmd: exec.Command("ip", append([]string{"netns", "exec", ns, name}, args...)...), out: new(logBuffer)}
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := p.cmd.Start(); err != nil {
