@@ -1,6 +1,10 @@
 package control
 
 import (
+	"bufio"
+	"compress/gzip"
+	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,6 +85,78 @@ func TestSaveChecked(t *testing.T) {
 		_, err := applyConfig(router.New(), conf)
 		if (err == nil) != c.ok {
 			t.Errorf("header %q: %v", c.head, err)
+		}
+	}
+}
+
+// TestSaveRestore: `route save` of the full real table (every tenth
+// prefix under the race detector: one goroutine, nothing for it to see),
+// replayed into a fresh router, gives back the same table, text and JSON.
+func TestSaveRestore(t *testing.T) {
+	every := 1
+	if underRace {
+		every = 10
+	}
+	f, err := os.Open("../testdata/prefixes.txt.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }() // read only
+	z, _ := gzip.NewReader(f)
+	sc := bufio.NewScanner(z)
+	var lines []string
+	i, adds := 0, 0
+	for n := 0; sc.Scan(); n++ {
+		p, err := netip.ParsePrefix(strings.TrimSpace(sc.Text()))
+		if err != nil || !p.Addr().Is6() || n%every != 0 {
+			continue
+		}
+		// a mix of what routes say, so that the round trip covers them
+		switch i % 7 {
+		case 0:
+			lines = append(lines, fmt.Sprintf("route add %s via 2001:db8:91::2 dev d0 table 100", p))
+		case 1:
+			lines = append(lines, fmt.Sprintf("route add %s dev d0 table 100 metric 10 proto static mtu 1400", p))
+		case 2:
+			lines = append(lines, fmt.Sprintf("route add unreachable %s table 100", p))
+		case 3:
+			lines = append(lines, fmt.Sprintf("route add %s via fe80::1 dev d0 table 100", p),
+				fmt.Sprintf("route append %s via fe80::2 dev d0 table 100", p))
+		case 4:
+			lines = append(lines, fmt.Sprintf("route add %s from 2001:db8:aa::/48 dev d0 table 100 onlink via 2001:db8:99::1", p))
+		case 5:
+			lines = append(lines, fmt.Sprintf("route add %s dev d0 table 100 metric 5", p),
+				fmt.Sprintf("route add %s dev d0 table 100 metric 7 proto 186", p))
+		default:
+			lines = append(lines, fmt.Sprintf("route add blackhole %s table 100", p))
+		}
+		i++
+	}
+	for _, l := range lines {
+		if strings.HasPrefix(l, "route add ") {
+			adds++
+		}
+	}
+	a := newTestRouter(t)
+	if _, e, st := run(a, wire.Options{Batch: true}, lines...); st != 0 {
+		t.Fatal(e)
+	}
+	saved, _, st := run(a, wire.Options{}, "route save table 100")
+	if st != 0 {
+		t.Fatal("save failed")
+	}
+	b := newTestRouter(t)
+	if _, e, st := run(b, wire.Options{Batch: true}, strings.Split(strings.TrimSuffix(saved, "\n"), "\n")...); st != 0 {
+		t.Fatalf("restore: %s", e)
+	}
+	for _, o := range []wire.Options{{}, {JSON: true}} {
+		wa, _, _ := run(a, o, "route show table 100")
+		wb, _, _ := run(b, o, "route show table 100")
+		if wa != wb {
+			t.Fatalf("restored table differs (json %v)", o.JSON)
+		}
+		if n := strings.Count(wa, "\n"); !o.JSON && n < adds {
+			t.Fatalf("only %d lines for %d routes added", n, adds)
 		}
 	}
 }
