@@ -2,7 +2,7 @@
 
 GO ?= go
 
-.PHONY: test check test-units test-race test-full test-labs test-measured lint build bench lab lab-eth lab-frr
+.PHONY: test check test-units test-labs test-measured lint build bench lab lab-eth lab-frr
 
 # A pure-Go static binary: without cgo a client starts in half the time
 # (it is started once per command).
@@ -21,29 +21,24 @@ lint:
 # The test command: vet, the linter, then every test with the race detector
 # (the integration tests need root and network namespaces). fib6's model
 # tests and control's randomised ones run smaller under the race detector,
-# so they run once more at full size without it. Four jobs run side by
-# side: vet and the linter; the packages' race-built tests; fib6 and
-# control at full size; the integration tests that measure nothing (the
-# labs, UROUTER_TESTS=labs; they mostly wait on their daemons and timers:
-# eight run at once). The integration tests that measure (a rate, a
-# latency or a timer's schedule under load, the daemon's CPU, memory or
+# so they run once more at full size without it. Three jobs run side by side: vet and the linter; the
+# packages' own tests; the integration tests that measure nothing (the
+# labs, UROUTER_TESTS=labs). The integration tests that measure (a rate,
+# a latency or a timer's schedule under load, the daemon's CPU, memory or
 # threads) run after, alone: fib6's race-built tests beside the CoPP lab
 # took the CPU of one side only (its transit read 0.75 of idle, 0.90
-# alone). See integration/groups_test.go.
+# alone). The labs mostly wait on their daemons and timers: eight run at
+# once. See integration/groups_test.go.
 test:
-	$(MAKE) -j4 --output-sync=target check test-race test-full test-labs
+	$(MAKE) -j3 --output-sync=target check test-units test-labs
 	$(MAKE) test-measured
 
 check:
 	$(GO) vet ./...
 	$(MAKE) lint
 
-test-units: test-race test-full
-
-test-race:
+test-units:
 	$(GO) test -race -count=1 -timeout 40m $$($(GO) list ./... | grep -v '/integration$$')
-
-test-full:
 	$(GO) test -count=1 -timeout 10m ./fib6 ./control
 
 test-labs:
