@@ -330,7 +330,7 @@ func (s *Session) nextChunk(ra *readAhead) *aheadChunk {
 	default:
 	}
 	s.flush()
-	if s.txn != nil || s.rtxn != nil {
+	if s.Holding() {
 		if c, idle := s.waitIdle(ra); !idle {
 			return c
 		}
@@ -344,13 +344,14 @@ func (s *Session) nextChunk(ra *readAhead) *aheadChunk {
 }
 
 // awaitChunk waits for the reader's next chunk, with no transaction open;
-// a session holding changes not sealed looks every State.SealAfter
-// whether to seal them (as pausingConn's readIdle).
+// a session holding changes not sealed looks as often as SealDue says
+// whether to seal them (as control/server's connection does while the
+// session reads it).
 func (s *Session) awaitChunk(ra *readAhead) *aheadChunk {
-	if s.rec == nil || !s.rec.Holding() {
+	every, due := s.SealDue()
+	if !due {
 		return <-ra.out
 	}
-	every := s.rec.SealEvery()
 	t := time.NewTimer(every)
 	defer t.Stop()
 	for {
@@ -359,7 +360,7 @@ func (s *Session) awaitChunk(ra *readAhead) *aheadChunk {
 			return c
 		case <-t.C:
 		}
-		if s.sealIdle(); !s.rec.Holding() {
+		if s.SealIdle(); !s.rec.Holding() {
 			return <-ra.out
 		}
 		t.Reset(every)

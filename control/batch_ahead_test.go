@@ -60,7 +60,7 @@ func runBothPaced(t *testing.T, o wire.Options, input string, paced bool) (sync,
 		}
 		s.opt.BatchName = "test.batch"
 		in := &pieces{b: []byte(input), r: rand.New(rand.NewPCG(uint64(len(input)), 1))}
-		st := s.run(bufio.NewReaderSize(in, ReadBuf))
+		st := s.Run(bufio.NewReaderSize(in, ReadBuf))
 		s.flush()
 		shown, _, _ := run(r, wire.Options{}, "route show table all", "nexthop show", "rule show")
 		return fmt.Sprintf("status %d\nstdout:\n%s\nstderr:\n%s\nstate:\n%s", st, out.String(), errs.String(), shown)
@@ -275,7 +275,7 @@ func TestBatchAheadOnePublish(t *testing.T) {
 	}
 	s := &Session{r: r, opt: wire.Options{Batch: true, BatchName: "test.batch"}, out: bufio.NewWriter(io.Discard),
 		errOut: func(m string) { t.Error(m) }}
-	if st := s.run(bufio.NewReaderSize(strings.NewReader(b.String()), ReadBuf)); st != 0 {
+	if st := s.Run(bufio.NewReaderSize(strings.NewReader(b.String()), ReadBuf)); st != 0 {
 		t.Fatalf("status %d", st)
 	}
 	tb := r.Tables.Get(100)

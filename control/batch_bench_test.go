@@ -64,7 +64,7 @@ func BenchmarkBatchApply(b *testing.B) {
 				if state != nil {
 					s.rec = state.Recorder()
 				}
-				if st := s.run(bufio.NewReaderSize(bytes.NewReader(d), 1<<18)); st != 0 {
+				if st := s.Run(bufio.NewReaderSize(bytes.NewReader(d), 1<<18)); st != 0 {
 					b.Error("exit status", st)
 				}
 				if s.rec != nil {

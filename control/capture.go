@@ -19,6 +19,9 @@ import (
 // reader that did not keep up). The client writes the stream to a file or
 // stdout (-w), or prints a line per packet.
 
+// CaptureRequest is the capture a capture command asks for: what the
+// packet path takes (Spec), how many packets (Count), and its filter as
+// the user wrote it (Expr), for the stream's interface blocks.
 type CaptureRequest struct {
 	Spec  dataplane.CaptureSpec
 	Count int // 0: until the client stops

@@ -11,7 +11,7 @@
 // (package router), a table's transaction or the rule set's, and prints
 // what comes back as ip prints it. A command is parsed and validated, and
 // everything it needs allocated, before it takes any lock. A session
-// tells its caller what it holds (Holding, Pacer, Unsealed), so that it
+// tells its caller what it holds (Holding, Pacer, SealDue), so that it
 // never holds a transaction while it waits on its client, in either
 // direction, nor a thread (see control/server's pausingConn).
 //

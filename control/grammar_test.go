@@ -27,7 +27,7 @@ func runIn(s *Session, lines ...string) (stdout, stderr string, status int) {
 	if o.Batch && o.BatchName == "" {
 		s.opt.BatchName = "test.batch"
 	}
-	status = s.run(bufio.NewReader(strings.NewReader(strings.Join(lines, "\n") + "\n")))
+	status = s.Run(bufio.NewReader(strings.NewReader(strings.Join(lines, "\n") + "\n")))
 	_ = s.out.Flush() // a bytes.Buffer takes everything
 	return out.String(), errs.String(), status
 }

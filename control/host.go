@@ -64,10 +64,6 @@ func (s *Session) Attach(d Daemon, c AheadConn) {
 // it; and a thousand batches that wait on their clients cost no thread.
 const IdleCommit = time.Millisecond
 
-// Run executes the command lines of in (see run), and returns the exit
-// status.
-func (s *Session) Run(in *bufio.Reader) int { return s.run(in) }
-
 // Holding reports whether s holds a transaction open, which Commit
 // publishes.
 func (s *Session) Holding() bool { return s.txn != nil || s.rtxn != nil }
@@ -78,17 +74,15 @@ func (s *Session) Commit() { s.commit() }
 // Pacer is the pacer of the batch s runs, nil before its first line.
 func (s *Session) Pacer() *dataplane.Pacer { return s.pace }
 
-// Unsealed reports whether s holds changes its state file has not
-// sealed, which SealIdle seals every SealEvery while s waits on its
-// client.
-func (s *Session) Unsealed() bool { return s.rec != nil && s.rec.Holding() }
-
-// SealIdle seals what s has changed so far (see sealIdle).
-func (s *Session) SealIdle() { s.sealIdle() }
-
-// SealEvery is how often a session waiting on its client looks whether
-// to seal its changes.
-func (s *Session) SealEvery() time.Duration { return s.rec.SealEvery() }
+// SealDue reports whether s holds changes its state file has not sealed,
+// and if so how often, while s waits on its client, it is to look
+// whether to seal them (SealIdle).
+func (s *Session) SealDue() (every time.Duration, unsealed bool) {
+	if s.rec == nil || !s.rec.Holding() {
+		return 0, false
+	}
+	return s.rec.SealEvery(), true
+}
 
 // Finish ends a run whose exit status is status: it seals the session's
 // changes, which fails the run if they could not be, and sends what it
@@ -96,17 +90,13 @@ func (s *Session) SealEvery() time.Duration { return s.rec.SealEvery() }
 func (s *Session) Finish(status int) int {
 	if s.rec != nil {
 		if err := s.rec.Seal(); err != nil {
-			s.flush()
-			s.errOut("Error: " + err.Error())
+			s.ReportError("Error: " + err.Error())
 			status = 1
 		}
 	}
 	s.flush()
 	return status
 }
-
-// EndPace ends the pacing, if a line took a pacer.
-func (s *Session) EndPace() { s.endPace() }
 
 // Monitor is what the monitor command the session ran asks to hear (nil:
 // it ran none): the caller streams it (see EventPrinter).
@@ -119,8 +109,9 @@ func (s *Session) Capture() *CaptureRequest { return s.capture }
 // Out is where the session prints.
 func (s *Session) Out() *bufio.Writer { return s.out }
 
-// Fail reports error message m to the client, after what it printed.
-func (s *Session) Fail(m string) {
+// ReportError sends what s printed, then error message m (the exit
+// status is the caller's).
+func (s *Session) ReportError(m string) {
 	s.flush()
 	s.errOut(m)
 }
@@ -139,7 +130,7 @@ func RunConfig(r *router.Router, name string, in io.Reader, size int64, show io.
 	if head, _ := buf.Peek(len(saveHeader)); string(head) == saveHeader {
 		s.restoring = true
 	}
-	status := s.run(buf)
+	status := s.Run(buf)
 	if err := le.Failed(); err != nil {
 		return s.line, fmt.Errorf("reading %s: %w", name, err)
 	}

@@ -13,6 +13,8 @@ import (
 // `monitor [all | route | link | address | neigh] [label]` streams changes as they
 // are published, as `ip monitor` does.
 
+// MonitorRequest is what a monitor command asks to hear, and whether
+// each event is labelled with its kind.
 type MonitorRequest struct {
 	route, link, addr, neigh, label bool
 }
@@ -116,22 +118,26 @@ func (q *MonitorRequest) Hears(ev Event) bool {
 	return q.link
 }
 
-// Routes reports whether a monitor asking for q hears routes.
-func (q *MonitorRequest) Routes() bool { return q.route }
+// HearsRoutes reports whether a monitor asking for q hears routes.
+func (q *MonitorRequest) HearsRoutes() bool { return q.route }
 
 // EventPrinter prints a monitor's events as ip monitor does, in text
 // even with -j.
 type EventPrinter struct {
-	s *Session
-	p *routePrinter
+	s     *Session
+	p     *routePrinter
+	label bool // each event after its kind ([ROUTE], ...)
 }
 
 // EventPrinter returns the printer of the events the session's monitor
-// hears.
+// hears; nil if it ran no monitor.
 func (s *Session) EventPrinter() *EventPrinter {
+	if s.monitor == nil {
+		return nil
+	}
 	p := s.printer(&showFilter{monitor: true})
 	p.out = printer{w: s.out}
-	return &EventPrinter{s: s, p: p}
+	return &EventPrinter{s: s, p: p, label: s.monitor.label}
 }
 
 // Lost says that n events were lost to a monitor that did not keep up.
@@ -142,7 +148,7 @@ func (ep *EventPrinter) Lost(n uint64) { fmt.Fprintf(ep.s.out, "(%d events lost)
 func (ep *EventPrinter) Print(ev Event) bool {
 	s, p := ep.s, ep.p
 	label := func(l string) {
-		if s.monitor.label {
+		if ep.label {
 			s.out.WriteString(l)
 		}
 	}

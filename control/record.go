@@ -102,10 +102,10 @@ func (s *Session) record(line []byte, args [][]byte) {
 	s.rec.Record(six, line)
 }
 
-// sealIdle seals what the session has changed so far when it waits on
+// SealIdle seals what the session has changed so far when it waits on
 // its client with no transaction open (see statefile.Recorder.SealIdle).
-func (s *Session) sealIdle() {
-	if s.rec != nil && s.txn == nil && s.rtxn == nil {
+func (s *Session) SealIdle() {
+	if s.rec != nil && !s.Holding() {
 		s.rec.SealIdle()
 	}
 }

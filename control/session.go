@@ -109,14 +109,14 @@ func (s *Session) commitRules() {
 // the clock.
 const paceEvery = 32
 
-// run executes the command lines of in, and returns the exit status: a
+// Run executes the command lines of in, and returns the exit status: a
 // single command's own, or a batch's (1 if a command failed, 255 if one
 // did not parse). A batch stops at its first failure unless forced, and
 // where ip exit()s (a parse error) even if forced. The
 // open transaction is published at the end, when another table's command
 // comes, and whenever the session would wait on its client (see
 // pausingConn).
-func (s *Session) run(in *bufio.Reader) int {
+func (s *Session) Run(in *bufio.Reader) int {
 	status := 0
 	defer s.commit()
 	read := 0
@@ -168,8 +168,8 @@ func (s *Session) takePace() {
 	}
 }
 
-// endPace ends the pacing, if a line took a pacer.
-func (s *Session) endPace() {
+// EndPace ends the pacing, if a line took a pacer.
+func (s *Session) EndPace() {
 	if s.pace != nil {
 		s.pace.Done()
 	}

@@ -30,7 +30,7 @@ func loadBench(b *testing.B) *router.Router {
 		}
 	}
 	s := &Session{r: r, opt: wire.Options{Batch: true, BatchName: "bench"}, out: bufio.NewWriter(io.Discard), errOut: func(m string) { b.Fatal(m) }}
-	if st := s.run(bufio.NewReaderSize(bytes.NewReader(d), 1<<18)); st != 0 {
+	if st := s.Run(bufio.NewReaderSize(bytes.NewReader(d), 1<<18)); st != 0 {
 		b.Fatal("exit status", st)
 	}
 	return r
@@ -44,7 +44,7 @@ func BenchmarkRouteShow(b *testing.B) {
 	var n countingWriter
 	for i := 0; i < b.N; i++ {
 		s := &Session{r: r, opt: wire.Options{Inet6: true}, out: bufio.NewWriterSize(&wire.FrameWriter{W: &n, Kind: 'o'}, WriteBuf), errOut: func(m string) { b.Fatal(m) }}
-		if st := s.run(bufio.NewReader(strings.NewReader("route show table all\n"))); st != 0 {
+		if st := s.Run(bufio.NewReader(strings.NewReader("route show table all\n"))); st != 0 {
 			b.Fatal("exit status", st)
 		}
 		s.flush()

@@ -29,7 +29,7 @@ func streamCapture(dp *dataplane.Dataplane, s *control.Session, in *bufio.Reader
 	q := s.Capture()
 	c, err := dp.StartCapture(q.Spec)
 	if err != nil {
-		s.Fail("Error: " + err.Error() + ".")
+		s.ReportError("Error: " + err.Error() + ".")
 		return 1, true
 	}
 	start := time.Now()
@@ -92,7 +92,7 @@ loop:
 	}
 	_ = w.Flush() // a client gone: nobody to tell
 	if l := c.Gone(); l != nil {
-		s.Fail("Error: the link " + l.Name + " disappeared.")
+		s.ReportError("Error: the link " + l.Name + " disappeared.")
 		return 1, true
 	}
 	_ = s.Out().Flush() // as above

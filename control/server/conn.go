@@ -48,8 +48,14 @@ func (p *pausingConn) waits() (holding bool, pace *dataplane.Pacer) {
 	return p.s.Holding(), p.s.Pacer()
 }
 
-// unsealed reports whether the session holds changes not sealed.
-func (p *pausingConn) unsealed() bool { return p.s != nil && p.s.Unsealed() }
+// sealDue is the session's Session.SealDue (none before the session is
+// made).
+func (p *pausingConn) sealDue() (every time.Duration, unsealed bool) {
+	if p.s == nil {
+		return 0, false
+	}
+	return p.s.SealDue()
+}
 
 // idle lets go of what a read or a write waiting longer than
 // control.IdleCommit holds; the pacer is to be resumed after the wait.
@@ -95,10 +101,11 @@ func (p *pausingConn) Read(b []byte) (int, error) {
 }
 
 // readIdle reads without limit, but for a session holding changes not
-// sealed, which is woken every SealEvery to look whether to seal them.
+// sealed, which is woken as often as SealDue says to look whether to
+// seal them.
 func (p *pausingConn) readIdle(b []byte) (int, error) {
-	for p.unsealed() {
-		_ = p.SetReadDeadline(time.Now().Add(p.s.SealEvery())) // as in Read
+	for every, due := p.sealDue(); due; every, due = p.sealDue() {
+		_ = p.SetReadDeadline(time.Now().Add(every)) // as in Read
 		n, err := p.Conn.Read(b)
 		_ = p.SetReadDeadline(time.Time{})
 		if n > 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
@@ -161,8 +168,8 @@ func (p *pausingConn) Write(b []byte) (int, error) {
 // answers holds no compaction off either.
 func (p *pausingConn) writeIdle(b []byte) (int, error) {
 	n := 0
-	for p.unsealed() {
-		_ = p.SetWriteDeadline(time.Now().Add(p.s.SealEvery())) // as in Read
+	for every, due := p.sealDue(); due; every, due = p.sealDue() {
+		_ = p.SetWriteDeadline(time.Now().Add(every)) // as in Read
 		m, err := p.Conn.Write(b[n:])
 		_ = p.SetWriteDeadline(time.Time{})
 		n += m

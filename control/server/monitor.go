@@ -40,7 +40,7 @@ func (h *hub) subscribe(req control.MonitorRequest) *subscriber {
 		h.subs = map[*subscriber]struct{}{}
 	}
 	h.subs[s] = struct{}{}
-	if req.Routes() {
+	if req.HearsRoutes() {
 		if h.routes++; h.routes == 1 {
 			h.r.Tables.Watch(h.routeChanges)
 		}
@@ -59,7 +59,7 @@ func (h *hub) unsubscribe(s *subscriber) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.subs, s)
-	if s.req.Routes() {
+	if s.req.HearsRoutes() {
 		if h.routes--; h.routes == 0 {
 			h.r.Tables.Watch(nil)
 		}

@@ -28,7 +28,7 @@ func (srv *Server) serveConn(c net.Conn) {
 	}
 	ew := &wire.FrameWriter{W: pc, Kind: 'e'}
 	s := control.NewSession(srv.R, opt, bufio.NewWriterSize(&wire.FrameWriter{W: pc, Kind: 'o'}, control.WriteBuf),
-		func(m string) { _, _ = ew.Write([]byte(m + "\n")) }) // as Session.Fail
+		func(m string) { _, _ = ew.Write([]byte(m + "\n")) }) // a client gone: nobody to tell
 	pc.s = s
 	s.Attach(control.Daemon{Feeds: srv.Feeds, State: srv.State, Startup: &srv.Status}, pc)
 	defer s.EndPace()
@@ -44,5 +44,5 @@ func (srv *Server) serveConn(c net.Conn) {
 		}
 		status = st
 	}
-	_, _ = (&wire.FrameWriter{W: pc, Kind: 'x'}).Write([]byte{byte(status)}) // as Session.Fail
+	_, _ = (&wire.FrameWriter{W: pc, Kind: 'x'}).Write([]byte{byte(status)}) // a client gone: nobody to tell
 }
