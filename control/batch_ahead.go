@@ -6,7 +6,6 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"urouter/dataplane"
@@ -83,14 +82,13 @@ type readAhead struct {
 	shape lineShape // the last line parsed in full
 	timer *time.Timer
 	pace  *dataplane.Pacer // the session's, charged with the reader's CPU
-	// waits counts the reads of a client's connection that found nothing
-	// to read, twice each: it is odd while one waits on the client (see
-	// pausingConn.Read); nil for an input that never waits on a client (a
-	// config file), whose batch is never published for being idle
-	waits *atomic.Uint64
+	// waits marks the reads of a client's connection that wait on the
+	// client (AheadConn); nil for an input that never waits on a client
+	// (a config file), whose batch is never published for being idle
+	waits *ReadWaits
 }
 
-func startReadAhead(in *bufio.Reader, pace *dataplane.Pacer, waits *atomic.Uint64) *readAhead {
+func startReadAhead(in *bufio.Reader, pace *dataplane.Pacer, waits *ReadWaits) *readAhead {
 	ra := &readAhead{in: in, out: make(chan *aheadChunk, aheadChunks), free: make(chan *aheadChunk, aheadChunks),
 		done: make(chan struct{}), ended: make(chan struct{}), pace: pace, waits: waits}
 	for i := 0; i < aheadChunks; i++ {
@@ -233,14 +231,15 @@ func modifies(cmd int) bool {
 // parsed ahead (startReadAhead), run in order here; status is the run's
 // so far.
 func (s *Session) runAhead(in *bufio.Reader, status int) int {
-	var waits *atomic.Uint64
+	var waits *ReadWaits
 	if s.conn != nil {
-		waits = s.conn.ReadAhead()
+		waits = new(ReadWaits)
+		s.conn.ReadAhead(waits)
 	}
 	ra := startReadAhead(in, s.pace, waits)
 	// A connection's reader ends when the connection closes, after the
 	// session; any other input (a config file) is the caller's again
-	// when run returns (ApplyConfig asks it how it ended), so its reader
+	// when Run returns (RunConfig asks it how it ended), so its reader
 	// is waited for: it stops after the read it is in.
 	defer ra.stop(s.conn == nil)
 	for {
@@ -319,8 +318,8 @@ func (s *Session) execAhead(l *aheadLine) *cmdErr {
 // nextChunk waits for the reader's next chunk; nil at the input's end.
 // Waiting, the session does what it does when its input is drained: it
 // sends what it printed, and publishes its transaction once it has waited
-// IdleCommit on the client (as pausingConn does for a session that reads
-// itself). A wait on the reader's parsing is not one: the client has sent
+// IdleCommit on the client (as control/server's pausingConn does for a
+// session that reads itself). A wait on the reader's parsing is not one: the client has sent
 // what follows, and a full table loaded into an empty one stays one
 // transaction, which builds the trie bottom-up (see fib6's bulk load).
 func (s *Session) nextChunk(ra *readAhead) *aheadChunk {
@@ -371,7 +370,7 @@ func (s *Session) awaitChunk(ra *readAhead) *aheadChunk {
 // while the client sends; idle once one read of the reader's has waited
 // on the client a whole IdleCommit. A reader descheduled on a loaded
 // machine is not a client gone idle: only a read that found nothing to
-// read counts (pausingConn.Read).
+// read counts (ReadWaits).
 func (s *Session) waitIdle(ra *readAhead) (c *aheadChunk, idle bool) {
 	if ra.waits == nil {
 		return <-ra.out, false
@@ -390,11 +389,10 @@ func (s *Session) waitIdle(ra *readAhead) (c *aheadChunk, idle bool) {
 		}
 		// one read of the reader's lasting a whole IdleCommit is a
 		// client that has sent nothing meanwhile
-		r := ra.waits.Load()
-		if r%2 == 1 && r == seen {
+		var idle bool
+		if seen, idle = ra.waits.idleSince(seen); idle {
 			return nil, true
 		}
-		seen = r
 		ra.timer.Reset(IdleCommit)
 	}
 }

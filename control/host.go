@@ -34,10 +34,30 @@ type Daemon struct {
 // goroutine reads ahead of its session (see runAhead).
 type AheadConn interface {
 	// ReadAhead tells the connection that the reader reads it from now
-	// on, which holds nothing, and returns the count of the reader's
-	// reads that found nothing to read, twice each: odd while one waits
-	// on the client.
-	ReadAhead() *atomic.Uint64
+	// on, which holds nothing: each of its reads that finds nothing to
+	// read and waits on the client is marked in w.
+	ReadAhead(w *ReadWaits)
+}
+
+// ReadWaits marks the reads of a client's connection that wait on the
+// client, so that a session can tell a client gone idle from a reader
+// that was only slow (see waitIdle): Begin as such a read begins to
+// wait, End as it ends.
+type ReadWaits struct {
+	n atomic.Uint64 // two a read: odd while one waits
+}
+
+// Begin marks a read that found nothing to read and now waits.
+func (w *ReadWaits) Begin() { w.n.Add(1) }
+
+// End marks the end of the read Begin marked.
+func (w *ReadWaits) End() { w.n.Add(1) }
+
+// idleSince reports whether one read has waited all along since the look
+// that returned seen, and returns this look's.
+func (w *ReadWaits) idleSince(seen uint64) (now uint64, idle bool) {
+	now = w.n.Load()
+	return now, now%2 == 1 && now == seen
 }
 
 // Attach makes s a session of daemon d, whose client's connection is c:

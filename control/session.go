@@ -114,8 +114,8 @@ const paceEvery = 32
 // did not parse). A batch stops at its first failure unless forced, and
 // where ip exit()s (a parse error) even if forced. The
 // open transaction is published at the end, when another table's command
-// comes, and whenever the session would wait on its client (see
-// pausingConn).
+// comes, and whenever the session would wait on its client (its caller's
+// part: control/server's pausingConn asks Holding and calls Commit).
 func (s *Session) Run(in *bufio.Reader) int {
 	status := 0
 	defer s.commit()
@@ -160,8 +160,9 @@ func (s *Session) Run(in *bufio.Reader) int {
 }
 
 // takePace makes a batch's pacer, once it has a line to run: its thread
-// is locked from there to the session's end (endPace), but while the
-// session waits on its client (see pausingConn, nextChunk).
+// is locked from there to the session's end (EndPace), but while the
+// session waits on its client (see nextChunk; control/server's
+// pausingConn parks it through Pacer).
 func (s *Session) takePace() {
 	if s.paceBy != nil {
 		s.pace, s.paceBy = s.paceBy.NewPacer(), nil
@@ -211,7 +212,7 @@ func (s *Session) flush() {
 // worth a goroutine.
 const defaultAheadAfter = ReadBuf * 4
 
-// aheadAfter is the session's (session.readAheadAfter: tests run batches
+// aheadAfter is the session's (Session.readAheadAfter: tests run batches
 // both ways); 0 is defaultAheadAfter.
 func (s *Session) aheadAfter() int { return cmp.Or(s.readAheadAfter, defaultAheadAfter) }
 

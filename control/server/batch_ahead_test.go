@@ -10,12 +10,12 @@ import (
 
 // TestAheadPauseOpen: a client that sends part of a long batch and waits,
 // its connection open, has the lines it sent published within a few
-// idleCommits, and holds no table from other clients meanwhile.
+// control.IdleCommits, and holds no table from other clients meanwhile.
 func TestAheadPauseOpen(t *testing.T) {
 	r := newTestRouter(t)
 	sock := startServer(t, r)
 	c := dial(t, sock, wire.Options{Batch: true, BatchName: "-"})
-	const n = 20000 // well past defaultAheadAfter
+	const n = 20000 // well past a session's first 64 KiB, read before it reads ahead
 	var b strings.Builder
 	for i := 0; i < n; i++ {
 		fmt.Fprintf(&b, "route add 2001:db8:%x:%x::/64 dev d0 table 100\n", i>>8, i&0xff)

@@ -23,20 +23,14 @@ type pausingConn struct {
 	net.Conn
 	s *control.Session
 	// ahead: the session's input is read by its reader goroutine (see
-	// ReadAhead), which holds nothing and parks its own thread; the
-	// session itself publishes when it waits for that reader
-	ahead bool
-	// aheadWaits counts the reader's reads that found nothing to read,
-	// twice each: odd while one waits on the client
-	aheadWaits atomic.Uint64
+	// ReadAhead), which holds nothing and parks its own thread, its
+	// waiting reads marked here; the session itself publishes when it
+	// waits for that reader
+	ahead atomic.Pointer[control.ReadWaits]
 }
 
-// ReadAhead is control.AheadConn's: set before the reader starts, ahead
-// is the reader's from there.
-func (p *pausingConn) ReadAhead() *atomic.Uint64 {
-	p.ahead = true
-	return &p.aheadWaits
-}
+// ReadAhead is control.AheadConn's.
+func (p *pausingConn) ReadAhead(w *control.ReadWaits) { p.ahead.Store(w) }
 
 // waits reports whether a read or a write has something to let go of if
 // it waits: a transaction, a pacer's thread (nothing before the session
@@ -67,12 +61,12 @@ func (p *pausingConn) idle(holding bool, pace *dataplane.Pacer) {
 }
 
 func (p *pausingConn) Read(b []byte) (int, error) {
-	if p.ahead {
+	if w := p.ahead.Load(); w != nil {
 		if n, done, err := p.tryRead(b); done {
 			return n, err
 		}
-		p.aheadWaits.Add(1)
-		defer p.aheadWaits.Add(1)
+		w.Begin()
+		defer w.End()
 		return p.Conn.Read(b)
 	}
 	holding, pace := p.waits()

@@ -140,7 +140,7 @@ func TestDisconnectMidBatch(t *testing.T) {
 }
 
 // TestPausedClientPublishes: a client that streams a batch and pauses
-// (its connection still open) has its routes published within idleCommit,
+// (its connection still open) has its routes published within control.IdleCommit,
 // and does not hold the table's lock from other clients meanwhile.
 func TestPausedClientPublishes(t *testing.T) {
 	r := newTestRouter(t)

@@ -143,7 +143,7 @@ func TestStateIdleHolder(t *testing.T) {
 	one := dial(t, sock, wire.Options{Batch: true, BatchName: "-"})
 	put(t, one, "route add 2001:db8:ffff::/64 dev d0\n")
 	long := dial(t, sock, wire.Options{Batch: true, BatchName: "-"})
-	for i := range 2000 { // past defaultAheadAfter: read ahead
+	for i := range 2000 { // past a session's first 64 KiB: read ahead
 		put(t, long, "route add 2001:db8:fffe:%x::/64 dev d0 table 200\n", i)
 	}
 	waitFor(t, "the holders' routes", func() bool {

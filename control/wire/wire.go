@@ -38,7 +38,7 @@ type Options struct {
 	// without it, as in Linux)
 	Inet6 bool
 	// Size is the batch file's size in bytes, if known: how big a load
-	// is coming (see session.txnFor)
+	// is coming (see control.Session.txnFor)
 	Size int64
 }
 
