@@ -276,7 +276,11 @@ func pingAcross(ns, dst, count, wait string) error {
 	return nil
 }
 
-// frrHold is TestFRR's --fpm-hold.
+// frrHold is TestFRR's --fpm-hold. zebra's replay after its restart is
+// kept whole for the hold, then what it has not said again is swept:
+// beside the other labs a restarted zebra took longer than the default
+// 30 s to say its 10,000 routes again (the sweep took 744 of them
+// mid-replay).
 const frrHold = 90 * time.Second
 
 // TestFRR: FRR programs urouter over FPM. bgpd peers with two BIRDs
@@ -291,11 +295,6 @@ func TestFRR(t *testing.T) {
 	parallel(t)
 	const n = 10000
 	start := time.Now()
-	// zebra's replay after its restart is kept whole for the hold, then
-	// what it has not said again is swept: beside the other labs a
-	// restarted zebra took longer than the default 30 s to say its 10,000
-	// routes again (the sweep took 744 of them mid-replay), so its hold
-	// here is 90 s
 	l := newFRRLabFlags(t, urouter, []string{"--fpm-hold", frrHold.String()}, n, false, "")
 	ut, kt := l.converge(n, start, 30*time.Second)
 	t.Logf("%d prefixes from two BGP peers: in urouter after %v, in the kernel after %v (the same zebra)", n, ut, kt)
