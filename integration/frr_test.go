@@ -276,13 +276,6 @@ func pingAcross(ns, dst, count, wait string) error {
 	return nil
 }
 
-// frrHold is TestFRR's --fpm-hold. zebra's replay after its restart is
-// kept whole for the hold, then what it has not said again is swept:
-// beside the other labs a restarted zebra took longer than the default
-// 30 s to say its 10,000 routes again (the sweep took 744 of them
-// mid-replay).
-const frrHold = 90 * time.Second
-
 // TestFRR: FRR programs urouter over FPM. bgpd peers with two BIRDs
 // across urouter's links (through the mirrors) and learns 10,000
 // prefixes; each appears in urouter as zebra put it in the kernel of the
@@ -291,11 +284,16 @@ const frrHold = 90 * time.Second
 // zebra leaves forwarding up; a prefix withdrawn while zebra is away is
 // gone once it is back (with bgpd) and has replayed, and the table is the
 // kernel's again.
+//
+// It runs alone (measures): beside the other labs, zebra's replay after
+// its restart, slowed, interleaves with the feed's settle timers, and
+// the feed refused some of its routes for a nexthop it did not have
+// (rejected 251 and 714 in two runs; never alone).
 func TestFRR(t *testing.T) {
-	parallel(t)
+	measures(t)
 	const n = 10000
 	start := time.Now()
-	l := newFRRLabFlags(t, urouter, []string{"--fpm-hold", frrHold.String()}, n, false, "")
+	l := newFRRLab(t, n, false)
 	ut, kt := l.converge(n, start, 30*time.Second)
 	t.Logf("%d prefixes from two BGP peers: in urouter after %v, in the kernel after %v (the same zebra)", n, ut, kt)
 	same := func(when string) {
@@ -361,8 +359,8 @@ func TestFRR(t *testing.T) {
 		return strings.Contains(o, "connects 2")
 	})
 	// Until the replay has settled (as many routes as before, or the
-	// hold), the old routes stay: never fewer than the replay's.
-	for deadline := time.Now().Add(frrHold + 30*time.Second); ; time.Sleep(200 * time.Millisecond) {
+	// 30 s hold), the old routes stay: never fewer than the replay's.
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		routes := l.urouterRoutes()
 		if !strings.Contains(routes, prefixOf(9)) {
 			break
