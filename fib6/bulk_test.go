@@ -89,7 +89,7 @@ func sameRoutes(r, s *rset) bool {
 // order and shuffled, and holds the two tries to be the same, then to stay
 // the same through the same deletes and adds in small transactions.
 func TestBulkRealTable(t *testing.T) {
-	ps := loadRealTable(t)
+	ps := realTableSized(t)
 	t.Run("sorted", func(t *testing.T) { checkBulkRealTable(t, ps) })
 	shuffled := slices.Clone(ps)
 	rand.New(rand.NewPCG(6, 6)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
@@ -360,7 +360,7 @@ func BenchmarkSortBuffer(b *testing.B) {
 // low grows the index from there, one on a table that is not empty (no
 // bulk load) changes nothing; both build the same table.
 func TestBulkExpect(t *testing.T) {
-	ps := slices.Clone(loadRealTable(t))
+	ps := slices.Clone(realTableSized(t))
 	rand.New(rand.NewPCG(6, 6)).Shuffle(len(ps), func(i, j int) { ps[i], ps[j] = ps[j], ps[i] })
 	load := func(expect int, grows bool) *Table {
 		t.Helper()
