@@ -20,8 +20,9 @@ lint:
 
 # The test command: vet, the linter, then every test with the race detector
 # (the integration tests need root and network namespaces). fib6's model
-# tests and control's randomised ones run smaller under the race detector,
-# so they run once more at full size without it. Three jobs run side by side: vet and the linter; the
+# and real-table tests, control's randomised ones and feed's floods run
+# smaller under the race detector, so those packages run once more at
+# full size without it. Three jobs run side by side: vet and the linter; the
 # packages' own tests; the integration tests that measure nothing (the
 # labs, UROUTER_TESTS=labs). The integration tests that measure (a rate,
 # a latency or a timer's schedule under load, the daemon's CPU, memory or
@@ -39,7 +40,7 @@ check:
 
 test-units:
 	$(GO) test -race -count=1 -timeout 40m $$($(GO) list ./... | grep -v '/integration$$')
-	$(GO) test -count=1 -timeout 10m ./fib6 ./control
+	$(GO) test -count=1 -timeout 10m ./fib6 ./control ./feed
 
 test-labs:
 	UROUTER_TESTS=labs $(GO) test -race -count=1 -timeout 40m -parallel 8 ./integration

@@ -2,4 +2,9 @@
 
 package feed
 
-const repeats = 5_000_000
+// repeats is how often TestFPMRepeats says its one route; pendingFlood,
+// in MaxPendings, how many waiting groups TestPendingBounded sends.
+const (
+	repeats      = 5_000_000
+	pendingFlood = 8
+)

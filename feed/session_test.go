@@ -157,7 +157,7 @@ func TestPendingBounded(t *testing.T) {
 	}
 	ap.Apply([]Msg{group(100, 10, 11), group(101, 11)})
 	before := heapInUse()
-	const flood = 8 * MaxPending
+	const flood = pendingFlood * MaxPending
 	batch := make([]Msg, 0, 10000)
 	for id := uint32(1_000_000); id < 1_000_000+flood; id++ {
 		batch = append(batch, group(id, id+flood, id+flood+1))
