@@ -20,7 +20,7 @@ func TestCaptureNinth(t *testing.T) {
 	needRoot(t)
 	d := startDaemon(t, newNetns(t, "uro-c9"), "link add d0 type dummy", "link set d0 up")
 	for i := 0; i < 8; i++ {
-		c := exec.Command(urouter, "--socket", d.sock, "capture", "dev", "d0", "-w", os.DevNull)
+		c := exec.Command(plain, "--socket", d.sock, "capture", "dev", "d0", "-w", os.DevNull)
 		if err := c.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -50,7 +50,7 @@ func TestCaptureLinkDeleted(t *testing.T) {
 	d := startDaemon(t, newNetns(t, "uro-cdel"), "link add d0 type dummy", "link set d0 up")
 	_, file := tempFile(t, "gone.pcapng")
 	c := startCapture(t, d, nil, "dev", "d0", "-w", file)
-	mustRun(t, urouter, "--socket", d.sock, "link", "del", "d0")
+	mustRun(t, plain, "--socket", d.sock, "link", "del", "d0")
 	select {
 	case <-c.done:
 	case <-time.After(10 * time.Second):

@@ -27,7 +27,7 @@ type captureProc struct {
 
 func startCapture(t *testing.T, d *daemon, stdout *os.File, args ...string) *captureProc {
 	t.Helper()
-	c := &captureProc{cmd: exec.Command(urouter, append([]string{"--socket", d.sock, "capture"}, args...)...),
+	c := &captureProc{cmd: exec.Command(plain, append([]string{"--socket", d.sock, "capture"}, args...)...),
 		errs: new(logBuffer), done: make(chan struct{})}
 	c.cmd.Stdout, c.cmd.Stderr = stdout, c.errs
 	if err := c.cmd.Start(); err != nil {
@@ -239,7 +239,7 @@ func captureSuperPackets(t *testing.T, l *lab) {
 // echo requests only: the kernel's own router solicitations on ta come
 // at any time.
 func capturePrinted(t *testing.T, l *lab) {
-	p := exec.Command(urouter, "--socket", l.d.sock, "capture", "dev", "ta", "in", "count", "2", "icmp6", "and", "ip6[40]", "==", "128")
+	p := exec.Command(plain, "--socket", l.d.sock, "capture", "dev", "ta", "in", "count", "2", "icmp6", "and", "ip6[40]", "==", "128")
 	var shown bytes.Buffer
 	p.Stdout = &shown
 	if err := p.Start(); err != nil {
@@ -435,7 +435,7 @@ func TestTraceDecision(t *testing.T) {
 	if !strings.HasPrefix(fwd, "dev "+dev+" ") || dev != left {
 		t.Errorf("the trace forwards %q, route get says dev %s, the packet left by %s", fwd, dev, left)
 	}
-	t.Logf("trace:\n%s", mustRun(t, urouter, "--socket", l.d.sock, "trace", "show"))
+	t.Logf("trace:\n%s", mustRun(t, plain, "--socket", l.d.sock, "trace", "show"))
 }
 
 // TestCaptureErrors: what capture and trace refuse, each with its error

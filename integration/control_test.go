@@ -60,7 +60,7 @@ func TestDaemonCLI(t *testing.T) {
 	if out, _, _ := d.run("route", "show", "2001:db8:1::/48"); out != "" {
 		t.Fatalf("flush left %q", out)
 	}
-	c := runWithStdin(t, saved, urouter, "--socket", d.sock, "route", "restore")
+	c := runWithStdin(t, saved, plain, "--socket", d.sock, "route", "restore")
 	if c != 0 {
 		t.Fatalf("restore: %d", c)
 	}

@@ -33,11 +33,7 @@ import (
 // races are dataplane's tests', under -race.
 func TestCoPP(t *testing.T) {
 	measures(t)
-	bin, err := plainBuild()
-	if err != nil {
-		t.Fatal(err)
-	}
-	testCoPP(t, bin, coppFull)
+	testCoPP(t, plain, coppFull)
 }
 
 func testCoPP(t *testing.T, bin string, bar coppBar) {

@@ -130,7 +130,7 @@ type stateChange struct {
 // monitorNeigh runs `urouter monitor neigh` and sends the state changes of
 // neighbour addr as they come.
 func monitorNeigh(t *testing.T, l *etherLab, addr string) <-chan stateChange {
-	mon := exec.Command(urouter, "--socket", l.d.sock, "monitor", "neigh")
+	mon := exec.Command(plain, "--socket", l.d.sock, "monitor", "neigh")
 	events, err := mon.StdoutPipe()
 	if err != nil || mon.Start() != nil {
 		t.Fatalf("monitor neigh: %v", err)

@@ -25,31 +25,38 @@ import (
 	"time"
 )
 
-// urouter is the binary under test, built once by TestMain.
-var urouter string
+// urouter is the daemon under test, built once by TestMain: with the race
+// detector when the tests are. plain is urouter as make build builds it
+// (static, no race detector): every client the tests start, and the
+// daemon where the detector's memory or CPU would be measured. A
+// race-built client starts in three times as long and the labs start
+// thousands; the client's own code runs under the detector in
+// control/client's tests.
+var urouter, plain string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "urouter-it")
 	if err != nil {
 		panic(err)
 	}
-	urouter = filepath.Join(dir, "urouter")
+	urouter, plain = filepath.Join(dir, "urouter"), filepath.Join(dir, "urouter-plain")
 	if os.Getenv("GORACE") == "" {
-		// A race-built client sleeps a second at exit by default (for
-		// other goroutines' reports): a poll of the daemon would measure
-		// that. Races are reported as they are found either way.
+		// A race-built process sleeps a second at exit by default (for
+		// other goroutines' reports): a daemon's stop would wait on that.
+		// Races are reported as they are found either way.
 		if err := os.Setenv("GORACE", "atexit_sleep_ms=0"); err != nil {
 			panic(err)
 		}
 	}
-	args := []string{"build", "-o", urouter}
-	if raceBuild {
-		args = append(args, "-race")
+	if !raceBuild {
+		plain = urouter
 	}
-	build := exec.Command("go", append(args, "../cmd/urouter")...)
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building urouter:", err)
+	err = build(urouter, raceBuild)
+	if err == nil && raceBuild {
+		err = build(plain, false)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := m.Run()
@@ -57,20 +64,22 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// plainBuild is urouter built without the race detector, built once:
-// for what a race-built daemon cannot show (its memory holds the
-// detector's).
-var plainBuild = sync.OnceValues(func() (string, error) {
-	if !raceBuild {
-		return urouter, nil
+// build builds urouter at bin, with the race detector if race, else as
+// make build does (static, without cgo).
+func build(bin string, race bool) error {
+	args := []string{"build", "-o", bin}
+	if race {
+		args = append(args, "-race")
 	}
-	bin := filepath.Join(filepath.Dir(urouter), "urouter-plain")
-	out, err := exec.Command("go", "build", "-o", bin, "../cmd/urouter").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("building urouter without -race: %v\n%s", err, out)
+	c := exec.Command("go", append(args, "../cmd/urouter")...)
+	if !race {
+		c.Env = append(os.Environ(), "CGO_ENABLED=0")
 	}
-	return bin, nil
-})
+	if out, err := c.CombinedOutput(); err != nil {
+		return fmt.Errorf("building urouter (race %v): %v\n%s", race, err, out)
+	}
+	return nil
+}
 
 func needRoot(t testing.TB) {
 	t.Helper()
@@ -203,7 +212,7 @@ func stopGroup(cmd *exec.Cmd, grace time.Duration) {
 
 // run runs the client with args against the daemon.
 func (d *daemon) run(args ...string) (stdout, stderr string, status int) {
-	return runCmd(urouter, append([]string{"--socket", d.sock}, args...)...)
+	return runCmd(plain, append([]string{"--socket", d.sock}, args...)...)
 }
 
 func runCmd(name string, args ...string) (stdout, stderr string, status int) {

@@ -367,11 +367,7 @@ func testNDExhaustion(t testing.TB, spoofed bool) {
 	// memory holds the detector's shadow of every heap address touched
 	// (checkNDMemory's bound would measure that). The path's races are
 	// ndisc's TestUnresStress's and TestFastPathRace's, under -race.
-	bin, err := plainBuild()
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := newNDLab(t, bin)
+	l := newNDLab(t, plain)
 	l.spoofed = spoofed
 	f := ndFlood(t, l)
 	stats, _, _ := l.d.run("-s", "link", "show")

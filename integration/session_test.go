@@ -265,14 +265,8 @@ func pingLost(out string) int {
 // header was read whole).
 func TestLongHeader(t *testing.T) {
 	measures(t)
-	bin := urouter
-	if raceBuild { // a race-built daemon's memory holds the detector's
-		var err error
-		if bin, err = plainBuild(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	d := startBinary(t, bin, "", filepath.Join(t.TempDir(), "urouter.sock"), nil)
+	// plain: a race-built daemon's memory holds the detector's
+	d := startBinary(t, plain, "", filepath.Join(t.TempDir(), "urouter.sock"), nil)
 	pid := d.cmd.Process.Pid
 	status := "/proc/" + strconv.Itoa(pid) + "/status"
 	hwm := statusField(status, "VmHWM")

@@ -24,14 +24,10 @@ import (
 // --state alone. Reported: s/restart (the bar is 0.5 s).
 func BenchmarkStateRestart(b *testing.B) {
 	needRoot(b)
-	bin, err := plainBuild() // the race detector's start-up and memory are not the router's
-	if err != nil {
-		b.Fatal(err)
-	}
 	l := newRestartLab(b)
 	dir := b.TempDir()
 	l.state, l.sock = filepath.Join(dir, "urouter.state"), filepath.Join(dir, "urouter.sock")
-	l.load(bin, dir)
+	l.load(plain, dir) // the race detector's start-up and memory are not the router's
 	arrived := l.flow()
 
 	var total time.Duration
@@ -46,7 +42,7 @@ func BenchmarkStateRestart(b *testing.B) {
 			time.Sleep(10 * time.Millisecond)
 		}
 		b.StartTimer()
-		total += l.restart(bin, arrived)
+		total += l.restart(plain, arrived)
 	}
 	b.StopTimer()
 	b.ReportMetric(total.Seconds()/float64(b.N), "s/restart")

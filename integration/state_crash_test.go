@@ -98,7 +98,7 @@ func (bl *batchLog) sender(t *testing.T, sock, dir string, c, n int, next *int, 
 			t.Error(err)
 			return
 		}
-		_, _, st := runCmd(urouter, "--socket", sock, "-batch", file)
+		_, _, st := runCmd(plain, "--socket", sock, "-batch", file)
 		bl.mu.Lock()
 		bl.acked[[2]int{c, b}] = st == 0
 		bl.mu.Unlock()

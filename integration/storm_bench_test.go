@@ -28,10 +28,6 @@ import (
 // STORM_FLAGS adds flags to urouter's daemon (--control-share 10, say).
 func BenchmarkRouteStorm(b *testing.B) {
 	needRoot(b)
-	bin, err := plainBuild() // the race detector's costs are not the router's
-	if err != nil {
-		b.Fatal(err)
-	}
 	secs, rounds := envInt(b, "STORM_SECONDS", 5), envInt(b, "STORM_ROUNDS", 3)
 	prefixes := realPrefixes(b)
 	const inUse = "2001:db8:22::/64"
@@ -55,7 +51,7 @@ func BenchmarkRouteStorm(b *testing.B) {
 				mustRun(b, "ip", "netns", "exec", h, "sysctl", "-qw", "net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0")
 			}
 			if impl == "urouter" {
-				l.urouter(bin, r, filepath.Join(dir, "urouter.sock"), load, storm, changes)
+				l.urouter(plain, r, filepath.Join(dir, "urouter.sock"), load, storm, changes) // the race detector's costs are not the router's
 			} else {
 				l.kernel(r, load, storm, changes)
 			}
