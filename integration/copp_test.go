@@ -175,7 +175,7 @@ const transitDst = "2001:db8:a000:aa::1"
 // across the router, in bit/s.
 func (l *frrLab) transit(t *testing.T) float64 {
 	t.Helper()
-	o, e, st := runCmd("ip", "netns", "exec", l.h, "iperf3", "-c", transitDst, "-p", "5301", "-t", "3", "-J")
+	o, e, st := runCmd("ip", "netns", "exec", l.h, "iperf3", "-c", transitDst, "-p", "5301", "-t", "2", "-J")
 	bps, ok := iperfReceived(o)
 	if st != 0 || !ok || bps == 0 {
 		t.Fatalf("iperf3 across the router: %s%s", o, e)
