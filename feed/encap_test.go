@@ -5,7 +5,6 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -92,33 +91,30 @@ func testEncapRefused(t *testing.T, name string, e netlink.Encap) {
 }
 
 // TestLogLimit: lines past the first in an interval are held and said in
-// one line at its end, with their count and the last of them.
+// one line at its end, with their count and the last of them; the lines
+// of the interval that follows are held for its end likewise.
 func TestLogLimit(t *testing.T) {
-	var mu sync.Mutex
-	var lines []string
-	done := make(chan struct{}, 1)
-	l := logLimit{what: "events", every: 50 * time.Millisecond, out: func(s string) {
-		mu.Lock()
-		lines = append(lines, s)
-		mu.Unlock()
-		if strings.Contains(s, "more events") {
-			done <- struct{}{}
-		}
-	}}
+	var lines []string // out runs in printf, or in advance: this goroutine
+	clock := newStepClock()
+	l := logLimit{what: "events", every: time.Second, clock: clock, out: func(s string) { lines = append(lines, s) }}
 	for i := range 1000 {
 		l.printf("event %d", i)
 	}
-	<-done
-	mu.Lock()
-	defer mu.Unlock()
-	if len(lines) != 2 || lines[0] != "event 0" || !strings.HasPrefix(lines[1], "999 more events since ") ||
-		!strings.HasSuffix(lines[1], ", the last: event 999") {
-		t.Errorf("lines %q", lines)
+	if len(lines) != 1 || lines[0] != "event 0" {
+		t.Fatalf("lines within the interval %q", lines)
+	}
+	clock.advance(time.Second)
+	if len(lines) != 2 || !strings.HasPrefix(lines[1], "999 more events since ") || !strings.HasSuffix(lines[1], ", the last: event 999") {
+		t.Fatalf("lines at the interval's end %q", lines)
 	}
 	for i := range 3 { // the summary took the interval that follows it
 		l.printf("later %d", i)
 	}
 	if len(lines) != 2 {
 		t.Errorf("lines after the summary %q", lines)
+	}
+	clock.advance(time.Second)
+	if len(lines) != 3 || !strings.HasPrefix(lines[2], "3 more events since ") || !strings.HasSuffix(lines[2], ", the last: later 2") {
+		t.Errorf("lines at the next interval's end %q", lines)
 	}
 }

@@ -17,6 +17,7 @@ type logLimit struct {
 	what  string        // what the summary counts
 	every time.Duration // the interval
 	out   func(string)  // nil: the standard logger
+	clock clock         // nil: the wall clock (a test steps its own)
 
 	mu    sync.Mutex
 	next  time.Time // lines before it are held
@@ -30,7 +31,7 @@ func (l *logLimit) printf(format string, args ...any) { l.print(fmt.Sprintf(form
 func (l *logLimit) print(s string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	now := time.Now()
+	now := l.clockOf().now()
 	if !now.Before(l.next) {
 		l.next = now.Add(l.every)
 		l.emit(s)
@@ -38,7 +39,7 @@ func (l *logLimit) print(s string) {
 	}
 	if l.held == 0 {
 		l.since = now
-		time.AfterFunc(l.next.Sub(now), l.flush)
+		l.clockOf().afterFunc(l.next.Sub(now), l.flush)
 	}
 	l.held++
 	l.last = s
@@ -54,7 +55,14 @@ func (l *logLimit) flush() {
 	}
 	l.emit(fmt.Sprintf("%d more %s since %s, the last: %s", l.held, l.what, l.since.Format("15:04:05"), l.last))
 	l.held, l.last = 0, ""
-	l.next = time.Now().Add(l.every)
+	l.next = l.clockOf().now().Add(l.every)
+}
+
+func (l *logLimit) clockOf() clock {
+	if l.clock == nil {
+		return wallClock{}
+	}
+	return l.clock
 }
 
 func (l *logLimit) emit(s string) {
