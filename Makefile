@@ -29,7 +29,8 @@ lint:
 # threads) run after, alone: fib6's race-built tests beside the CoPP lab
 # took the CPU of one side only (its transit read 0.75 of idle, 0.90
 # alone). The labs mostly wait on their daemons and timers: eight run at
-# once. See integration/groups_test.go.
+# once; their daemons are race-built, the thousands of clients they start
+# are make build's (see integration/main_test.go, groups_test.go).
 test:
 	$(MAKE) -j3 --output-sync=target check test-units test-labs
 	$(MAKE) test-measured
