@@ -18,8 +18,8 @@ import (
 // a BGP peer, with echo requests and with TCP SYNs (to 179 and to random
 // ports), while bgpd's sessions (hold time 9 s) run through the mirrors
 // and iperf3 TCP crosses the router from lan3 to lan2. First paced
-// (coppBar.paced of each a second): the transit keeps at least 0.8 of its
-// rate measured just before. Then as fast as the host sends (coppBar.full),
+// (coppPaced of each a second): the transit keeps at least coppTransit of
+// its rate measured just before. Then as fast as the host sends,
 // for longer than the hold time (on this machine the flooding host shares
 // the router's two CPUs, so transit is not asked of it): the sessions
 // stay up. The floods are policed in their classes (echo and other) and
@@ -33,14 +33,10 @@ import (
 // races are dataplane's tests', under -race.
 func TestCoPP(t *testing.T) {
 	measures(t)
-	testCoPP(t, plain, coppFull)
-}
-
-func testCoPP(t *testing.T, bin string, bar coppBar) {
 	const n = 200
 	timers := " neighbor 2001:db8:d1::2 timers 3 9\n neighbor 2001:db8:d2::2 timers 3 9\n"
 	start := time.Now()
-	l := newFRRLabOf(t, bin, n, false, timers)
+	l := newFRRLabOf(t, plain, n, false, timers)
 	l.converge(n, start, 30*time.Second)
 	before := l.bgpPeers()
 	for p, s := range before {
@@ -69,7 +65,7 @@ func testCoPP(t *testing.T, bin string, bar coppBar) {
 	const rounds = 5
 	for round := 0; round < rounds; round++ {
 		idle += l.transit(t)
-		f := l.startFlood(t, flooder, bar.paced)
+		f := l.startFlood(t, flooder, coppPaced)
 		if round == 0 {
 			t.Logf("the daemon's CPU under the paced flood: %.2f", l.d.idleCPU(t))
 		} else {
@@ -79,14 +75,14 @@ func testCoPP(t *testing.T, bin string, bar coppBar) {
 		f.stop(t, "paced")
 	}
 	t.Logf("transit TCP lan3 -> lan2: idle %.2f Gbit/s, under the paced flood %.2f Gbit/s (%.2f)", idle/rounds/1e9, busy/rounds/1e9, busy/idle)
-	if busy < bar.transit*idle {
-		t.Errorf("transit under the paced flood %.2f Gbit/s, below %.1f of its idle %.2f", busy/rounds/1e9, bar.transit, idle/rounds/1e9)
+	if busy < coppTransit*idle {
+		t.Errorf("transit under the paced flood %.2f Gbit/s, below %.1f of its idle %.2f", busy/rounds/1e9, coppTransit, idle/rounds/1e9)
 	}
 	l.checkPeers(t, before, "the paced flood")
 	stats1 := coppStats(t, l.d, "lan1")
 	logCoPP(t, "paced", stats0, stats1)
 
-	f := l.startFlood(t, flooder, bar.full)
+	f := l.startFlood(t, flooder, 0) // as fast as the host sends
 	time.Sleep(12 * time.Second) // longer than the hold time: a starved session would drop
 	f.stop(t, "full")
 	l.checkPeers(t, before, "the full flood")
@@ -105,17 +101,13 @@ func testCoPP(t *testing.T, bin string, bar coppBar) {
 	}
 }
 
-// coppBar is what a daemon is asked to meet: its transit keeps transit
-// of its idle rate under a flood of paced echo requests and paced SYNs a
-// second (ten times echo's limit, five times other's), and its sessions
-// survive full of each a second (0: as fast as the host sends).
-type coppBar struct {
-	paced, full int
-	transit     float64
-}
-
-// coppFull is what the daemon built without the detector meets.
-var coppFull = coppBar{paced: 10_000, full: 0, transit: 0.8}
+// TestCoPP's paced flood, echo requests and SYNs a second of each (ten
+// times echo's limit, five times other's), and the share of its idle rate
+// the transit keeps under it.
+const (
+	coppPaced   = 10_000
+	coppTransit = 0.8
+)
 
 func logCoPP(t *testing.T, what string, from, to map[string]coppCount) {
 	for _, c := range []string{"nd", "routing", "echo", "other"} {
