@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"urouter/internal/racebuild"
 )
 
 // checkFast: what parsePrefixFast accepts, netip accepts as the same
@@ -34,10 +35,7 @@ func TestParsePrefixFast(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	const alphabet = "0123456789abcdefABCDEFgx:::::::/./%"
 	fast := 0
-	random, wellFormed := 1_000_000, 300_000
-	if underRace {
-		random, wellFormed = random/10, wellFormed/10
-	}
+	random, wellFormed := racebuild.Sized(1_000_000, 100_000), racebuild.Sized(300_000, 30_000)
 	for i := 0; i < random; i++ {
 		b := make([]byte, r.IntN(44))
 		for j := range b {

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"urouter/control/wire"
+	"urouter/internal/racebuild"
 	"urouter/router"
 )
 
@@ -75,10 +76,9 @@ func runBothPaced(t *testing.T, o wire.Options, input string, paced bool) (sync,
 // the routes the lines before them added.
 func TestBatchAhead(t *testing.T) {
 	var routes strings.Builder
-	lines := 3000
-	if underRace {
-		lines = 1000 // still many chunks: pieces reads in random lengths
-	}
+	// under the race detector, which watches the handover between reader
+	// and session, still many chunks: pieces reads in random lengths
+	lines := racebuild.Sized(3000, 1000)
 	for i := 0; i < lines; i++ {
 		switch i % 6 {
 		case 0:

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"urouter/control/wire"
+	"urouter/internal/racebuild"
 	"urouter/internal/textdiff"
 	"urouter/router"
 )
@@ -93,10 +94,7 @@ func TestSaveChecked(t *testing.T) {
 // prefix under the race detector: one goroutine, nothing for it to see),
 // replayed into a fresh router, gives back the same table, text and JSON.
 func TestSaveRestore(t *testing.T) {
-	every := 1
-	if underRace {
-		every = 10
-	}
+	every := racebuild.Sized(1, 10)
 	f, err := os.Open("../testdata/prefixes.txt.gz")
 	if err != nil {
 		t.Fatal(err)

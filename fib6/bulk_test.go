@@ -8,6 +8,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"urouter/internal/racebuild"
 	"urouter/nexthop"
 )
 
@@ -147,7 +148,7 @@ func checkBulkRealTable(t *testing.T, ps []netip.Prefix) {
 	sameTries(t, bulk, inc, sameSet)
 	r := rand.New(rand.NewPCG(3, 3))
 	checkTrie(t, bulk, ref, r)
-	for i := 0; i < sized(40, 6); i++ {
+	for i := 0; i < racebuild.Sized(40, 6); i++ {
 		bulk.begin(&x, uint64(2+i))
 		inc.begin(&y, uint64(2+i))
 		for j := 0; j < 1+r.IntN(200); j++ {
@@ -232,13 +233,13 @@ func loadOps(r *rand.Rand, n, settleAt int, shuffled bool) []func(*Txn, *refTabl
 // model; then churns them: lookups, dumps, sizes, generations, watcher
 // changes and the tries' structures must agree throughout.
 func TestBulkModel(t *testing.T) {
-	for seed := uint64(1); seed <= uint64(sized(12, 6)); seed++ {
+	for seed := uint64(1); seed <= uint64(racebuild.Sized(12, 6)); seed++ {
 		n := []int{1, 40, 1000, 3000, 6000}[seed%5]
 		settleAt := -1
 		if seed%3 == 0 {
 			settleAt = n * 2 / 3
 		}
-		rounds := sized(10, 3)
+		rounds := racebuild.Sized(10, 3)
 		checkBulkLoad(t, rand.New(rand.NewPCG(seed, 11)), n, settleAt, rounds, false)
 		checkBulkLoad(t, rand.New(rand.NewPCG(seed, 12)), n, settleAt, rounds, true)
 	}

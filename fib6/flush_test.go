@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"urouter/internal/racebuild"
 	"urouter/nexthop"
 )
 
@@ -61,7 +62,7 @@ func TestFlushAll(t *testing.T) {
 			ts.Watch(func(_ *Table, cs *Changes) { heard = append(heard, cs) })
 		}
 		tab := ts.Ensure(100)
-		rs := flushRoutes(sized(100_000, 20_000))
+		rs := flushRoutes(racebuild.Sized(100_000, 20_000))
 		load := func() {
 			x := tab.Begin()
 			for _, r := range rs {

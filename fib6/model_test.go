@@ -264,15 +264,6 @@ func checkTable(t *testing.T, tab *Table, m *refTable, r *rand.Rand) {
 	}
 }
 
-// sized is full without the race detector and small under it (see
-// underRace): the model tests' seeds, rounds and routes.
-func sized(full, small int) int {
-	if underRace {
-		return small
-	}
-	return full
-}
-
 // nextRoute draws the route of a random change: one the model has (now
 // and then on another link) or a new one near the prefixes seen so far.
 func nextRoute(r *rand.Rand, m *refTable, seeds *[]netip.Prefix) Route {

@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 
+	"urouter/internal/racebuild"
 	"urouter/nexthop"
 )
 
@@ -15,7 +16,7 @@ import (
 // prepend and delete against the model, and checks errors, lookups (with
 // and without source), Get and the dump after every commit.
 func TestTableRandom(t *testing.T) {
-	for seed := uint64(1); seed <= uint64(sized(20, 5)); seed++ {
+	for seed := uint64(1); seed <= uint64(racebuild.Sized(20, 5)); seed++ {
 		r := rand.New(rand.NewPCG(seed, 5))
 		tab := newTable(100, nil)
 		m := newRefTable()

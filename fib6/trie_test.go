@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"slices"
 	"testing"
+	"urouter/internal/racebuild"
 	"urouter/internal/realtable"
 )
 
@@ -200,7 +201,7 @@ func head(ps []netip.Prefix) string {
 // and checks every lookup path against the model after each commit, and
 // exact gets inside each transaction.
 func TestTrieRandom(t *testing.T) {
-	for seed := uint64(1); seed <= uint64(sized(16, 4)); seed++ {
+	for seed := uint64(1); seed <= uint64(racebuild.Sized(16, 4)); seed++ {
 		r := rand.New(rand.NewPCG(seed, 99))
 		sets := testSets(7)
 		tr := newTrie()
@@ -262,12 +263,12 @@ func loadRealTable(tb testing.TB) []netip.Prefix {
 }
 
 // realTableSized is the real table, or under the race detector every
-// eighth of its prefixes (see underRace): the tests that load it whole
+// eighth of its prefixes (see racebuild): the tests that load it whole
 // run in one goroutine, where the detector has nothing to watch.
 func realTableSized(tb testing.TB) []netip.Prefix {
 	tb.Helper()
 	ps := loadRealTable(tb)
-	if !underRace {
+	if !racebuild.Enabled {
 		return ps
 	}
 	var some []netip.Prefix

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"testing"
+	"urouter/internal/racebuild"
 )
 
 // TestTxnLookup runs random transactions (single changes, small ones and
@@ -12,7 +13,7 @@ import (
 // Commit, against Table.Lookup without a source after it.
 func TestTxnLookup(t *testing.T) {
 	pendingSeen := 0
-	for seed := uint64(1); seed <= uint64(sized(12, 3)); seed++ {
+	for seed := uint64(1); seed <= uint64(racebuild.Sized(12, 3)); seed++ {
 		r := rand.New(rand.NewPCG(seed, 17))
 		tab := newTable(100, nil)
 		m := newRefTable()

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"urouter/internal/racebuild"
 )
 
 const bfdPrefix = "2001:db8:e000::/64"
@@ -114,7 +115,7 @@ func (l *fabricLab) underLoad(fig func(string, any)) {
 	mustRun(t, "ip", "-n", l.peers[0].ns, "addr", "add", flooder+"/64", "dev", "eth0", "nodad")
 	before := l.router.bfdDowns()
 	rate := 10000
-	if raceBuild {
+	if racebuild.Enabled {
 		rate = 4000
 	}
 	f := startFloodIn(t, l.peers[0].ns, flooder, "2001:db8:d1::1", rate)

@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"urouter/internal/racebuild"
 )
 
 // urouter is the daemon under test, built once by TestMain: with the race
@@ -48,11 +49,11 @@ func TestMain(m *testing.M) {
 			panic(err)
 		}
 	}
-	if !raceBuild {
+	if !racebuild.Enabled {
 		plain = urouter
 	}
-	err = build(urouter, raceBuild)
-	if err == nil && raceBuild {
+	err = build(urouter, racebuild.Enabled)
+	if err == nil && racebuild.Enabled {
 		err = build(plain, false)
 	}
 	if err != nil {

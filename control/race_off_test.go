@@ -1,5 +1,0 @@
-//go:build !race
-
-package control
-
-const underRace = false

@@ -1,5 +1,0 @@
-//go:build !race
-
-package fib6
-
-const underRace = false

@@ -1,0 +1,6 @@
+//go:build race
+
+package racebuild
+
+// Enabled reports whether the package is built with the race detector.
+const Enabled = true
