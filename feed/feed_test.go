@@ -262,6 +262,22 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// waitCount waits until count reaches want, for as long as it moves: a
+// loaded machine's race-built applier may take longer than waitFor's
+// 5 s over what the sockets still hold (up to ~150,000 messages), but
+// it never stops for 5 s.
+func waitCount(t *testing.T, what string, count func() uint64, want uint64) {
+	t.Helper()
+	last, moved := count(), time.Now()
+	for ; last != want; time.Sleep(5 * time.Millisecond) {
+		if n := count(); n != last {
+			last, moved = n, time.Now()
+		} else if time.Since(moved) > 5*time.Second {
+			t.Fatalf("%s: stuck at %d of %d", what, last, want)
+		}
+	}
+}
+
 // TestFPMSessions: a lost connection keeps the routes; the next session
 // replays, and once it settles what it did not replay is swept, with no
 // moment where a replayed route is missing; a malformed frame closes the

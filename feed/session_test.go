@@ -48,7 +48,7 @@ func TestFPMRepeats(t *testing.T) {
 	for i := perWrite; i < n; i += perWrite {
 		write(t, c, chunk)
 	}
-	waitFor(t, "every message", func() bool { return ap.Stats.Messages.Load() == uint64(n) })
+	waitCount(t, "every message", ap.Stats.Messages.Load, uint64(n))
 	grew := int64(heapInUse()) - int64(before)
 	routes, _ := ap.Owned()
 	t.Logf("%d messages of one route in %v: heap in use grew %.1f MB, installed routes %d",
