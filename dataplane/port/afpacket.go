@@ -89,7 +89,7 @@ func (a *AFPacket) Spec() []string { return []string{"dev", a.dev} }
 func OpenAFPacket(dev string) (*AFPacket, *net.Interface, error) {
 	ifi, err := net.InterfaceByName(dev)
 	if err != nil {
-		return nil, nil, fmt.Errorf("Cannot find device %q", dev)
+		return nil, nil, noDevice(dev)
 	}
 	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, int(htons(EtherTypeIPv6)))
 	if err != nil {

@@ -2,8 +2,10 @@
 // and sockets the router reads and writes, each behind the Port interface
 // (what a link does) and Hardware (what it is, as `ip link` shows it):
 // TUN (tun.go), TAP and AF_PACKET frames (tap.go, afpacket.go, frames.go)
-// with their VLAN tags (vlan.go) and the kernel's IPv6 switched off on an
-// interface the router takes (ipv6switch.go), a mirror's kernel TUN (mirror.go), the loopback and
+// with their VLAN tags (vlan.go), a host link's hold on an interface by
+// name that waits while there is none (host.go), and the kernel's IPv6
+// switched off on an interface the router takes (ipv6switch.go), a
+// mirror's kernel TUN (mirror.go), the loopback and
 // dummy links, and the virtio-net header every buffer begins with
 // (vnet.go).
 //
