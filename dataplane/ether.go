@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"log"
 	"net"
@@ -47,6 +46,12 @@ type ether struct {
 
 	mu sync.Mutex // the sender of the link's ICMPv6 errors (ndLink.Unreachable)
 	tx *worker    // routes the ICMPv6 errors the link makes (Address Unreachable)
+	// wmu is held by the writes off the packet path (writeTo), which no
+	// grace period covers, while a host link's old socket closes
+	wmu sync.Mutex
+	// give: a host link gives its MAC to each interface it attaches to
+	// (none was given it: it is the first interface's, or its own)
+	give bool
 }
 
 // EtherStats count what an Ethernet link's port does below IPv6.
@@ -131,28 +136,6 @@ func OpenTAP(name string, o port.TAPOptions, eo EtherOptions) (port.Device, erro
 	return newEther("tap", t, mac, eo)
 }
 
-// OpenHost attaches a link to interface dev with an AF_PACKET socket. The
-// router's MAC is the interface's own unless one is given (then the socket
-// is promiscuous, as a NIC filters other MACs).
-func OpenHost(dev string, eo EtherOptions) (port.Device, int, error) {
-	a, ifi, err := port.OpenAFPacket(dev)
-	if err != nil {
-		return nil, 0, err
-	}
-	mac := ndisc.MAC(ifi.HardwareAddr)
-	if len(eo.MAC) == 6 && ndisc.MAC(eo.MAC) != mac {
-		mac = ndisc.MAC(eo.MAC)
-		if err := a.Promisc(); err != nil {
-			return nil, 0, errors.Join(err, a.Close())
-		}
-	}
-	e, err := newEther("host", a, mac, eo)
-	if err != nil {
-		return nil, 0, errors.Join(fmt.Errorf("PACKET_ADD_MEMBERSHIP: %w", err), a.Close())
-	}
-	return e, ifi.MTU, nil
-}
-
 // Neigh returns an Ethernet link's neighbour cache, nil for other links.
 func (l *Link) Neigh() *ndisc.Table {
 	if e, ok := l.hw.(*ether); ok {
@@ -165,8 +148,8 @@ func (l *Link) Neigh() *ndisc.Table {
 // other links.
 func (l *Link) EtherStats() *EtherStats {
 	if e, ok := l.hw.(*ether); ok {
-		if a, ok := e.io.(*port.AFPacket); ok {
-			e.stats.QueueDrops.Add(a.Drops()) // the kernel's count resets as it is read
+		if h, ok := e.io.(*port.Host); ok {
+			e.stats.QueueDrops.Add(h.Drops()) // the kernel's count resets as it is read
 		}
 		return &e.stats
 	}
@@ -189,7 +172,7 @@ func (e *ether) attach(dp *Dataplane, l *Link) {
 // frames the link drops, so that is logged.
 func (e *ether) listen(gs []ndisc.MAC) error {
 	old := e.groups.Load()
-	if a, ok := e.io.(*port.AFPacket); ok {
+	if a, ok := e.io.(*port.Host); ok {
 		var joined []ndisc.MAC
 		for _, g := range gs {
 			if old == nil || !ndisc.ContainsMAC(*old, g) {
@@ -392,6 +375,8 @@ func (e *ether) writeTo(mac ndisc.MAC, pkts [][]byte) error {
 	}
 	s := scratchPool.Get().(*etherScratch)
 	defer scratchPool.Put(s)
+	e.wmu.Lock() // a host link's socket is not closed under it (detach)
+	defer e.wmu.Unlock()
 	for len(pkts) > 0 {
 		n := min(len(pkts), maxOut)
 		for i := 0; i < n; i++ {
@@ -430,17 +415,6 @@ func (e *ether) Kind() string { return e.kind }
 func (e *ether) Carrier() bool {
 	c, ok := e.io.(interface{ Carrier() bool })
 	return !ok || c.Carrier()
-}
-
-// Interface is the index of the kernel interface a host link is on, 0
-// for other links.
-func (l *Link) Interface() int {
-	if e, ok := l.hw.(*ether); ok {
-		if a, ok := e.io.(*port.AFPacket); ok {
-			return a.Ifindex()
-		}
-	}
-	return 0
 }
 
 // Spec is its port's words, and for an interface's the MAC given it if it

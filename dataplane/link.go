@@ -10,7 +10,8 @@
 //     (gso.go, gro.go), ICMPv6 errors and their limits (icmp.go,
 //     ratelimit.go), redirects (redirect.go), local delivery (local.go)
 //     and its policing by class (copp.go), and counters (counters.go);
-//   - the Ethernet link (ether.go): a port/ Frames device, framed for
+//   - the Ethernet link (ether.go): a port/ Frames device (a host link's
+//     attached and detached by host.go), framed for
 //     each packet's neighbour through ndisc's cache, its Neighbour
 //     Discovery handed the ND messages it reads (ndlink.go: what ND asks
 //     of the link), the frames it reads tagged for a VLAN no link is on

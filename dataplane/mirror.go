@@ -169,8 +169,8 @@ func (dp *Dataplane) ClearMirror(l *Link) error {
 // frame while it has a mirror (a TAP gets them all anyway).
 func allMulti(l *Link, on bool) error {
 	if e, ok := l.hw.(*ether); ok {
-		if a, ok := e.io.(*port.AFPacket); ok {
-			return a.AllMulti(on)
+		if h, ok := e.io.(*port.Host); ok {
+			return h.AllMulti(on)
 		}
 	}
 	return nil

@@ -31,7 +31,7 @@ type tapMirror struct {
 	outB [1][]byte
 	// others reads an interface's frames of other ethertypes (its link's
 	// socket takes IPv6 alone); done closes when its reader has ended
-	others *port.Others
+	others *port.HostOthers
 	done   chan struct{}
 }
 
@@ -41,8 +41,8 @@ func openTAPMirror(kname string, mtu int, e *ether) (*tapMirror, int32, error) {
 		return nil, 0, err
 	}
 	m := &tapMirror{TAP: t, e: e}
-	if a, ok := e.io.(*port.AFPacket); ok {
-		if m.others, err = a.OpenOthers(net.HardwareAddr(e.mac[:])); err != nil {
+	if h, ok := e.io.(*port.Host); ok {
+		if m.others, err = h.OpenOthers(net.HardwareAddr(e.mac[:])); err != nil {
 			return nil, 0, errors.Join(err, t.Close())
 		}
 		m.done = make(chan struct{})
