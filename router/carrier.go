@@ -8,11 +8,12 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 )
 
-// routineCarrier follows the carrier of the interfaces the router's host
-// links are on (a veth whose peer went down has none), from the
-// namespace's link notifications, until stop. A change is a change of the
+// routineCarrier follows the interfaces the router's host links are on
+// or wait for (hostlink.go) and their carrier (a veth whose peer went down
+// has none), from the namespace's link notifications, until stop. A change is a change of the
 // link, told as any other: monitors hear of it, and the link's mirror
 // takes its carrier (syncKernel), so that the daemons on the kernel's side
 // see a cable pulled as Linux shows it them. A subscription that fails (a
@@ -39,6 +40,7 @@ func (r *Router) followCarrier(stop <-chan struct{}) bool {
 	}()
 	// the links as they are first (ListExisting): a carrier that came
 	// before the subscription, as a veth's does soon after it is set up
+	r.detachVanished() // an interface that went while nothing listened
 	err := netlink.LinkSubscribeWithOptions(ch, done, netlink.LinkSubscribeOptions{
 		ListExisting: true,
 		ErrorCallback: func(err error) {
@@ -59,19 +61,36 @@ func (r *Router) followCarrier(stop <-chan struct{}) bool {
 			if !ok {
 				return false
 			}
-			r.carrierChanged(u.Attrs().Index, u.Attrs().Flags&net.FlagRunning != 0)
+			r.interfaceChanged(u)
 		}
 	}
 }
 
-// carrierChanged records the carrier of interface idx (running) on the
-// links on it, and tells of those it changed.
-func (r *Router) carrierChanged(idx int, running bool) {
+// interfaceChanged applies what the kernel told of interface u: a host
+// link on it detaches when it goes (deleted, moved to another namespace)
+// or takes another name, and records its carrier; a host link waiting for
+// its name attaches to it.
+func (r *Router) interfaceChanged(u netlink.LinkUpdate) {
+	a := u.Attrs()
+	gone := u.Header.Type == unix.RTM_DELLINK
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, l := range r.Links.All() {
-		if l.Interface() == idx && r.Links.SetCarrier(l, running) {
-			r.tell(LinkChanged, l, netip.Prefix{})
+		switch {
+		case l.Interface() == a.Index && (gone || a.Name != l.HostDev()):
+			r.detachHost(l)
+		case l.Interface() == a.Index:
+			if r.Links.SetCarrier(l, a.Flags&net.FlagRunning != 0) {
+				r.tell(LinkChanged, l, netip.Prefix{})
+			}
+		}
+	}
+	if gone {
+		return
+	}
+	for _, l := range r.Links.All() {
+		if l.Waiting() && l.HostDev() == a.Name {
+			r.attachHost(l)
 		}
 	}
 }

@@ -26,11 +26,18 @@ func (r *Router) AddTAP(name string, o port.TAPOptions, eo dataplane.EtherOption
 	return r.addLink(name, eo.Index, o.MTU, func() (port.Device, error) { return dataplane.OpenTAP(name, o, eo) })
 }
 
-// AddHost attaches link name to the existing interface dev, down; the
-// link's MTU is the interface's.
+// AddHost attaches link name to interface dev, down; the link's MTU is
+// the interface's. Without an interface of that name the link waits for
+// one (hostlink.go), its MTU 1500 until then.
 func (r *Router) AddHost(name, dev string, eo dataplane.EtherOptions) (*dataplane.Link, error) {
 	eo.Neigh, eo.Held = r.defaultNeigh(eo.Neigh), r.held
-	return r.addLinkMTU(name, eo.Index, func() (port.Device, int, error) { return dataplane.OpenHost(dev, eo) })
+	return r.addLinkMTU(name, eo.Index, func() (port.Device, int, error) {
+		d, mtu, err := dataplane.OpenHost(dev, eo)
+		if mtu == 0 {
+			mtu = 1500
+		}
+		return d, mtu, err
+	})
 }
 
 // defaultNeigh is p, or if none is given net.ipv6.neigh.default's knobs.

@@ -5,7 +5,9 @@
 // going down or away does to routes and addresses, and route expiry; for
 // Ethernet links, the gateways whose neighbour failed (their multipath
 // members go dead, and they are probed every router_probe_interval:
-// ether.go); for mirrors, the kernel interface kept in step with its link
+// ether.go); for host links, their interface's carrier (carrier.go) and
+// the interface they wait for, attach to as it comes and let go as it
+// goes (hostlink.go); for mirrors, the kernel interface kept in step with its link
 // by netlink (mirror.go).
 //
 // control parses commands and calls the router (or a table, for routes);
@@ -62,6 +64,9 @@ type Router struct {
 	// addrMetrics are the metrics addresses give their prefix routes
 	// (`address add ... metric N`), under mu
 	addrMetrics map[addrKey]uint32
+	// mtuFromIface are the host links waiting for their first interface,
+	// given no MTU: they take the interface's (hostlink.go); under mu
+	mtuFromIface map[*dataplane.Link]bool
 	// held bounds the bytes the links' caches hold for resolution
 	// together (unres_total_bytes)
 	held *ndisc.Budget
@@ -76,7 +81,7 @@ type Router struct {
 // runs its housekeeping.
 func New() *Router {
 	r := &Router{Tables: fib6.NewTables(), Links: dataplane.NewLinks(), sys: newSysctls(),
-		addrMetrics: map[addrKey]uint32{}, held: ndisc.NewBudget(), expiry: wallClock{}}
+		addrMetrics: map[addrKey]uint32{}, mtuFromIface: map[*dataplane.Link]bool{}, held: ndisc.NewBudget(), expiry: wallClock{}}
 	// The router's own packets come in by the loopback, as Linux's lo.
 	r.Rules = rules.NewRegistry(func(name string) int32 {
 		if l := r.Links.ByName(name); l != nil {
@@ -201,6 +206,7 @@ func (r *Router) addLinkMTU(name string, index int32, open func() (port.Device, 
 	}
 	r.sysctlNewLink(l)
 	r.Rules.Relink() // rules naming it attach
+	r.hostAdded(l)
 	r.tell(LinkAdded, l, netip.Prefix{})
 	return l, nil
 }
@@ -294,6 +300,7 @@ func (r *Router) SetMTU(l *dataplane.Link, mtu int) error {
 	if err := r.Links.SetMTU(l, mtu); err != nil {
 		return err
 	}
+	delete(r.mtuFromIface, l)
 	r.tell(LinkChanged, l, netip.Prefix{})
 	return nil
 }
@@ -313,6 +320,7 @@ func (r *Router) DeleteLink(l *dataplane.Link) error {
 	r.linkChanged(l, fib6.LinkGone)
 	r.forgetGateways(l)
 	r.sysctlLinkGone(l)
+	delete(r.mtuFromIface, l)
 	err := r.DP.Remove(l)
 	r.publishMirrors()
 	r.Rules.Relink() // rules naming it are detached
