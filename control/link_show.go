@@ -32,9 +32,13 @@ func (s *Session) linkShow(args [][]byte) *cmdErr {
 
 // operstate: an Ethernet link up has its carrier (UP) or not (a veth
 // whose peer is down: LOWERLAYERDOWN); a TUN's or the loopback's is
-// UNKNOWN, as Linux says of them.
+// UNKNOWN, as Linux says of them. A host link waiting for its interface
+// is NOTPRESENT (RFC 2863's notPresent: a component is missing), up or
+// down.
 func operstate(l *dataplane.Link) string {
 	switch {
+	case l.Waiting():
+		return "NOTPRESENT"
 	case !l.Up():
 		return "DOWN"
 	case l.Neigh() == nil:

@@ -3,15 +3,19 @@ package control
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"urouter/control/statefile"
 )
 
 // `status`: whether the router is ready, and why not: its config and
-// state applied, its links up as configured (a link set up has its
-// carrier), its feeds connected. It fails (exit 1) unless ready, for a
-// container's health check and for scripts that wait for the router.
+// state applied, every link set up on its interface (a host link waiting
+// for its interface is not), its feeds connected. It fails (exit 1)
+// unless ready, for a container's health check and for scripts that wait
+// for the router. A link without its carrier (its neighbour is down) is
+// told, not a reason: a lab's health check would mark the router
+// unhealthy for its neighbour's state.
 
 // Startup is how the daemon's start went.
 type Startup struct {
@@ -64,6 +68,11 @@ func (s *Session) statusCmd(args [][]byte) *cmdErr {
 	w.openObject("links")
 	w.uint("up", "links %d up", uint64(rd.up))
 	w.uint("set_up", " of %d set up\n", uint64(rd.configured))
+	if w.json() {
+		w.strings("no_carrier", "", rd.noCarrier)
+	} else if len(rd.noCarrier) > 0 {
+		w.textf("    no carrier: %s\n", strings.Join(rd.noCarrier, " "))
+	}
 	w.closeObject()
 	if rd.fpm != "" {
 		w.str("fpm", "fpm %s\n", rd.fpm)
@@ -86,6 +95,7 @@ func (s *Session) statusCmd(args [][]byte) *cmdErr {
 type readiness struct {
 	why            []string
 	up, configured int
+	noCarrier      []string // links set up, on their interface, without its carrier
 	fpm            string
 }
 
@@ -100,16 +110,20 @@ func (s *Session) readiness() readiness {
 		}
 	}
 	up, configured := 0, 0
+	var noCarrier []string
 	for _, l := range s.r.Links.All() {
 		if l.IsLoopback() || !l.Up() {
 			continue
 		}
 		configured++
-		if !l.Carrier() {
-			why = append(why, "link "+l.Name+" is set up but has no carrier")
-			continue
+		switch {
+		case l.Waiting():
+			why = append(why, "link "+l.Name+" waits for its interface "+l.HostDev())
+		case !l.Carrier():
+			noCarrier = append(noCarrier, l.Name)
+		default:
+			up++
 		}
-		up++
 	}
 	var fpmState string
 	if s.feeds != nil && s.feeds.FPM != nil {
@@ -131,7 +145,7 @@ func (s *Session) readiness() readiness {
 			}
 		}
 	}
-	return readiness{why: why, up: up, configured: configured, fpm: fpmState}
+	return readiness{why: why, up: up, configured: configured, noCarrier: noCarrier, fpm: fpmState}
 }
 
 // printStateStatus prints status's word on the state file: what the

@@ -11,32 +11,31 @@ import (
 )
 
 // TestStateKeepsFailedLines: a config written by hand, or by save, given
-// as the state file while a host link's interface is missing: the lines
-// the router refuses are kept in the file (its conversion to a state file
-// and every start after), status is not ready and says so, and once the
-// interface is there a start applies them. The file keeps its mode.
+// as the state file while the network namespace its TAP link is made in
+// is missing: the lines the router refuses are kept in the file (its
+// conversion to a state file and every start after), status is not ready
+// and says so, and once the namespace is there a start applies them. The
+// file keeps its mode. (A host link's missing interface is no failure: the
+// link waits for it, TestHostLinkWaits.)
 func TestStateKeepsFailedLines(t *testing.T) {
 	parallel(t)
 	needRoot(t)
 	ns := newNetns(t, "stk")
-	veth := "stk-h0"
-	addVeth := func() {
-		mustRun(t, "ip", "-n", ns, "link", "add", veth, "type", "veth", "peer", "name", veth+"p")
-		mustRun(t, "ip", "-n", ns, "link", "set", veth+"p", "up")
-	}
+	tapns := ns + "-tap"
+	addNetns := func() { mustRun(t, "ip", "netns", "add", tapns) }
 	hostLines := []string{
-		"type host dev " + veth,
+		"type tap netns " + tapns,
 		"address add 2001:db8:1::1/64 dev h0",
 		"route add 2001:db8:10::/48 via 2001:db8:1::2 dev h0",
 	}
 	hand := "link add d0 type dummy\nlink set d0 up\nroute add 2001:db8:20::/48 dev d0\n" +
-		"link add h0 type host dev " + veth + "\nlink set h0 up\naddress add 2001:db8:1::1/64 dev h0\n" +
+		"link add h0 type tap netns " + tapns + "\nlink set h0 up\naddress add 2001:db8:1::1/64 dev h0\n" +
 		"route add 2001:db8:10::/48 via 2001:db8:1::2 dev h0\n"
-	addVeth()
+	addNetns()
 	d := startDaemon(t, ns, strings.Split(strings.TrimSpace(hand), "\n")...)
 	fromSave := mustSave(t, d)
 	d.stop()
-	mustRun(t, "ip", "-n", ns, "link", "del", veth)
+	mustRun(t, "ip", "netns", "del", tapns)
 
 	for name, conf := range map[string]string{"by hand": hand, "by save": fromSave} {
 		t.Run(name, func(t *testing.T) {
@@ -60,7 +59,7 @@ func TestStateKeepsFailedLines(t *testing.T) {
 				d := startDaemonFlags(t, ns, []string{"--state", f})
 				out, _, st := d.run("status")
 				if st != 1 || !strings.Contains(out, "kept in the file until they apply, the first "+f+":") ||
-					!strings.Contains(out, `Cannot find device "`+veth+`"`) {
+					!strings.Contains(out, "netns "+tapns+": no such file or directory") {
 					t.Errorf("start %d: status: %d\n%s", i+1, st, out)
 				}
 				if !strings.Contains(mustSave(t, d), "route add 2001:db8:20::/48 dev d0") {
@@ -69,18 +68,18 @@ func TestStateKeepsFailedLines(t *testing.T) {
 				killDaemon(t, d)
 				check(fmt.Sprintf("start %d", i+1))
 			}
-			addVeth()
-			defer mustRun(t, "ip", "-n", ns, "link", "del", veth)
+			addNetns()
+			defer mustRun(t, "ip", "netns", "del", tapns)
 			d := startDaemonFlags(t, ns, []string{"--state", f})
 			defer d.stop()
 			got := mustSave(t, d)
 			for _, l := range hostLines[1:] {
 				if !strings.Contains(got, l) {
-					t.Errorf("with %s back, %q is not applied:\n%s", veth, l, got)
+					t.Errorf("with %s back, %q is not applied:\n%s", tapns, l, got)
 				}
 			}
 			if out, _, st := d.run("status"); strings.Contains(out, "failed") {
-				t.Errorf("with %s back, status: %d\n%s", veth, st, out)
+				t.Errorf("with %s back, status: %d\n%s", tapns, st, out)
 			}
 		})
 	}
