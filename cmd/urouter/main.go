@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -22,7 +20,6 @@ import (
 	"urouter/dataplane"
 	"urouter/dataplane/port"
 	"urouter/feed"
-	"urouter/fib6"
 	"urouter/metrics"
 	"urouter/router"
 )
@@ -235,20 +232,6 @@ func checkLimits(share float64, maxSessions int, niceWord string) (int, bool) {
 		return 0, false
 	}
 	return nice, true
-}
-
-// tuneRuntime sets the collector's pace and Go's Ps, unless the
-// environment does.
-func tuneRuntime(nice int) {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(fib6.GCPercent)
-	}
-	if nice > 0 && os.Getenv("GOMAXPROCS") == "" {
-		// A lowered writer's thread holds one of Go's Ps while the kernel
-		// keeps it off the CPU: a spare P lets a worker whose read
-		// returns run at once (bench/README.md, the route storm).
-		runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + 1)
-	}
 }
 
 // restore applies the start-up config and the state file (nil if none),
