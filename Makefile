@@ -2,7 +2,7 @@
 
 GO ?= go
 
-.PHONY: test check test-units test-labs test-measured lint build bench lab lab-eth lab-frr
+.PHONY: test check test-units test-labs test-measured lint build bench lab lab-eth lab-frr image lab-container
 
 # A pure-Go static binary: without cgo a client starts in half the time
 # (it is started once per command).
@@ -48,6 +48,26 @@ test-labs:
 
 test-measured:
 	UROUTER_TESTS=measured $(GO) test -race -count=1 -timeout 40m ./integration
+
+# The container image, urouter:latest (Containerfile), from make build's
+# binary, with podman or docker, whichever is here. podman reads
+# container/containers.conf unless CONTAINERS_CONF names another: these
+# machines need runc, cgroupfs and no default ulimits (see that file).
+ENGINE ?= $(shell command -v podman || command -v docker)
+image: build
+	rm -rf bin/image
+	mkdir -p bin/image/rootfs/usr/bin bin/image/rootfs/etc/urouter bin/image/rootfs/var/lib/urouter \
+		bin/image/rootfs/run/urouter bin/image/rootfs/tmp
+	cp bin/urouter bin/image/rootfs/usr/bin/urouter
+	cp container/urouter.conf bin/image/rootfs/etc/urouter/urouter.conf
+	cp Containerfile bin/image/Containerfile
+	CONTAINERS_CONF=$${CONTAINERS_CONF:-$(CURDIR)/container/containers.conf} \
+		$(ENGINE) build $(if $(findstring podman,$(ENGINE)),--format docker) -t urouter:latest -f bin/image/Containerfile bin/image
+
+# The container demo: the image between two netns hosts, its interfaces
+# moved in after it starts, as containerlab does (as root).
+lab-container: image
+	bash bench/lab-container.sh
 
 # The demo lab: urouter between two netns hosts, real traffic (as root).
 lab:
