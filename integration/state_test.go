@@ -139,7 +139,7 @@ func TestStatus(t *testing.T) {
 
 	// a state file with a line the router refuses
 	f := filepath.Join(t.TempDir(), "state")
-	if err := os.WriteFile(f, []byte("link add d0 type dummy\nlink add h9 type host dev nosuch\n"), 0o600); err != nil {
+	if err := os.WriteFile(f, []byte("link add d0 type dummy\nlink add h9 type tap netns nosuch\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	d = startDaemonFlags(t, ns, []string{"--state", f})
