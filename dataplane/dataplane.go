@@ -54,6 +54,10 @@ type Dataplane struct {
 	mu      sync.Mutex // link I/O set-up and tear-down
 	workers atomic.Pointer[[]*worker]
 	nextID  int
+	// senders route what links make off the packet path (newSender); a
+	// link's goes with it
+	sendersMu sync.Mutex
+	senders   []*worker
 }
 
 // New returns a dataplane over the router's links, deciding with d, with
@@ -170,6 +174,9 @@ func (dp *Dataplane) Remove(l *Link) error {
 	dp.synchronize()   // no worker is still writing to the port
 	err := ref.Close() // its own workers see the close and end
 	dp.dropWorkers(func(w *worker) bool { return w.in == l })
+	dp.sendersMu.Lock()
+	dp.senders = slices.DeleteFunc(dp.senders, func(w *worker) bool { return w.in == l })
+	dp.sendersMu.Unlock()
 	return errors.Join(merr, err)
 }
 
@@ -183,7 +190,9 @@ func (dp *Dataplane) dropWorkers(gone func(*worker) bool) {
 // synchronize waits until every worker has finished the batch it was
 // working on: the grace period after which nothing unlinked is in use.
 func (dp *Dataplane) synchronize() {
-	ws := dp.snapshot()
+	dp.sendersMu.Lock()
+	ws := append(slices.Clone(dp.snapshot()), dp.senders...)
+	dp.sendersMu.Unlock()
 	seen := make([]uint64, len(ws))
 	for i, w := range ws {
 		seen[i] = w.epoch.Load()

@@ -99,7 +99,6 @@ func (dp *Dataplane) AttachHost(l *Link) (*net.Interface, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.nd.Resync() // the neighbours on the new cable: DAD and RAs again
 	return ifi, nil
 }
 

@@ -88,8 +88,10 @@ func (n *ndLink) Unreachable(target netip.Addr, pkts [][]byte) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.tx == nil {
-		n.tx = newSender(n.dp, l)
+		n.tx = n.dp.newSender(l)
 	}
+	n.tx.epoch.Add(1) // a batch in flight: a port closes after it (synchronize)
+	defer n.tx.epoch.Add(1)
 	n.tx.loadTaps(false)
 	defer n.tx.dropTaps()
 	n.tx.now = n.dp.now() // its batch: the limiters' clock, as a worker's

@@ -89,9 +89,15 @@ func newWorker(dp *Dataplane, l *Link, port port.Port, q, id int) *worker {
 
 // newSender is a worker that reads nothing: it routes the packets a link
 // makes off the packet path (an Ethernet link's Address Unreachable
-// errors), as if they came in by l. One goroutine uses it at a time.
-func newSender(dp *Dataplane, l *Link) *worker {
-	return &worker{dp: dp, in: l, id: -1, area: make([]byte, areaSize)}
+// errors), as if they came in by l. One goroutine uses it at a time, its
+// batches marked in its epoch as a worker's, and the grace period
+// (synchronize) waits for it too: it writes to other links' ports.
+func (dp *Dataplane) newSender(l *Link) *worker {
+	w := &worker{dp: dp, in: l, id: -1, area: make([]byte, areaSize)}
+	dp.sendersMu.Lock()
+	defer dp.sendersMu.Unlock()
+	dp.senders = append(dp.senders, w)
+	return w
 }
 
 // RoutineRead reads and routes batches until the link's port closes.
