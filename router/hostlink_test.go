@@ -2,17 +2,22 @@ package router
 
 import (
 	"bytes"
+	"encoding/binary"
+	"fmt"
 	"net/netip"
 	"os"
 	"os/exec"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"urouter/dataplane"
 	"urouter/fib6"
+	"urouter/ndisc"
 	"urouter/nexthop"
 )
 
@@ -191,3 +196,99 @@ func waitingLink(t *testing.T, r *Router) (*dataplane.Link, func(when string)) {
 		}
 	}
 }
+
+// TestHostLinkChurn: a host link's interface deleted and made again 30
+// times while another link's peer floods packets routed out of it: the
+// packet path, its writers and readers, and the attach and detach race
+// nothing (under -race), and once it stops, what is routed out of the link
+// reaches the last interface.
+func TestHostLinkChurn(t *testing.T) {
+	if !inOwnNetns(t) {
+		return
+	}
+	r := New()
+	r.Start()
+	defer r.Close()
+	veth(t, "w0", 1500)
+	e2, err := r.AddHost("e2", "w0", dataplane.EtherOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e1, _ := waitingLink(t, r) // e1 on v0, 2001:db8:99::/48 through 2001:db8:1::2
+	gwMAC := ndisc.MAC{2, 0, 0, 0, 0, 0x99}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(r.SetUp(e2, true))
+	must(r.AddAddr(e2, netip.MustParsePrefix("2001:db8:2::1/64")))
+	must(e1.Neigh().Set(netip.MustParseAddr("2001:db8:1::2"), gwMAC, true, ndisc.Permanent, 0, ndisc.Add))
+
+	frame := make([]byte, 14+40+8)
+	copy(frame[0:6], e2.Hardware().HardwareAddr())
+	binary.BigEndian.PutUint16(frame[12:], 0x86dd)
+	ip := frame[14:]
+	ip[0], ip[6], ip[7] = 0x60, 17, 64
+	binary.BigEndian.PutUint16(ip[4:], 8)
+	copy(ip[8:24], netip.MustParseAddr("2001:db8:2::2").AsSlice())
+	copy(ip[24:40], netip.MustParseAddr("2001:db8:99::5").AsSlice())
+	binary.BigEndian.PutUint16(ip[44:], 8)
+	inPeer, err := netlink.LinkByName("w0p")
+	must(err)
+	tx := packetSocket(t, inPeer.Attrs().Index)
+	stop := make(chan struct{})
+	var flooded sync.WaitGroup
+	flooded.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				_, _ = unix.Write(tx, frame) // ENOBUFS while the router is behind: sent again
+			}
+		}
+	})
+	for i := range 30 {
+		v := veth(t, fmt.Sprintf("tmp%d", i), 1500)
+		must(netlink.LinkSetName(v, "v0"))
+		eventually(t, "attached", func() bool { return e1.Interface() == v.Attrs().Index })
+		must(netlink.LinkDel(v))
+		eventually(t, "waiting", e1.Waiting)
+	}
+	v := veth(t, "last", 1500)
+	must(netlink.LinkSetName(v, "v0"))
+	eventually(t, "attached to the last", func() bool { return e1.Interface() == v.Attrs().Index })
+	peer, err := netlink.LinkByName("lastp")
+	must(err)
+	rx := packetSocket(t, peer.Attrs().Index)
+	must(unix.SetsockoptTimeval(rx, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Sec: 5}))
+	buf := make([]byte, 2048)
+	n, err := unix.Read(rx, buf)
+	close(stop)
+	flooded.Wait()
+	if err != nil || n < len(frame) || !bytes.Equal(buf[0:6], gwMAC[:]) || !bytes.Equal(buf[14+24:14+40], ip[24:40]) {
+		t.Fatalf("nothing routed out of the last interface: %d bytes, %v", n, err)
+	}
+	st := e1.Stats()
+	t.Logf("e1 through 30 interfaces: %d packets written, %d lost while it waited", st.TxPackets, st.TxErrors)
+	if st.TxPackets < 30 || st.TxErrors == 0 {
+		t.Errorf("the flood did not cross the churn: %d written, %d lost", st.TxPackets, st.TxErrors)
+	}
+}
+
+// packetSocket is an AF_PACKET socket of every ethertype on interface idx.
+func packetSocket(t *testing.T, idx int) int {
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, int(htons(unix.ETH_P_ALL)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Close(fd) })
+	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: idx}); err != nil {
+		t.Fatal(err)
+	}
+	return fd
+}
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }
