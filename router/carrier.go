@@ -12,12 +12,13 @@ import (
 )
 
 // routineCarrier follows the interfaces the router's host links are on
-// or wait for (hostlink.go) and their carrier (a veth whose peer went down
-// has none), from the namespace's link notifications, until stop. A change is a change of the
-// link, told as any other: monitors hear of it, and the link's mirror
-// takes its carrier (syncKernel), so that the daemons on the kernel's side
-// see a cable pulled as Linux shows it them. A subscription that fails (a
-// notification socket that overflowed, say) is made again.
+// or wait for (hostlink.go) and their carrier (a veth whose peer went
+// down has none), from the namespace's link notifications, until stop.
+// A change is a change of the link, told as any other: monitors hear of
+// it, and the link's mirror takes its carrier (syncKernel), so that the
+// daemons on the kernel's side see a cable pulled as Linux shows it them.
+// A subscription that fails (a notification socket that overflowed, say)
+// is made again.
 func (r *Router) routineCarrier(stop <-chan struct{}) {
 	for !r.followCarrier(stop) {
 		select {
@@ -40,7 +41,6 @@ func (r *Router) followCarrier(stop <-chan struct{}) bool {
 	}()
 	// the links as they are first (ListExisting): a carrier that came
 	// before the subscription, as a veth's does soon after it is set up
-	r.detachVanished() // an interface that went while nothing listened
 	err := netlink.LinkSubscribeWithOptions(ch, done, netlink.LinkSubscribeOptions{
 		ListExisting: true,
 		ErrorCallback: func(err error) {
@@ -53,6 +53,7 @@ func (r *Router) followCarrier(stop <-chan struct{}) bool {
 		log.Printf("router: link notifications: %v (a host link's carrier is not followed)", err)
 		return false
 	}
+	r.detachVanished() // an interface that went while nothing listened; what goes now is told
 	for {
 		select {
 		case <-stop:
