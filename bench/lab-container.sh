@@ -19,15 +19,8 @@ A=urouter-ct-a B=urouter-ct-b C=urouter-ct
 export CONTAINERS_CONF=${CONTAINERS_CONF:-$PWD/container/containers.conf}
 export DISABLE_HC_SYSTEMD=true # no systemd here: `podman healthcheck run` runs the check
 [ "$(id -u)" = 0 ] || { echo "lab-container.sh: run me as root (podman, network namespaces)" >&2; exit 1; }
-need=()
-for p in podman:podman runc:runc iproute2:ip iperf3:iperf3 iputils-ping:ping traceroute:traceroute6; do
-	command -v "${p#*:}" >/dev/null || need+=("${p%%:*}")
-done
-if [ ${#need[@]} -gt 0 ]; then
-	echo "== installing ${need[*]}"
-	DEBIAN_FRONTEND=noninteractive apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-fi
+. bench/install.sh
+install_missing podman:podman runc:runc iproute2:ip iperf3:iperf3 iputils-ping:ping traceroute:traceroute6
 podman image exists urouter:latest || make image
 
 cleanup() {

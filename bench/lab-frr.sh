@@ -22,20 +22,8 @@ SOCK=/run/urouter-frr.sock
 export PATH=/usr/local/go/bin:$PATH
 
 [ "$(id -u)" = 0 ] || { echo "lab-frr.sh: run me as root (network namespaces, TUN)" >&2; exit 1; }
-need=()
-for p in iproute2:ip iputils-ping:ping traceroute:traceroute6 frr:/usr/lib/frr/zebra bird2:bird; do
-	command -v "${p#*:}" >/dev/null || need+=("${p%%:*}")
-done
-if [ ${#need[@]} -gt 0 ]; then
-	echo "== installing ${need[*]}"
-	norc=""
-	if [ ! -e /usr/sbin/policy-rc.d ]; then # the packages would start their daemons here
-		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d && norc=1
-	fi
-	DEBIAN_FRONTEND=noninteractive apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-	[ -z "$norc" ] || rm -f /usr/sbin/policy-rc.d
-fi
+. bench/install.sh
+install_missing iproute2:ip iputils-ping:ping traceroute:traceroute6 frr:/usr/lib/frr/zebra bird2:bird
 echo "== building urouter"
 CGO_ENABLED=0 go build -o bin/urouter ./cmd/urouter
 U="ip netns exec $R bin/urouter --socket $SOCK"

@@ -24,15 +24,8 @@ SOCK=/run/urouter-lab.sock
 export PATH=/usr/local/go/bin:$PATH
 
 [ "$(id -u)" = 0 ] || { echo "lab.sh: run me as root (network namespaces, TUN)" >&2; exit 1; }
-need=()
-for p in iproute2:ip iperf3:iperf3 iputils-ping:ping traceroute:traceroute6; do
-	command -v "${p#*:}" >/dev/null || need+=("${p%%:*}")
-done
-if [ ${#need[@]} -gt 0 ]; then
-	echo "== installing ${need[*]}"
-	DEBIAN_FRONTEND=noninteractive apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-fi
+. bench/install.sh
+install_missing iproute2:ip iperf3:iperf3 iputils-ping:ping traceroute:traceroute6
 echo "== building urouter"
 CGO_ENABLED=0 go build -o bin/urouter ./cmd/urouter
 U="bin/urouter --socket $SOCK"
