@@ -83,7 +83,7 @@ func TestCoPP(t *testing.T) {
 	logCoPP(t, "paced", stats0, stats1)
 
 	f := l.startFlood(t, flooder, 0) // as fast as the host sends
-	time.Sleep(12 * time.Second) // longer than the hold time: a starved session would drop
+	time.Sleep(12 * time.Second)     // longer than the hold time: a starved session would drop
 	f.stop(t, "full")
 	l.checkPeers(t, before, "the full flood")
 	stats2 := coppStats(t, l.d, "lan1")
