@@ -24,21 +24,15 @@ func OpenHost(dev string, eo EtherOptions) (port.Device, int, error) {
 	h := port.NewHost(dev)
 	ifi, err := h.Attach(eo.MAC, false)
 	given := len(eo.MAC) == 6
-	var mac ndisc.MAC
-	mtu := 0
+	mac, mtu := randomMAC(), 0
 	switch {
 	case err == nil:
 		mac, mtu = ndisc.MAC(ifi.HardwareAddr), ifi.MTU
-		if given {
-			mac = ndisc.MAC(eo.MAC)
-		}
-	case errors.Is(err, port.ErrNoDevice):
-		mac = randomMAC()
-		if given {
-			mac = ndisc.MAC(eo.MAC)
-		}
-	default:
+	case !errors.Is(err, port.ErrNoDevice):
 		return nil, 0, err
+	}
+	if given {
+		mac = ndisc.MAC(eo.MAC)
 	}
 	e, err := newEther("host", h, mac, eo)
 	if err != nil {

@@ -50,15 +50,9 @@ func (r *Router) attachHost(l *dataplane.Link) {
 			log.Printf("router: link %s: setting %s up: %v", l.Name, ifi.Name, err)
 		}
 	}
-	r.Links.SetCarrier(l, carrierOf(ifi.Index))
+	r.Links.SetCarrier(l, ifi.Flags&net.FlagRunning != 0) // set up just now, its carrier comes as a notification
 	log.Printf("router: link %s attached to %s (index %d)", l.Name, ifi.Name, ifi.Index)
 	r.tell(LinkChanged, l, netip.Prefix{})
-}
-
-// carrierOf is the carrier of interface idx now.
-func carrierOf(idx int) bool {
-	ifi, err := net.InterfaceByIndex(idx)
-	return err == nil && ifi.Flags&net.FlagRunning != 0
 }
 
 // detachHost lets link l's interface go: the link has no carrier and
