@@ -103,11 +103,16 @@ func newCTLab(t *testing.T, runArgs, daemonArgs []string) *ctLab {
 	return c
 }
 
-// podman runs podman with the lab's settings: its output and status.
-func (c *ctLab) podman(args ...string) (string, int) {
+// podmanCmd is podman with the lab's settings.
+func (c *ctLab) podmanCmd(args ...string) *exec.Cmd {
 	cmd := exec.Command("podman", args...)
 	cmd.Env = append(os.Environ(), "CONTAINERS_CONF="+c.conf, "DISABLE_HC_SYSTEMD=true")
-	out, err := cmd.Output()
+	return cmd
+}
+
+// podman runs podman with the lab's settings: its output and status.
+func (c *ctLab) podman(args ...string) (string, int) {
+	out, err := c.podmanCmd(args...).Output()
 	if ee, ok := err.(*exec.ExitError); ok {
 		return string(out) + string(ee.Stderr), ee.ExitCode()
 	} else if err != nil {
@@ -335,9 +340,7 @@ func TestContainerMemory(t *testing.T) {
 	c.wireB()
 	// not healthy: no zebra connects to its FPM port
 	waitUntil(t, "lan1 and lan2 attached", func() bool { out, _ := c.urouter("status"); return !strings.Contains(out, "waits") })
-	cmd := exec.Command("podman", "logs", c.name) // the daemon's log is its stderr
-	cmd.Env = append(os.Environ(), "CONTAINERS_CONF="+c.conf)
-	logs, _ := cmd.CombinedOutput()
+	logs, _ := c.podmanCmd("logs", c.name).CombinedOutput() // the daemon's log is its stderr
 	m := memoryLimit.FindSubmatch(logs)
 	if m == nil || string(m[1]) != "102" {
 		t.Fatalf("the daemon did not take 80%% of the 128 MiB limit (102 MiB): %s", logs)

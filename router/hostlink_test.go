@@ -41,6 +41,19 @@ func inOwnNetns(t *testing.T) bool {
 	return false
 }
 
+// routerInOwnNetns is a started router in the test's own network
+// namespace (inOwnNetns), closed at the test's end; nil in the run that
+// started that one.
+func routerInOwnNetns(t *testing.T) *Router {
+	if !inOwnNetns(t) {
+		return nil
+	}
+	r := New()
+	r.Start()
+	t.Cleanup(r.Close)
+	return r
+}
+
 // veth makes interface name (a veth whose peer, name+"p", is up), with
 // MTU mtu, and returns it.
 func veth(t *testing.T, name string, mtu int) netlink.Link {
@@ -85,12 +98,10 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // another index (giving it the link's MTU), and follows the name through
 // renames: away from it (it waits) and to it (it attaches).
 func TestHostLinkWaits(t *testing.T) {
-	if !inOwnNetns(t) {
+	r := routerInOwnNetns(t)
+	if r == nil {
 		return
 	}
-	r := New()
-	r.Start()
-	defer r.Close()
 	l, kept := waitingLink(t, r)
 	mac := slices.Clone(l.Hardware().HardwareAddr())
 	if !l.Waiting() || l.Carrier() || l.MTU() != 1500 {
@@ -203,12 +214,10 @@ func waitingLink(t *testing.T, r *Router) (*dataplane.Link, func(when string)) {
 // nothing (under -race), and once it stops, what is routed out of the link
 // reaches the last interface.
 func TestHostLinkChurn(t *testing.T) {
-	if !inOwnNetns(t) {
+	r := routerInOwnNetns(t)
+	if r == nil {
 		return
 	}
-	r := New()
-	r.Start()
-	defer r.Close()
 	veth(t, "w0", 1500)
 	e2, err := r.AddHost("e2", "w0", dataplane.EtherOptions{})
 	if err != nil {
