@@ -288,8 +288,10 @@ func TestHostLinkChurn(t *testing.T) {
 }
 
 // packetSocket is an AF_PACKET socket of every ethertype on interface idx.
+// It is made for no protocol, so that it queues nothing of the other
+// interfaces' before it is bound.
 func packetSocket(t *testing.T, idx int) int {
-	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, int(htons(unix.ETH_P_ALL)))
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
