@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -52,8 +53,10 @@ type AFPacket struct {
 	// the kernel's IPv6 is switched off on the interface (ipv6switch.go)
 	tookIPv6 bool
 	// promisc: the router's MAC is not the interface's (set before the
-	// first read)
+	// first read); tags: the socket reads each frame's VLAN tag
+	// (promiscTags), as a promiscuous one or one with VLAN links does
 	promisc bool
+	tags    atomic.Bool
 	closeFlag
 }
 
@@ -195,7 +198,20 @@ func (a *AFPacket) Promisc() error {
 	if err := unix.SetsockoptPacketMreq(a.fd, unix.SOL_PACKET, unix.PACKET_ADD_MEMBERSHIP, &mr); err != nil {
 		return err
 	}
-	return a.promiscTags()
+	return a.ReadTags()
+}
+
+// ReadTags makes the socket read each frame's VLAN tag (promiscTags), for
+// the VLAN links on the interface; once set it stays.
+func (a *AFPacket) ReadTags() error {
+	if a.tags.Load() {
+		return nil
+	}
+	if err := a.promiscTags(); err != nil {
+		return err
+	}
+	a.tags.Store(true)
+	return nil
 }
 
 func (*AFPacket) Queues() int { return 1 }
@@ -210,12 +226,12 @@ func (*AFPacket) Queues() int { return 1 }
 // promiscuous socket, whose frames to the router's MAC all come as
 // another host's, reads each frame's tag instead (vlan.go).
 func (a *AFPacket) ReadFrames(_ int, bufs [][]byte, hdrs []EthHdr, tags []VLANTag, sizes []int) (int, error) {
-	n := len(bufs)
+	n, tagged := len(bufs), a.tags.Load()
 	for i := 0; i < n; i++ {
 		a.rx.set(i, bufs[i][:VnetHdrLen], &hdrs[i], bufs[i][VnetHdrLen:])
 		a.rx.msgs[i].Hdr.Name = (*byte)(unsafe.Pointer(&a.rxFrom[i]))
 		a.rx.msgs[i].Hdr.Namelen = unix.SizeofSockaddrLinklayer
-		if a.promisc {
+		if tagged {
 			a.rx.msgs[i].Hdr.Control = &a.rxCtl[i][0]
 			a.rx.msgs[i].Hdr.SetControllen(auxSpace)
 		}
@@ -228,7 +244,7 @@ func (a *AFPacket) ReadFrames(_ int, bufs [][]byte, hdrs []EthHdr, tags []VLANTa
 	if err != nil {
 		return 0, a.readErr(err)
 	}
-	return a.sizes(a.rxGot, hdrs, tags, sizes), nil
+	return a.sizes(a.rxGot, bufs, hdrs, tags, sizes), nil
 }
 
 // recv is the netpoller callback of ReadFrames.
@@ -237,19 +253,25 @@ func (a *AFPacket) recv(fd uintptr) bool {
 	return a.rxErr != unix.EAGAIN
 }
 
-func (a *AFPacket) sizes(got int, hdrs []EthHdr, tags []VLANTag, sizes []int) int {
+func (a *AFPacket) sizes(got int, bufs [][]byte, hdrs []EthHdr, tags []VLANTag, sizes []int) int {
 	for i := 0; i < got; i++ {
 		m := &a.rx.msgs[i]
 		sizes[i] = int(m.Len) - EthHdrLen
 		if m.Hdr.Flags&unix.MSG_TRUNC != 0 || sizes[i] < VnetHdrLen {
 			sizes[i] = 0 // the packet path counts it as truncated
 		}
-		a.tag(i, &hdrs[i], tags)
+		if sizes[i] != 0 {
+			sizes[i] = a.tag(i, &hdrs[i], tags, bufs[i][:sizes[i]])
+		}
 	}
 	return got
 }
 
 func (a *AFPacket) WriteFrames(hdrs []EthHdr, pkts [][]byte) (int, error) {
+	return a.WriteTagged(nil, hdrs, pkts)
+}
+
+func (a *AFPacket) WriteTagged(tags []byte, hdrs []EthHdr, pkts [][]byte) (int, error) {
 	b := iovPool.Get().(*iovBatch)
 	defer iovPool.Put(b)
 	done := 0
@@ -257,7 +279,7 @@ func (a *AFPacket) WriteFrames(hdrs []EthHdr, pkts [][]byte) (int, error) {
 		n := min(len(pkts)-done, BatchSize)
 		for i := 0; i < n; i++ {
 			p := pkts[done+i]
-			b.set(i, p[:VnetHdrLen], &hdrs[done+i], p[VnetHdrLen:])
+			b.setTagged(i, p[:VnetHdrLen], &hdrs[done+i], tags, p[VnetHdrLen:])
 		}
 		sent, err := mmsg(unix.SYS_SENDMMSG, a.txfd, b.msgs[:n], 0)
 		done += sent

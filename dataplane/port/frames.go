@@ -39,6 +39,11 @@ type Frames interface {
 	ReadFrames(q int, bufs [][]byte, hdrs []EthHdr, tags []VLANTag, sizes []int) (int, error)
 	// WriteFrames writes frames in order and says how many went.
 	WriteFrames(hdrs []EthHdr, pkts [][]byte) (int, error)
+	// WriteTagged is WriteFrames with VLAN tags (TPID and TCI, outer
+	// first: 4 bytes a tag) between each header's source MAC and its
+	// ethertype, for a VLAN link's frames; the packets' virtio_net_hdr
+	// offsets count them.
+	WriteTagged(tags []byte, hdrs []EthHdr, pkts [][]byte) (int, error)
 	// Offloads, SetMTU, SetUp and Close are the Port's.
 	Offloads() Offloads
 	SetMTU(mtu int) error
@@ -49,26 +54,49 @@ type Frames interface {
 // iovBatch is the scatter-gather state of one batch of frames.
 type iovBatch struct {
 	msgs [BatchSize]unix.Mmsghdr
-	iovs [BatchSize][3]unix.Iovec
+	iovs [BatchSize][5]unix.Iovec
 }
 
 // set points message i at its three pieces: vnet, eth and the packet
 // (with room for n bytes of it).
 func (b *iovBatch) set(i int, vnet []byte, eth *EthHdr, pkt []byte) {
+	b.setTagged(i, vnet, eth, nil, pkt)
+}
+
+// setTagged is set with VLAN tags after the header's MACs: five pieces,
+// the header split around them, so that no byte of the packet moves.
+func (b *iovBatch) setTagged(i int, vnet []byte, eth *EthHdr, tags []byte, pkt []byte) {
 	iov := &b.iovs[i]
+	n := tagIovecs(iov, vnet, eth, tags, pkt)
+	b.msgs[i] = unix.Mmsghdr{Hdr: unix.Msghdr{Iov: &iov[0]}}
+	b.msgs[i].Hdr.SetIovlen(n)
+}
+
+// tagIovecs fills iov with a frame's pieces and says how many there are:
+// three untagged, five with tags.
+func tagIovecs(iov *[5]unix.Iovec, vnet []byte, eth *EthHdr, tags []byte, pkt []byte) int {
 	iov[0].Base = &vnet[0]
 	iov[0].SetLen(len(vnet))
 	iov[1].Base = &eth[0]
-	iov[1].SetLen(EthHdrLen)
-	if len(pkt) > 0 {
-		iov[2].Base = &pkt[0]
-		iov[2].SetLen(len(pkt))
+	n := 2
+	if len(tags) > 0 {
+		iov[1].SetLen(12)
+		iov[2].Base = &tags[0]
+		iov[2].SetLen(len(tags))
+		iov[3].Base = &eth[12]
+		iov[3].SetLen(2)
+		n = 4
 	} else {
-		iov[2].Base = nil
-		iov[2].SetLen(0)
+		iov[1].SetLen(EthHdrLen)
 	}
-	b.msgs[i] = unix.Mmsghdr{Hdr: unix.Msghdr{Iov: &iov[0]}}
-	b.msgs[i].Hdr.SetIovlen(3)
+	if len(pkt) > 0 {
+		iov[n].Base = &pkt[0]
+		iov[n].SetLen(len(pkt))
+	} else {
+		iov[n].Base = nil
+		iov[n].SetLen(0)
+	}
+	return n + 1
 }
 
 func mmsg(trap uintptr, fd int, msgs []unix.Mmsghdr, flags int) (int, error) {

@@ -34,6 +34,7 @@ type Host struct {
 	wake     chan struct{}      // closed while it is attached, and once it is closed
 	groups   []net.HardwareAddr // joined (Join), in order
 	allMulti bool
+	tags     bool               // the socket reads VLAN tags (ReadTags)
 	others   []*HostOthers // the sockets of other ethertypes open on it
 	closeFlag
 }
@@ -102,6 +103,11 @@ func (h *Host) renew(a *AFPacket, ifi *net.Interface, mac net.HardwareAddr, give
 	if h.allMulti {
 		if err := a.AllMulti(true); err != nil {
 			return fmt.Errorf("PACKET_MR_ALLMULTI %s: %w", h.dev, err)
+		}
+	}
+	if h.tags {
+		if err := a.ReadTags(); err != nil {
+			return fmt.Errorf("VLAN tags %s: %w", h.dev, err)
 		}
 	}
 	var errs []error
@@ -220,6 +226,15 @@ func (h *Host) WriteFrames(hdrs []EthHdr, pkts [][]byte) (int, error) {
 	return a.WriteFrames(hdrs, pkts)
 }
 
+// WriteTagged is WriteFrames with VLAN tags.
+func (h *Host) WriteTagged(tags []byte, hdrs []EthHdr, pkts [][]byte) (int, error) {
+	a := h.cur.Load()
+	if a == nil {
+		return 0, unix.ENETDOWN
+	}
+	return a.WriteTagged(tags, hdrs, pkts)
+}
+
 // Join adds or drops multicast MAC mac on the interface, and remembers it
 // for the next one.
 func (h *Host) Join(mac net.HardwareAddr, on bool) error {
@@ -251,6 +266,20 @@ func (h *Host) AllMulti(on bool) error {
 		}
 	}
 	h.allMulti = on
+	return nil
+}
+
+// ReadTags makes the socket read each frame's VLAN tag, now and on the
+// next interface: the link has VLAN links.
+func (h *Host) ReadTags() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if a := h.cur.Load(); a != nil {
+		if err := a.ReadTags(); err != nil {
+			return err
+		}
+	}
+	h.tags = true
 	return nil
 }
 

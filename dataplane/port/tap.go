@@ -137,18 +137,16 @@ func (q *tapQueue) read(fd uintptr) bool {
 }
 
 func (t *TAP) WriteFrames(hdrs []EthHdr, pkts [][]byte) (int, error) {
+	return t.WriteTagged(nil, hdrs, pkts)
+}
+
+func (t *TAP) WriteTagged(tags []byte, hdrs []EthHdr, pkts [][]byte) (int, error) {
 	fd := t.queues[0].fd
-	var iov [3]unix.Iovec
+	var iov [5]unix.Iovec
 	for i, p := range pkts {
-		iov[0].Base, iov[1].Base, iov[2].Base = &p[0], &hdrs[i][0], nil
-		iov[0].SetLen(VnetHdrLen)
-		iov[1].SetLen(EthHdrLen)
-		iov[2].SetLen(len(p) - VnetHdrLen)
-		if len(p) > VnetHdrLen { // a frame with nothing after its header has no third piece
-			iov[2].Base = &p[VnetHdrLen]
-		}
+		n := tagIovecs(&iov, p[:VnetHdrLen], &hdrs[i], tags, p[VnetHdrLen:])
 		for {
-			_, _, e := syscall.Syscall(unix.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(&iov[0])), 3)
+			_, _, e := syscall.Syscall(unix.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(&iov[0])), uintptr(n))
 			if e == unix.EINTR {
 				continue
 			}

@@ -36,6 +36,10 @@ func (t VLANTag) VID() uint16 { return t.TCI & 0x0fff }
 // IsVLAN reports whether ethertype t is a VLAN tag's.
 func IsVLAN(t uint16) bool { return t == EtherTypeVLAN || t == EtherTypeQinQ }
 
+// Untag takes an inline VLAN tag out of a frame whose outer tag was taken
+// already (QinQ's inner tag), as untag; for a VLAN link's own demux.
+func Untag(h *EthHdr, t *VLANTag, b []byte) int { return untag(h, t, b) }
+
 // untag takes the VLAN tags out of frame h, b (virtio_net_hdr and what
 // follows the header) as Linux's receive path does (skb_vlan_untag, and
 // again for a tag inside a priority tag), into t, and returns the frame's
@@ -60,18 +64,21 @@ func untag(h *EthHdr, t *VLANTag, b []byte) int {
 	return len(b)
 }
 
-// promiscTags makes a promiscuous socket tell a frame's tag: bound to
-// every protocol, it is handed each frame before the kernel's VLAN
-// handling clears the tag (a ptype_all tap), the tag in PACKET_AUXDATA;
-// its classic BPF filter keeps every ethertype but IPv6 out (the tag is
-// out of the frame by then: IPv6 inside a tag passes). Its own frames,
-// which a tap would be given too, are kept out by PACKET_IGNORE_OUTGOING.
+// promiscTags makes a socket tell a frame's tag: bound to every
+// protocol, it is handed each frame before the kernel's VLAN handling
+// clears the tag (a ptype_all tap), the tag in PACKET_AUXDATA; its
+// classic BPF filter keeps every ethertype but IPv6 and a tag's out (the
+// outer tag is out of the frame by then: IPv6 inside it passes, and so
+// does an inner tag of QinQ, still inline). Its own frames, which a tap
+// would be given too, are kept out by PACKET_IGNORE_OUTGOING.
 func (a *AFPacket) promiscTags() error {
 	filter := []unix.SockFilter{
 		{Code: unix.BPF_LD | unix.BPF_H | unix.BPF_ABS, K: 12},
-		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: EtherTypeIPv6, Jf: 1},
-		{Code: unix.BPF_RET | unix.BPF_K, K: 1 << 18},
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: EtherTypeIPv6, Jt: 3},
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: EtherTypeVLAN, Jt: 2},
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: EtherTypeQinQ, Jt: 1},
 		{Code: unix.BPF_RET | unix.BPF_K, K: 0},
+		{Code: unix.BPF_RET | unix.BPF_K, K: 1 << 18},
 	}
 	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
 	if err := unix.SetsockoptSockFprog(a.fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, &prog); err != nil {
@@ -105,23 +112,29 @@ func auxTag(ctl *[auxSpace]byte, n int) (VLANTag, bool) {
 	return t, aux.Status&unix.TP_STATUS_VLAN_VALID != 0 && t.VID() != 0
 }
 
-// tag marks frame i of a batch read tagged when it is: by its
-// PACKET_AUXDATA on a promiscuous socket, else by its being another
-// host's (ReadFrames).
-func (a *AFPacket) tag(i int, h *EthHdr, tags []VLANTag) {
+// tag marks frame i of a batch read (h, b) tagged when it is, and
+// returns its size: by its PACKET_AUXDATA on a socket that reads tags,
+// else by its being another host's (ReadFrames). A tag the kernel left
+// inline, inside a priority tag, is taken out as a TAP's is.
+func (a *AFPacket) tag(i int, h *EthHdr, tags []VLANTag, b []byte) int {
 	if tags == nil {
-		return
+		return len(b)
 	}
-	if !a.promisc {
+	if a.rx.msgs[i].Hdr.Control == nil {
 		if a.rxFrom[i].Pkttype == unix.PACKET_OTHERHOST {
 			tags[i] = UnknownVLAN
 			binary.BigEndian.PutUint16(h[12:], UnknownVLAN.TPID)
 		}
-		return
+		return len(b)
 	}
 	if t, ok := auxTag(&a.rxCtl[i], int(a.rx.msgs[i].Hdr.Controllen)); ok {
 		t.Type = binary.BigEndian.Uint16(h[12:])
 		tags[i] = t
 		binary.BigEndian.PutUint16(h[12:], t.TPID)
+		return len(b)
 	}
+	if IsVLAN(binary.BigEndian.Uint16(h[12:])) {
+		return untag(h, &tags[i], b)
+	}
+	return len(b)
 }
