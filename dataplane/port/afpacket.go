@@ -202,12 +202,17 @@ func (a *AFPacket) Promisc() error {
 }
 
 // ReadTags makes the socket read each frame's VLAN tag (promiscTags), for
-// the VLAN links on the interface; once set it stays.
+// the VLAN links on the interface, and take every multicast frame (their
+// groups are not joined one by one: a NIC that filters lets them in);
+// once set it stays.
 func (a *AFPacket) ReadTags() error {
 	if a.tags.Load() {
 		return nil
 	}
 	if err := a.promiscTags(); err != nil {
+		return err
+	}
+	if err := a.AllMulti(true); err != nil {
 		return err
 	}
 	a.tags.Store(true)

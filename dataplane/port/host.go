@@ -34,7 +34,7 @@ type Host struct {
 	wake     chan struct{}      // closed while it is attached, and once it is closed
 	groups   []net.HardwareAddr // joined (Join), in order
 	allMulti bool
-	tags     bool               // the socket reads VLAN tags (ReadTags)
+	tags     bool          // the socket reads VLAN tags (ReadTags)
 	others   []*HostOthers // the sockets of other ethertypes open on it
 	closeFlag
 }
