@@ -166,6 +166,7 @@ func (dp *Dataplane) Remove(l *Link) error {
 	dp.mu.Lock()
 	defer dp.mu.Unlock()
 	dp.Links.remove(l)
+	dp.leaveVLAN(l)
 	dp.endCaptures(l)
 	ref := l.port.Swap(nil)
 	if ref == nil {
@@ -173,9 +174,9 @@ func (dp *Dataplane) Remove(l *Link) error {
 	}
 	dp.synchronize()   // no worker is still writing to the port
 	err := ref.Close() // its own workers see the close and end
-	dp.dropWorkers(func(w *worker) bool { return w.in == l })
+	dp.dropWorkers(func(w *worker) bool { return w.home == l })
 	dp.sendersMu.Lock()
-	dp.senders = slices.DeleteFunc(dp.senders, func(w *worker) bool { return w.in == l })
+	dp.senders = slices.DeleteFunc(dp.senders, func(w *worker) bool { return w.home == l })
 	dp.sendersMu.Unlock()
 	return errors.Join(merr, err)
 }

@@ -52,6 +52,19 @@ type ether struct {
 	// give: a host link gives its MAC to each interface it attaches to
 	// (none was given it: it is the first interface's, or its own)
 	give bool
+
+	// A VLAN link's (vlan.go): its parent, its tag, and the tags its
+	// frames carry (its parent's, then its own)
+	parent    *ether
+	vlan      port.VLANTag
+	tags      []byte
+	vlanFlags atomic.Uint32
+	// vlans are the VLAN links on this link (nil: none yet); rxl says,
+	// per queue, which of them each packet of the batch read came in by
+	// (nil: this link), and mixed whether any did
+	vlans atomic.Pointer[vlanTable]
+	rxl   [][batchSize]*Link
+	mixed []bool
 }
 
 // EtherStats count what an Ethernet link's port does below IPv6.
@@ -113,8 +126,9 @@ func randomMAC() ndisc.MAC {
 // newEther makes an Ethernet device that listens to all-nodes and
 // all-routers; an error is a group it could not join.
 func newEther(kind string, io port.Frames, mac ndisc.MAC, eo EtherOptions) (*ether, error) {
-	e := &ether{kind: kind, io: io, mac: mac, rxh: make([][batchSize]port.EthHdr, io.Queues()),
-		rxt: make([][batchSize]port.VLANTag, io.Queues())}
+	q := io.Queues()
+	e := &ether{kind: kind, io: io, mac: mac, rxh: make([][batchSize]port.EthHdr, q),
+		rxt: make([][batchSize]port.VLANTag, q), rxl: make([][batchSize]*Link, q), mixed: make([]bool, q)}
 	e.nd = ndisc.New((*ndLink)(e), mac, eo.Neigh, eo.Held)
 	e.neigh = e.nd.Table()
 	if err := e.listen(ndisc.Groups(nil)); err != nil {
@@ -236,18 +250,26 @@ func (e *ether) Queues() int { return e.io.Queues() }
 // Neighbour Discovery goes to the ND goroutine, other multicast and other
 // MACs' frames are counted and dropped. It returns once it has a packet.
 func (e *ether) ReadBatch(q int, bufs [][]byte, sizes []int) (int, error) {
-	hdrs, tags := e.rxh[q][:], e.rxt[q][:]
+	hdrs, tags, by := e.rxh[q][:], e.rxt[q][:], &e.rxl[q]
 	for {
 		n, err := e.io.ReadFrames(q, bufs, hdrs[:len(bufs)], tags[:len(bufs)], sizes)
 		e.stats.Reads.Add(1)
 		e.stats.Frames.Add(uint64(n))
-		keep := 0
+		keep, mixed := 0, false
 		for i := 0; i < n; i++ {
-			if sizes[i] != 0 && !e.routes(&hdrs[i], &tags[i], bufs[i][:sizes[i]]) {
-				continue
+			by[keep] = nil
+			if sizes[i] != 0 {
+				m, to := e.routes(&hdrs[i], &tags[i], bufs[i][:sizes[i]])
+				if to == nil {
+					continue
+				}
+				if sizes[i] = m; to != e {
+					by[keep], mixed = to.link.Load(), true
+				}
 			}
 			keep = kept(bufs, sizes, i, keep)
 		}
+		e.mixed[q] = mixed
 		if keep > 0 || err != nil {
 			return keep, err
 		}
@@ -264,19 +286,20 @@ func kept(bufs [][]byte, sizes []int, i, keep int) int {
 	return keep + 1
 }
 
-// routes reports whether a frame (h, then b: virtio_net_hdr and packet;
-// tag, the VLAN tag its port took out of it if h says it was tagged) goes
-// to the packet path, its header's offsets made the packet path's;
-// Neighbour Discovery goes to the ND goroutine (and RAs up the mirror as
-// well, ndUp), other multicast up the mirror, and other ethertypes up a
-// TAP mirror, each within its class's limit (copp.go); the rest is
-// counted.
+// routes says where a frame (h, then b: virtio_net_hdr and packet; tag,
+// the VLAN tag its port took out of it if h says it was tagged) goes: to
+// the packet path, in by this link or the VLAN link it returns (demux),
+// with its size, its header's offsets made the packet path's; or nowhere
+// (nil): Neighbour Discovery goes to the ND goroutine (and RAs up the
+// mirror as well, ndUp), other multicast up the mirror, and other
+// ethertypes up a TAP mirror, each within its class's limit (copp.go);
+// the rest is counted.
 // (A truncated frame goes on: the packet path counts it.)
-func (e *ether) routes(h *port.EthHdr, tag *port.VLANTag, b []byte) bool {
+func (e *ether) routes(h *port.EthHdr, tag *port.VLANTag, b []byte) (int, *ether) {
 	switch et := binary.BigEndian.Uint16(h[12:]); {
 	case et != port.EtherTypeIPv6:
 		if port.IsVLAN(et) {
-			e.tagged(h, tag, len(b)-vnetHdrLen)
+			return e.demux(h, tag, b)
 		} else if !e.toTAP(h, b) {
 			e.stats.NotForUs.Add(1)
 		}
@@ -296,9 +319,9 @@ func (e *ether) routes(h *port.EthHdr, tag *port.VLANTag, b []byte) bool {
 		}
 	default:
 		port.ShiftVnet(b, -port.EthHdrLen)
-		return true
+		return len(b), e
 	}
-	return false
+	return 0, nil
 }
 
 // mirrorClass is the class of multicast packet p given up the mirror
@@ -341,7 +364,7 @@ func (e *ether) WriteBatch(_ int, pkts [][]byte, via []netip.Addr) (int, error) 
 			}
 			last, lastMAC, lastOK = via[i], mac, true
 		}
-		port.ShiftVnet(p, port.EthHdrLen)
+		port.ShiftVnet(p, port.EthHdrLen+len(e.tags))
 		e.frame(&s.hdrs[n], mac)
 		s.pkts[n], s.idx[n] = p, i
 		n++
@@ -375,12 +398,13 @@ func (e *ether) writeTo(mac ndisc.MAC, pkts [][]byte) error {
 	}
 	s := scratchPool.Get().(*etherScratch)
 	defer scratchPool.Put(s)
-	e.wmu.Lock() // a host link's socket is not closed under it (detach)
-	defer e.wmu.Unlock()
+	wmu := &e.root().wmu
+	wmu.Lock() // a host link's socket is not closed under it (detach)
+	defer wmu.Unlock()
 	for len(pkts) > 0 {
 		n := min(len(pkts), maxOut)
 		for i := 0; i < n; i++ {
-			port.ShiftVnet(pkts[i], port.EthHdrLen)
+			port.ShiftVnet(pkts[i], port.EthHdrLen+len(e.tags))
 			e.frame(&s.hdrs[i], mac)
 		}
 		if _, err := e.io.WriteFrames(s.hdrs[:n], pkts[:n]); err != nil {
@@ -404,6 +428,7 @@ func (e *ether) SetMTU(mtu int) error    { return e.io.SetMTU(mtu) }
 func (e *ether) SetUp(up bool) error     { return e.io.SetUp(up) }
 
 func (e *ether) Close() error {
+	e.leaveParent()
 	e.nd.Stop()
 	return e.io.Close()
 }
@@ -411,15 +436,27 @@ func (e *ether) Close() error {
 func (e *ether) Kind() string { return e.kind }
 
 // Carrier reports whether its port has a carrier; a port that cannot tell
-// has one.
+// has one. A VLAN link's is its root's.
 func (e *ether) Carrier() bool {
-	c, ok := e.io.(interface{ Carrier() bool })
+	c, ok := e.root().io.(interface{ Carrier() bool })
 	return !ok || c.Carrier()
+}
+
+// root is the Ethernet link at the bottom of a VLAN link's stack, whose
+// port its frames go through; e itself for any other.
+func (e *ether) root() *ether {
+	for e.parent != nil {
+		e = e.parent
+	}
+	return e
 }
 
 // Spec is its port's words, and for an interface's the MAC given it if it
 // is not the interface's own.
 func (e *ether) Spec() []string {
+	if e.parent != nil {
+		return e.vlanSpec()
+	}
 	var w []string
 	if sp, ok := e.io.(port.Specifier); ok {
 		w = sp.Spec()

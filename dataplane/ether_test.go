@@ -31,8 +31,9 @@ type fakeFrames struct {
 }
 
 type sentFrame struct {
-	hdr port.EthHdr
-	pkt []byte // the IPv6 packet
+	hdr  port.EthHdr
+	tags []byte // the VLAN tags between its MACs and its ethertype
+	pkt  []byte // the IPv6 packet
 }
 
 func newFakeFrames() *fakeFrames {
@@ -61,10 +62,14 @@ func (f *fakeFrames) ReadFrames(_ int, bufs [][]byte, hdrs []port.EthHdr, tags [
 }
 
 func (f *fakeFrames) WriteFrames(hdrs []port.EthHdr, pkts [][]byte) (int, error) {
+	return f.WriteTagged(nil, hdrs, pkts)
+}
+
+func (f *fakeFrames) WriteTagged(tags []byte, hdrs []port.EthHdr, pkts [][]byte) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for i, p := range pkts {
-		f.sent = append(f.sent, sentFrame{hdrs[i], append([]byte(nil), p[vnetHdrLen:]...)})
+		f.sent = append(f.sent, sentFrame{hdrs[i], append([]byte(nil), tags...), append([]byte(nil), p[vnetHdrLen:]...)})
 	}
 	select {
 	case f.wrote <- struct{}{}:
@@ -402,6 +407,9 @@ func BenchmarkEtherWrite(b *testing.B) {
 type discardFrames struct{ *fakeFrames }
 
 func (*discardFrames) WriteFrames(_ []port.EthHdr, pkts [][]byte) (int, error) { return len(pkts), nil }
+func (*discardFrames) WriteTagged(_ []byte, _ []port.EthHdr, pkts [][]byte) (int, error) {
+	return len(pkts), nil
+}
 
 // dropsOf is link l's count of drops for reason.
 func dropsOf(l *Link, reason DropReason) uint64 {

@@ -14,8 +14,11 @@
 //     attached and detached by host.go), framed for
 //     each packet's neighbour through ndisc's cache, its Neighbour
 //     Discovery handed the ND messages it reads (ndlink.go: what ND asks
-//     of the link), the frames it reads tagged for a VLAN no link is on
-//     dropped (vlan.go);
+//     of the link); its VLAN links (vlan.go: 802.1Q and 802.1ad
+//     sub-interfaces, Ethernet links of their own whose frames go out
+//     through the parent's port with their tags and come in through its
+//     reader, demultiplexed by tag without a lock; a tag no link is on
+//     dropped);
 //   - mirrors (mirror.go): the reader of a link's kernel TUN and the
 //     packets given to it (whose TCP teaches CoPP its session peers);
 //     keeping the kernel interface in step is the router's.

@@ -34,8 +34,13 @@ type worker struct {
 	// now is the limiters' clock (Dataplane.now) as the batch began:
 	// read once a batch, not once for each packet punted or answered
 	// (set by forward, forwardOwn, and a sender's ndLink.Unreachable)
-	now   int64
+	now int64
+	// in is the link the batch being routed came in by: home, the link
+	// whose port the worker reads, or one of its VLAN links (forwardRuns)
 	in    *Link
+	home  *Link
+	eth   *ether    // home's device, if it is an Ethernet link's
+	runs  *vlanRuns // a batch of several links, sorted by link
 	port  port.Port
 	q     int
 	id    int
@@ -79,7 +84,10 @@ type outPkt struct {
 }
 
 func newWorker(dp *Dataplane, l *Link, port port.Port, q, id int) *worker {
-	w := &worker{dp: dp, in: l, port: port, q: q, id: id}
+	w := &worker{dp: dp, in: l, home: l, port: port, q: q, id: id}
+	if e, ok := port.(*ether); ok {
+		w.eth, w.runs = e, new(vlanRuns)
+	}
 	for i := range w.bufs {
 		w.bufs[i] = make([]byte, vnetHdrLen+maxPacket)
 	}
@@ -93,7 +101,7 @@ func newWorker(dp *Dataplane, l *Link, port port.Port, q, id int) *worker {
 // batches marked in its epoch as a worker's, and the grace period
 // (synchronize) waits for it too: it writes to other links' ports.
 func (dp *Dataplane) newSender(l *Link) *worker {
-	w := &worker{dp: dp, in: l, id: -1, area: make([]byte, areaSize)}
+	w := &worker{dp: dp, in: l, home: l, id: -1, area: make([]byte, areaSize)}
 	dp.sendersMu.Lock()
 	defer dp.sendersMu.Unlock()
 	dp.senders = append(dp.senders, w)
@@ -102,30 +110,38 @@ func (dp *Dataplane) newSender(l *Link) *worker {
 
 // RoutineRead reads and routes batches until the link's port closes.
 func (w *worker) RoutineRead() {
-	for {
-		n, err := w.port.ReadBatch(w.q, w.bufs[:], w.sizes[:])
-		if n > 0 {
-			w.epoch.Add(1)
-			if w.own != nil {
-				w.forwardOwn(n)
-			} else {
-				w.forward(n)
-			}
-			w.epoch.Add(1)
+	for w.readBatch() {
+	}
+}
+
+// readBatch reads a batch and routes it; false once the port is closed.
+func (w *worker) readBatch() bool {
+	n, err := w.port.ReadBatch(w.q, w.bufs[:], w.sizes[:])
+	if n > 0 {
+		w.epoch.Add(1)
+		switch {
+		case w.own != nil:
+			w.forwardOwn(n)
+		case w.eth != nil && w.eth.mixed[w.q]:
+			w.forwardRuns(n)
+		default:
+			w.forward(n)
 		}
-		if err != nil {
-			if errors.Is(err, os.ErrClosed) {
-				return
-			}
-			// ENETDOWN is the socket told that its interface went down
-			// (packet_notifier), once, not a frame received in error:
-			// Linux's rx_errors does not count it. EIO and the like
-			// while the other side is down: count, go on.
-			if !errors.Is(err, syscall.ENETDOWN) {
-				w.ctr(w.in).RxErrors.add(1)
-			}
+		w.epoch.Add(1)
+	}
+	if err != nil {
+		if errors.Is(err, os.ErrClosed) {
+			return false
+		}
+		// ENETDOWN is the socket told that its interface went down
+		// (packet_notifier), once, not a frame received in error:
+		// Linux's rx_errors does not count it. EIO and the like
+		// while the other side is down: count, go on.
+		if !errors.Is(err, syscall.ENETDOWN) {
+			w.ctr(w.home).RxErrors.add(1)
 		}
 	}
+	return true
 }
 
 var errNothingWritten = errors.New("the port wrote nothing")
