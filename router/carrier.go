@@ -3,7 +3,6 @@ package router
 import (
 	"log"
 	"net"
-	"net/netip"
 	"sync/atomic"
 	"time"
 
@@ -81,9 +80,7 @@ func (r *Router) interfaceChanged(u netlink.LinkUpdate) {
 		case l.Interface() == a.Index && (gone || a.Name != l.HostDev()):
 			r.detachHost(l)
 		case l.Interface() == a.Index:
-			if r.Links.SetCarrier(l, a.Flags&net.FlagRunning != 0) {
-				r.tell(LinkChanged, l, netip.Prefix{})
-			}
+			r.setCarrier(l, a.Flags&net.FlagRunning != 0)
 		}
 	}
 	if gone {

@@ -50,7 +50,7 @@ func (r *Router) attachHost(l *dataplane.Link) {
 			log.Printf("router: link %s: setting %s up: %v", l.Name, ifi.Name, err)
 		}
 	}
-	r.Links.SetCarrier(l, ifi.Flags&net.FlagRunning != 0) // set up just now, its carrier comes as a notification
+	r.setCarrier(l, ifi.Flags&net.FlagRunning != 0) // set up just now, its carrier comes as a notification
 	log.Printf("router: link %s attached to %s (index %d)", l.Name, ifi.Name, ifi.Index)
 	r.tell(LinkChanged, l, netip.Prefix{})
 }
@@ -67,7 +67,7 @@ func (r *Router) detachHost(l *dataplane.Link) {
 		return
 	}
 	log.Printf("router: link %s: its interface %s went; it waits for the next", l.Name, dev)
-	r.Links.SetCarrier(l, false)
+	r.setCarrier(l, false)
 	r.tell(LinkChanged, l, netip.Prefix{})
 }
 

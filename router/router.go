@@ -7,7 +7,9 @@
 // members go dead, and they are probed every router_probe_interval:
 // ether.go); for host links, their interface's carrier (carrier.go) and
 // the interface they wait for, attach to as it comes and let go as it
-// goes (hostlink.go); for mirrors, the kernel interface kept in step with its link
+// goes (hostlink.go); for VLAN links, following their parent down, up,
+// out of carrier, to a lower MTU and away as Linux's 8021q does
+// (vlan.go); for mirrors, the kernel interface kept in step with its link
 // by netlink (mirror.go).
 //
 // control parses commands and calls the router (or a table, for routes);
@@ -222,6 +224,11 @@ func (r *Router) SetUp(l *dataplane.Link, up bool) error {
 }
 
 func (r *Router) setUp(l *dataplane.Link, up bool) error {
+	if up {
+		if err := vlanUp(l); err != nil {
+			return err
+		}
+	}
 	if err := l.PortSetUp(up); err != nil {
 		return err
 	}
@@ -229,6 +236,7 @@ func (r *Router) setUp(l *dataplane.Link, up bool) error {
 		return nil
 	}
 	r.tell(LinkChanged, l, netip.Prefix{})
+	r.followParent(l, up)
 	if up {
 		if !l.IPv6Enabled() {
 			return nil
@@ -294,6 +302,9 @@ func (r *Router) SetMTU(l *dataplane.Link, mtu int) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if err := checkVLANMTU(l, mtu); err != nil {
+		return err
+	}
 	if err := l.PortSetMTU(mtu); err != nil {
 		return err
 	}
@@ -302,17 +313,28 @@ func (r *Router) SetMTU(l *dataplane.Link, mtu int) error {
 	}
 	delete(r.mtuFromIface, l)
 	r.tell(LinkChanged, l, netip.Prefix{})
+	r.lowerVLANMTU(l, mtu)
 	return nil
 }
 
-// DeleteLink takes a link down (its routes and addresses go) and away.
-// The loopback cannot go, as in Linux.
+// DeleteLink takes a link down (its routes and addresses go) and away,
+// its VLAN links first. The loopback cannot go, as in Linux.
 func (r *Router) DeleteLink(l *dataplane.Link) error {
 	if l.Hardware().Flags()&port.FlagLoopback != 0 {
 		return syscall.EOPNOTSUPP
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.deleteLink(l)
+}
+
+// deleteLink is DeleteLink with r.mu held.
+func (r *Router) deleteLink(l *dataplane.Link) error {
+	for _, c := range r.Links.VLANs(l) {
+		if err := r.deleteLink(c); err != nil {
+			return err
+		}
+	}
 	if err := r.setUp(l, false); err != nil {
 		return err
 	}
