@@ -14,7 +14,8 @@ type addrSel struct {
 	links []*dataplane.Link // the links it names (dev, up), in order
 	to    netip.Prefix      // addresses in it, if valid
 	scope string            // addresses of that scope, if not ""
-	none  bool              // selects no address (a label: IPv6 has none; a master, a kind)
+	none  bool              // selects no address (a label: IPv6 has none; a master)
+	kind  string            // links of this kind only (`type KIND`), if not ""
 	dev   []byte            // the device named, as written
 }
 
@@ -72,10 +73,10 @@ func (s *Session) parseAddrSel(args [][]byte, usage func() *cmdErr) (*addrSel, *
 		}
 		f.links = []*dataplane.Link{l}
 	}
-	if up {
+	if up || f.kind != "" {
 		var ls []*dataplane.Link
 		for _, l := range f.links {
-			if l.Up() {
+			if (!up || l.Up()) && (f.kind == "" || l.Hardware().Kind() == f.kind) {
 				ls = append(ls, l)
 			}
 		}
@@ -104,8 +105,10 @@ func (f *addrSel) parseValue(s *Session, w, v []byte) *cmdErr {
 		default:
 			return invarg("invalid \"scope\"\n", v)
 		}
-	case is(w, "label"), is(w, "type"):
-		f.none = true // an IPv6 address has no label; the router's links are no kind of Linux's
+	case is(w, "type"):
+		f.kind = str(v)
+	case is(w, "label"):
+		f.none = true // an IPv6 address has no label
 	case is(w, "group"):
 		if n, ok := parseUint32(v); !is(v, "default") && !ok {
 			return invarg("Invalid \"group\" value\n", v)

@@ -45,6 +45,7 @@
 //	nexthop_{parse,modify,show}.go, nexthop_bucket.go  nexthop objects and buckets
 //	rule_{parse,modify,show}.go   rules
 //	link_{parse,modify,show}.go   links (TUN, TAP, host, dummy)
+//	link_vlan.go                  VLAN links: type vlan's words, 8021q's refusals, -d's line
 //	address_{modify,show}.go      the router's addresses
 //	address_select.go             address show/flush's and link show's selector
 //	neigh_{parse,modify,show}.go  the Ethernet links' neighbours

@@ -19,6 +19,7 @@ func linkUsage() *cmdErr {
 		"       ip link add NAME type tun [ mtu MTU ] [ queues N ] [ netns NS ] [ gso { on | off } ]\n" +
 		"       ip link add NAME type tap [ address LLADDR ] [ mtu MTU ] [ queues N ] [ netns NS ]\n" +
 		"       ip link add NAME type host dev IFACE [ address LLADDR ]\n" +
+		"       ip link add link DEVICE name NAME type vlan id VLANID [ protocol { 802.1Q | 802.1ad } ]\n" +
 		"       ip link set { DEVICE | dev DEVICE } [ up | down ] [ mtu MTU ]\n" +
 		"       ip link delete { DEVICE | dev DEVICE }\n" +
 		"       ip link show [ DEVICE ]")
@@ -65,6 +66,11 @@ func (s *Session) linkAdd(args [][]byte) *cmdErr {
 		l, lerr = s.r.AddTUNAt(string(a.name), a.index, *k.tun)
 	case k.eth != nil:
 		l, lerr = s.addEther(a, k.eth, k.mtu)
+	case k.vlan != nil:
+		var err *cmdErr
+		if l, err = s.addVLAN(a, k.vlan, k.mtu); err != nil {
+			return err
+		}
 	default:
 		l, lerr = s.r.AddDummyAt(string(a.name), a.index, k.mtu, k.dummyMAC)
 	}
@@ -73,11 +79,11 @@ func (s *Session) linkAdd(args [][]byte) *cmdErr {
 	}
 	// The journal says what the router chose, its index and a random MAC
 	// (not a host link's, which is its interface's): a replay must make
-	// the same, as save says them.
+	// the same, as save says them. A VLAN link's is its parent's.
 	if a.index == 0 {
 		s.did.linkIndex = l.Index
 	}
-	if mac := l.Hardware().HardwareAddr(); a.address == nil && mac != nil && (k.eth == nil || !k.eth.host) {
+	if mac := l.Hardware().HardwareAddr(); a.address == nil && mac != nil && (k.eth == nil || !k.eth.host) && k.vlan == nil {
 		s.did.linkMAC = mac
 	}
 	if a.set && a.up {
@@ -93,6 +99,7 @@ func (s *Session) linkAdd(args [][]byte) *cmdErr {
 type linkKind struct {
 	tun      *port.TUNOptions
 	eth      *etherArgs
+	vlan     *vlanArgs
 	dummyMAC []byte
 	mtu      int
 }
@@ -125,6 +132,8 @@ func parseLinkKind(a *linkArgs) (k linkKind, err *cmdErr) {
 		k.tun, err = parseTUNArgs(a)
 	case "tap", "host":
 		k.eth, err = parseEtherArgs(a)
+	case "vlan":
+		k.vlan, err = parseVLANArgs(a)
 	default:
 		return k, extack("Unknown device type.")
 	}
@@ -135,6 +144,9 @@ func parseLinkKind(a *linkArgs) (k linkKind, err *cmdErr) {
 		return k, extack("a TUN link has no link-layer address")
 	}
 	k.mtu = 1500
+	if k.vlan != nil {
+		k.mtu = 0 // the parent's
+	}
 	if a.mtu >= 0 {
 		if a.mtu < dataplane.MinMTU {
 			return k, extack(dataplane.ErrMTU.Error())
@@ -145,9 +157,12 @@ func parseLinkKind(a *linkArgs) (k linkKind, err *cmdErr) {
 }
 
 func linkErr(err error) *cmdErr {
+	var errno syscall.Errno
 	switch {
 	case errors.Is(err, dataplane.ErrLinkExists), errors.Is(err, dataplane.ErrIndexTaken):
 		return answers(syscall.EEXIST)
+	case errors.As(err, &errno):
+		return answers(errno) // a kernel's refusal without a message (vlan_dev_open's ENETDOWN)
 	}
 	return extack(err.Error())
 }
@@ -203,12 +218,15 @@ func (s *Session) linkSet(args [][]byte) *cmdErr {
 	if string(a.name) != string(a.dev) {
 		return unsupported([]byte("name")) // links are not renamed
 	}
+	if a.link != nil {
+		return unsupported([]byte("link")) // a VLAN link keeps its parent
+	}
 	if a.mirror != nil && !validIfname(a.mirror) {
 		return invarg("\"mirror\" not a valid ifname", a.mirror)
 	}
 	if a.mtu >= 0 {
 		if err := s.r.SetMTU(l, a.mtu); err != nil {
-			return extack(err.Error())
+			return linkErr(err)
 		}
 	}
 	if a.set {

@@ -24,6 +24,7 @@ type linkArgs struct {
 	mtu       int
 	address   []byte // the link-layer address, `address LLADDR`
 	mirror    []byte // `mirror KNAME` or `mirror none`
+	link      []byte // `link PARENT`: a VLAN link's parent
 	index     int32  // `index IDX`; 0 for none
 }
 
@@ -36,6 +37,7 @@ const (
 	lkAddress
 	lkType
 	lkIndex
+	lkLink
 	lkLacks // an attribute the router's links lack
 )
 
@@ -48,7 +50,7 @@ var linkWords = sync.OnceValue(func() keywords {
 		abbrev bool
 		id     int
 	}{
-		{"index", false, lkIndex}, {"link", true, lkLacks}, {"address", true, lkAddress},
+		{"index", false, lkIndex}, {"link", true, lkLink}, {"address", true, lkAddress},
 		{"broadcast", true, lkLacks}, {"brd", false, lkLacks}, {"txqueuelen", true, lkLacks},
 		{"qlen", false, lkLacks}, {"txqlen", true, lkLacks}, {"mtu", false, lkMtu},
 		{"xdpgeneric", false, lkLacks}, {"xdpdrv", false, lkLacks}, {"xdpoffload", false, lkLacks},
@@ -113,6 +115,8 @@ func parseLinkArgs(args [][]byte) (*linkArgs, *cmdErr) {
 			a.mirror = v
 		case lkAddress:
 			a.address = v
+		case lkLink:
+			a.link = v
 		case lkIndex:
 			n, err := strconv.ParseInt(str(v), 0, 32)
 			if err != nil || n <= 0 {

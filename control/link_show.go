@@ -65,8 +65,12 @@ func flagNames(l *dataplane.Link) []string {
 // leaves them out).
 func (s *Session) printLink(w *printer, l *dataplane.Link, full bool) {
 	w.uint("ifindex", "%d: ", uint64(l.Index))
-	w.str("ifname", "%s: ", l.Name)
+	name, mdown := vlanName(w, l)
+	w.str("ifname", "%s: ", name)
 	names := flagNames(l)
+	if mdown {
+		names = append(names, "M-DOWN")
+	}
 	w.strings("flags", "", names)
 	w.text("<" + strings.Join(names, ",") + ">")
 	w.uint("mtu", " mtu %d", uint64(l.MTU()))
@@ -84,6 +88,9 @@ func (s *Session) printLink(w *printer, l *dataplane.Link, full bool) {
 		w.str("broadcast", " brd %s", hw.Broadcast().String())
 	}
 	w.text("\n")
+	if s.opt.Details {
+		printVLANDetails(w, l)
+	}
 	if full || w.json() { // ip addr's text leaves the mirror out, its JSON has it
 		s.printMirror(w, l)
 	}

@@ -70,7 +70,8 @@ func (s *Session) saveCmd(args [][]byte) *cmdErr {
 // and its object.
 func (s *Session) save(all bool, emit func(obj string, line []byte)) {
 	sv := saver{s: s, emit: emit, all: all}
-	links := s.r.Links.All()
+	links := slices.Clone(s.r.Links.All())
+	slices.SortStableFunc(links, func(a, b *dataplane.Link) int { return vlanDepth(a) - vlanDepth(b) })
 	sv.sysctls(func(name string) bool { return s.r.Links.ByName(knobDev(name)) == nil })
 	for _, l := range links {
 		sv.link(l)
@@ -163,7 +164,7 @@ func knobDev(name string) string {
 		}
 	}
 	if i := strings.LastIndexByte(rest, '.'); i > 0 {
-		return rest[:i]
+		return strings.ReplaceAll(rest[:i], "/", ".") // sysctl names lan1.100 lan1/100
 	}
 	return ""
 }
@@ -175,9 +176,10 @@ func (sv *saver) link(l *dataplane.Link) {
 	name := l.Name
 	if !l.IsLoopback() {
 		words := []string{"link", "add", name, "index", strconv.Itoa(int(l.Index)), "mtu", strconv.Itoa(l.MTU())}
-		if mac := hw.HardwareAddr(); mac != nil && hw.Kind() != "host" { // random unless given
+		if mac := hw.HardwareAddr(); mac != nil && hw.Kind() != "host" && !parentMAC(l) { // random unless given
 			words = append(words, "address", mac.String())
 		}
+		words = append(words, vlanSpec(l)...)
 		words = append(words, "type", hw.Kind())
 		if sp, ok := hw.(port.Specifier); ok {
 			words = append(words, sp.Spec()...)

@@ -226,7 +226,7 @@ func (r *Router) SysctlNames() []string {
 	}
 	devs := []string{"all", "default"}
 	for _, l := range r.Links.All() {
-		devs = append(devs, l.Name)
+		devs = append(devs, strings.ReplaceAll(l.Name, ".", "/")) // sysctl's name of lan1.100: lan1/100
 	}
 	for _, d := range devs {
 		for _, k := range confKnobs {

@@ -1,0 +1,237 @@
+package control
+
+import (
+	"bytes"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+
+	"urouter/dataplane"
+	"urouter/dataplane/port"
+	"urouter/router"
+)
+
+// VLAN links: `link add link PARENT name NAME type vlan id ID [protocol
+// 802.1Q|802.1ad] [reorder_hdr on|off]`, as iproute2's iplink_vlan.c
+// reads them and Linux's 8021q (vlan_validate, vlan_newlink,
+// vlan_check_real_dev) refuses them; shown as NAME@PARENT, and under -d
+// with vlan_print_opt's line.
+
+const vlanHelp = "Usage: ... vlan id VLANID\n" +
+	"\t\t[ protocol VLANPROTO ]\n" +
+	"\t\t[ reorder_hdr { on | off } ]\n" +
+	"\t\t[ gvrp { on | off } ]\n" +
+	"\t\t[ mvrp { on | off } ]\n" +
+	"\t\t[ loose_binding { on | off } ]\n" +
+	"\t\t[ bridge_binding { on | off } ]\n" +
+	"\t\t[ ingress-qos-map QOS-MAP ]\n" +
+	"\t\t[ egress-qos-map QOS-MAP ]\n" +
+	"\n" +
+	"VLANID := 0-4095\n" +
+	"VLANPROTO: [ 802.1Q | 802.1ad ]\n" +
+	"QOS-MAP := [ QOS-MAP ] QOS-MAPPING\n" +
+	"QOS-MAPPING := FROM:TO"
+
+// vlanArgs are a VLAN link's words.
+type vlanArgs struct {
+	id        int // -1: not given
+	tpid      uint16
+	noReorder bool
+}
+
+// vlanWords are vlan_parse_opt's keywords, in its order (each matched as
+// an abbreviation).
+var vlanWords = []string{"protocol", "id", "reorder_hdr", "gvrp", "mvrp", "loose_binding", "bridge_binding",
+	"ingress-qos-map", "egress-qos-map"}
+
+func parseVLANArgs(a *linkArgs) (*vlanArgs, *cmdErr) {
+	v := &vlanArgs{id: -1, tpid: port.EtherTypeVLAN}
+	ws := argv{args: a.typArgs}
+	for ; ws.i < len(a.typArgs); ws.i++ {
+		w := a.typArgs[ws.i]
+		k := ""
+		for _, kw := range vlanWords {
+			if matches(w, kw) {
+				k = kw
+				break
+			}
+		}
+		if k == "" {
+			if matches(w, "help") {
+				return nil, parseErr("%s", vlanHelp)
+			}
+			return nil, parseErr("vlan: unknown command \"%s\"?\n%s", w, vlanHelp)
+		}
+		val, err := ws.next()
+		if err != nil {
+			return nil, err
+		}
+		if err := v.set(k, val); err != nil {
+			return nil, err
+		}
+	}
+	return v, nil
+}
+
+// set reads keyword k's value.
+func (v *vlanArgs) set(k string, val []byte) *cmdErr {
+	switch k {
+	case "protocol":
+		p, ok := llProto(str(val))
+		if !ok {
+			return invarg("protocol is invalid", val)
+		}
+		v.tpid = p
+	case "id":
+		n, err := strconv.ParseUint(str(val), 0, 16)
+		if err != nil {
+			return invarg("id is invalid", val)
+		}
+		v.id = int(n)
+	case "ingress-qos-map", "egress-qos-map":
+		return unsupported([]byte(k))
+	default:
+		on := is(val, "on")
+		if !on && !is(val, "off") {
+			return parseErr("Error: argument of \"%s\" must be \"on\" or \"off\", not \"%s\"", k, val)
+		}
+		if k == "reorder_hdr" {
+			v.noReorder = !on
+		} else if on {
+			return unsupported([]byte(k)) // GVRP, MVRP and the bindings: not the router's
+		}
+	}
+	return nil
+}
+
+// llProto reads an ethertype as ll_proto_a2n does: a name of its table
+// (the ones a VLAN is asked for, and a few others the kernel then
+// refuses) or a number.
+func llProto(s string) (uint16, bool) {
+	for _, p := range []struct {
+		name string
+		id   uint16
+	}{{"802.1Q", port.EtherTypeVLAN}, {"802.1ad", port.EtherTypeQinQ}, {"ip", 0x0800}, {"arp", 0x0806}, {"ipv6", 0x86dd}} {
+		if strings.EqualFold(s, p.name) {
+			return p.id, true
+		}
+	}
+	n, err := strconv.ParseUint(s, 0, 16)
+	return uint16(n), err == nil
+}
+
+// protoName is an ethertype as ll_proto_n2a names a VLAN's.
+func protoName(tpid uint16) string {
+	if tpid == port.EtherTypeQinQ {
+		return "802.1ad"
+	}
+	return "802.1Q"
+}
+
+// addVLAN makes the VLAN link, checked as vlan_validate and vlan_newlink
+// check it, in their order.
+func (s *Session) addVLAN(a *linkArgs, v *vlanArgs, mtu int) (*dataplane.Link, *cmdErr) {
+	var mac []byte
+	if a.address != nil {
+		var err *cmdErr
+		if mac, err = parseLLAddr(a.address); err != nil {
+			return nil, err
+		}
+		if len(mac) != 6 || mac[0]&1 != 0 || slices.Equal(mac, make([]byte, 6)) {
+			return nil, extack("8021q: Invalid link address.")
+		}
+	}
+	switch {
+	case v.tpid != port.EtherTypeVLAN && v.tpid != port.EtherTypeQinQ:
+		return nil, extack("8021q: Invalid VLAN protocol.")
+	case v.id >= 4095:
+		return nil, extack("8021q: Invalid VLAN id.")
+	case v.id < 0:
+		return nil, extack("8021q: VLAN id not specified.")
+	case a.link == nil:
+		return nil, extack("8021q: link not specified.")
+	}
+	parent := s.r.Links.ByName(str(a.link))
+	if parent == nil {
+		return nil, nodev(a.link)
+	}
+	eo := dataplane.EtherOptions{MAC: mac, Index: a.index}
+	l, err := s.r.AddVLAN(string(a.name), parent, v.tpid, uint16(v.id), mtu, eo)
+	switch {
+	case err == nil:
+		if v.noReorder {
+			l.SetVLANFlags(0)
+		}
+		return l, nil
+	case errors.Is(err, dataplane.ErrVLANParent), errors.Is(err, dataplane.ErrVLANExists):
+		return nil, extack(err.Error() + ".")
+	case errors.Is(err, router.ErrVLANMTU):
+		return nil, answers(router.ErrVLANMTU)
+	}
+	return nil, linkErr(err)
+}
+
+// vlanName is a link's name as print_name_and_link prints it (NAME@PARENT
+// for a VLAN link) and whether its parent is down (M-DOWN).
+func vlanName(w *printer, l *dataplane.Link) (string, bool) {
+	v, ok := l.VLAN()
+	if !ok || v.Parent == nil {
+		return l.Name, false
+	}
+	if w.json() {
+		w.str("link", "", v.Parent.Name)
+		return l.Name, !v.Parent.Up()
+	}
+	return l.Name + "@" + v.Parent.Name, !v.Parent.Up()
+}
+
+// printVLANDetails prints what -d shows of a VLAN link: print_linktype's
+// kind and vlan_print_opt's line.
+func printVLANDetails(w *printer, l *dataplane.Link) {
+	v, ok := l.VLAN()
+	if !ok {
+		return
+	}
+	w.openObject("linkinfo")
+	w.str("info_kind", "    %s ", "vlan")
+	w.openObject("info_data")
+	w.str("protocol", "protocol %s ", protoName(v.TPID))
+	w.uint("id", "id %d ", uint64(v.VID))
+	flags := []string{}
+	if v.Flags&dataplane.VLANReorderHdr != 0 {
+		flags = append(flags, "REORDER_HDR")
+	}
+	w.strings("flags", "", flags)
+	w.text("<" + strings.Join(flags, ",") + "> ")
+	w.closeObject()
+	w.closeObject()
+	w.text("\n")
+}
+
+// vlanSpec are the words after `link add NAME` that make VLAN link l
+// again, before its type's: its parent.
+func vlanSpec(l *dataplane.Link) []string {
+	v, ok := l.VLAN()
+	if !ok || v.Parent == nil {
+		return nil
+	}
+	return []string{"link", v.Parent.Name}
+}
+
+// parentMAC reports whether l is a VLAN link with its parent's MAC (made
+// so when none is given).
+func parentMAC(l *dataplane.Link) bool {
+	v, ok := l.VLAN()
+	return ok && v.Parent != nil && bytes.Equal(v.Parent.Hardware().HardwareAddr(), l.Hardware().HardwareAddr())
+}
+
+// vlanDepth is how many links a link is stacked on: save makes parents
+// first.
+func vlanDepth(l *dataplane.Link) int {
+	n := 0
+	for v, ok := l.VLAN(); ok && v.Parent != nil; v, ok = v.Parent.VLAN() {
+		n++
+	}
+	return n
+}
