@@ -10,7 +10,8 @@
 //	tagswitch TRUNK PORT=TAGS...
 //
 // TAGS is "untagged", or tags outer first, comma-separated: q100 (802.1Q
-// VID 100), ad300,q10 (802.1ad 300 around 802.1Q 10). The programs are
+// VID 100), ad300,q10 (802.1ad 300 around 802.1Q 10); q0 is a priority
+// tag: its port sends with one, and takes the untagged frames. The programs are
 // cls_bpf direct-action filters on clsact qdiscs, held by the kernel
 // after tagswitch exits; deleting the interfaces (or the netns) removes
 // them. Run it as root in the switch's netns (ip netns exec NS
@@ -141,13 +142,16 @@ func trunkProgram(ports []accessPort) asm.Instructions {
 	for i, p := range ports {
 		next := labelAfter(i, len(ports))
 		var block asm.Instructions
-		if len(p.tags) == 0 {
+		if p.untagged() {
 			block = append(block,
 				asm.LoadMem(asm.R2, asm.R6, skbVLANProto, asm.Word),
 				asm.JNE.Imm(asm.R2, 0, next),
 			)
 		}
 		for j, t := range p.tags {
+			if p.untagged() {
+				break
+			}
 			miss := next
 			if j > 0 {
 				miss = "drop" // its outer tag is popped
@@ -168,6 +172,13 @@ func trunkProgram(ports []accessPort) asm.Instructions {
 		insns = append(insns, block...)
 	}
 	return append(insns, asm.Mov.Imm(asm.R0, 2).WithSymbol("drop"), asm.Return())
+}
+
+// untagged reports whether the port takes the trunk's untagged frames:
+// it has no tag, or a priority tag (VID 0) alone, which a host sends and
+// a router does not answer with.
+func (p accessPort) untagged() bool {
+	return len(p.tags) == 0 || len(p.tags) == 1 && p.tags[0].vid == 0
 }
 
 // labelAfter is the label of port i+1's test, or the drop after the last.
