@@ -236,8 +236,8 @@ func (r *Router) setUp(l *dataplane.Link, up bool) error {
 		return nil
 	}
 	r.tell(LinkChanged, l, netip.Prefix{})
-	r.followParent(l, up)
 	if up {
+		defer r.followParent(l, true) // its VLAN links after it, as a saved config makes them
 		if !l.IPv6Enabled() {
 			return nil
 		}
@@ -249,6 +249,7 @@ func (r *Router) setUp(l *dataplane.Link, up bool) error {
 		errs = append(errs, r.addLinkLocal(l))
 		return errors.Join(errs...)
 	}
+	r.followParent(l, false)
 	// Route and nexthop adds check that their link is up inside their
 	// table's transaction or the registry's lock, so after this no route
 	// and no nexthop object through l remains (multipath routes keep their
