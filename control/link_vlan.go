@@ -226,12 +226,30 @@ func parentMAC(l *dataplane.Link) bool {
 	return ok && v.Parent != nil && bytes.Equal(v.Parent.Hardware().HardwareAddr(), l.Hardware().HardwareAddr())
 }
 
-// vlanDepth is how many links a link is stacked on: save makes parents
-// first.
-func vlanDepth(l *dataplane.Link) int {
-	n := 0
-	for v, ok := l.VLAN(); ok && v.Parent != nil; v, ok = v.Parent.VLAN() {
-		n++
+// parentsFirst orders links as save writes them: by index, each VLAN
+// link right after its parent (and the VLAN links made before it): the
+// order a router made from the saved lines brings them up in, so that
+// their routes list alike.
+func parentsFirst(links []*dataplane.Link) []*dataplane.Link {
+	kids := map[*dataplane.Link][]*dataplane.Link{}
+	var roots []*dataplane.Link
+	for _, l := range links {
+		if v, ok := l.VLAN(); ok && v.Parent != nil {
+			kids[v.Parent] = append(kids[v.Parent], l)
+		} else {
+			roots = append(roots, l)
+		}
 	}
-	return n
+	out := make([]*dataplane.Link, 0, len(links))
+	var add func(l *dataplane.Link)
+	add = func(l *dataplane.Link) {
+		out = append(out, l)
+		for _, k := range kids[l] {
+			add(k)
+		}
+	}
+	for _, l := range roots {
+		add(l)
+	}
+	return out
 }

@@ -70,8 +70,7 @@ func (s *Session) saveCmd(args [][]byte) *cmdErr {
 // and its object.
 func (s *Session) save(all bool, emit func(obj string, line []byte)) {
 	sv := saver{s: s, emit: emit, all: all}
-	links := slices.Clone(s.r.Links.All())
-	slices.SortStableFunc(links, func(a, b *dataplane.Link) int { return vlanDepth(a) - vlanDepth(b) })
+	links := parentsFirst(s.r.Links.All())
 	sv.sysctls(func(name string) bool { return s.r.Links.ByName(knobDev(name)) == nil })
 	for _, l := range links {
 		sv.link(l)
