@@ -87,7 +87,8 @@ func (g *stateGen) knobs() {
 }
 
 // links adds a dummy (maybe at an index asked for), another maybe with
-// its MAC, a TUN, a TAP, a host link on the veth, and a mirror of one;
+// its MAC, a TUN, a TAP, a host link on the veth, VLAN links on them (QinQ
+// maybe), and a mirror of one;
 // it reports whether d1 was set up.
 func (g *stateGen) links() (d1Up bool) {
 	if g.maybe(2) {
@@ -117,12 +118,24 @@ func (g *stateGen) links() (d1Up bool) {
 	}
 	g.add("%s", p0)
 	g.add("link add h0 type host dev vA")
+	vid := 1 + g.r.Intn(4094)
+	g.add("link add link p0 name p0.v type vlan id %d", vid) // VLAN links: up with their parent
+	if g.maybe(2) {
+		g.add("link add link p0 name q0 type vlan protocol 802.1ad id %d", 1+g.r.Intn(4094))
+		g.add("link add q0.10 link q0 type vlan id 10%s", g.pick("", " reorder_hdr off"))
+	}
+	if g.maybe(2) {
+		g.add("link add link h0 name h0.7 address 02:00:00:00:70:%02x type vlan id 7", g.r.Intn(256))
+	}
 	// a link whose name begins with another's and a dot: each has its knobs
 	g.add("link add d0.5 type dummy")
 	g.add("sysctl -w net.ipv6.conf.d0.5.hop_limit=%d", 10+g.r.Intn(50))
 	d1Up = g.maybe(2)
 	for _, l := range []string{"d0", "t0", "p0", "h0"} {
 		g.add("link set %s up", l)
+	}
+	if g.maybe(3) {
+		g.add("link set p0.v down")
 	}
 	if d1Up {
 		g.add("link set d1 up")
