@@ -205,6 +205,38 @@ func TestVLANLinks(t *testing.T) {
 	}
 	l.checkStrayTags(t)
 	l.checkParent(t)
+	l.checkTrunkReplaced(t)
+}
+
+// checkTrunkReplaced: the trunk's veth deleted, its VLAN links wait with
+// their parent (LOWERLAYERDOWN under NOTPRESENT); a new veth of its name
+// (tagged again) is attached, and its socket reads tags again: VLAN 100
+// reaches 200.
+func (l *vlanLab) checkTrunkReplaced(t *testing.T) {
+	if l.kernel {
+		t.Log("the trunk replaced: with tagswitch alone (the kernel's VLAN devices would go with it)")
+		return
+	}
+	mustRun(t, "ip", "-n", l.r, "link", "del", "trunk")
+	if st, _ := l.linkState(t, "lan1"); st != "NOTPRESENT" {
+		waitUntil(t, "lan1 to wait", func() bool { st, _ := l.linkState(t, "lan1"); return st == "NOTPRESENT" })
+	}
+	if st, _ := l.linkState(t, "lan1.100"); st != "LOWERLAYERDOWN" {
+		t.Errorf("lan1.100 %s while its parent waits, want LOWERLAYERDOWN", st)
+	}
+	mustRun(t, "ip", "-n", l.r, "link", "add", "trunk", "type", "veth", "peer", "name", "swt", "netns", l.sw)
+	mustRun(t, "ip", "-n", l.sw, "link", "set", "swt", "up")
+	l.switchHosts(t, "untagged")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, ok := l.ping(l.hosts["100"], "2001:db8:e200::2")
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("VLAN 100 to 200 over a new trunk: %s", out)
+		}
+	}
 }
 
 // checkNeighbours: each host's entry for its gateway has the MAC of the
