@@ -3,10 +3,9 @@
 // Linux derives from them: the local and connected routes an address
 // brings (proto kernel, metric 0 in table local, 256 in main), what a link
 // going down or away does to routes and addresses, and route expiry
-// (expire.go); for
-// Ethernet links, the gateways whose neighbour failed (their multipath
-// members go dead, and they are probed every router_probe_interval:
-// ether.go); for host links, their interface's carrier (carrier.go) and
+// (expire.go); for Ethernet links, the gateways whose neighbour failed
+// (their multipath members go dead, and they are probed every
+// router_probe_interval: ether.go); for host links, their interface's carrier (carrier.go) and
 // the interface they wait for, attach to as it comes and let go as it
 // goes (hostlink.go); for VLAN links, following their parent down, up,
 // out of carrier, to a lower MTU and away as Linux's 8021q does
