@@ -211,7 +211,7 @@ func attach(index int, name string, insns asm.Instructions) error {
 	if err != nil {
 		return fmt.Errorf("%s: loading its program: %w", name, err)
 	}
-	defer prog.Close()
+	defer func() { _ = prog.Close() }() // the filter holds the program; this descriptor is only ours
 	qd := &netlink.GenericQdisc{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: index, Handle: netlink.MakeHandle(0xffff, 0),
 		Parent: netlink.HANDLE_CLSACT}, QdiscType: "clsact"}
 	if err := netlink.QdiscReplace(qd); err != nil {
