@@ -157,14 +157,13 @@ func parseLinkKind(a *linkArgs) (k linkKind, err *cmdErr) {
 }
 
 func linkErr(err error) *cmdErr {
-	var errno syscall.Errno
-	switch {
-	case errors.Is(err, dataplane.ErrLinkExists), errors.Is(err, dataplane.ErrIndexTaken):
+	if errors.Is(err, dataplane.ErrLinkExists) || errors.Is(err, dataplane.ErrIndexTaken) {
 		return answers(syscall.EEXIST)
-	case errors.As(err, &errno):
-		return answers(errno) // a kernel's refusal without a message (vlan_dev_open's ENETDOWN)
 	}
-	return extack(err.Error())
+	if errno, ok := err.(syscall.Errno); ok {
+		return answers(errno) // the router's own refusal as a bare errno (vlan_dev_open's ENETDOWN)
+	}
+	return extack(err.Error()) // a device's error, its context said
 }
 
 // namedLink parses the arguments of link set and del, and finds the link
