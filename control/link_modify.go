@@ -54,6 +54,9 @@ func (s *Session) linkAdd(args [][]byte) *cmdErr {
 	if err != nil {
 		return err
 	}
+	if a.link != nil && s.r.Links.ByName(str(a.link)) == nil {
+		return nodev(a.link) // iplink_parse finds it before the type's words are read
+	}
 	k, err := parseLinkKind(a)
 	if err != nil {
 		return err

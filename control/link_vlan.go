@@ -154,7 +154,7 @@ func (s *Session) addVLAN(a *linkArgs, v *vlanArgs, mtu int) (*dataplane.Link, *
 	}
 	parent := s.r.Links.ByName(str(a.link))
 	if parent == nil {
-		return nil, nodev(a.link)
+		return nil, nodev(a.link) // gone since linkAdd looked
 	}
 	eo := dataplane.EtherOptions{MAC: mac, Index: a.index}
 	l, err := s.r.AddVLAN(string(a.name), parent, v.tpid, uint16(v.id), mtu, eo)

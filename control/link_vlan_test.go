@@ -33,6 +33,7 @@ func TestVLANGrammar(t *testing.T) {
 		{"link add link E0 name y type vlan", 2, "Error: 8021q: VLAN id not specified.\n"},
 		{"link add name y type vlan id 5", 2, "Error: 8021q: link not specified.\n"},
 		{"link add link nosuch name y type vlan id 5", 1, "Cannot find device \"nosuch\"\n"},
+		{"link add link nosuch name y type vlan id 5000 foo", 1, "Cannot find device \"nosuch\"\n"},
 		{"link add link lo name y type vlan id 5", 2, "Error: 8021q: VLANs not supported on device.\n"},
 		{"link add link d1 name y type vlan id 5", 2, "Error: 8021q: VLANs not supported on device.\n"},
 		{"link add link E0 name y mtu 1501 type vlan id 5", 2, "RTNETLINK answers: Invalid argument\n"},
