@@ -9,7 +9,6 @@ import (
 
 	"urouter/dataplane"
 	"urouter/dataplane/port"
-	"urouter/router"
 )
 
 // VLAN links: `link add link PARENT name NAME type vlan id ID [protocol
@@ -156,20 +155,18 @@ func (s *Session) addVLAN(a *linkArgs, v *vlanArgs, mtu int) (*dataplane.Link, *
 	if parent == nil {
 		return nil, nodev(a.link) // gone since linkAdd looked
 	}
-	eo := dataplane.EtherOptions{MAC: mac, Index: a.index}
-	l, err := s.r.AddVLAN(string(a.name), parent, v.tpid, uint16(v.id), mtu, eo)
+	info := dataplane.VLANInfo{Parent: parent, TPID: v.tpid, VID: uint16(v.id), Flags: dataplane.VLANReorderHdr}
+	if v.noReorder {
+		info.Flags = 0
+	}
+	l, err := s.r.AddVLAN(string(a.name), info, mtu, dataplane.EtherOptions{MAC: mac, Index: a.index})
 	switch {
 	case err == nil:
-		if v.noReorder {
-			l.SetVLANFlags(0)
-		}
 		return l, nil
 	case errors.Is(err, dataplane.ErrVLANParent), errors.Is(err, dataplane.ErrVLANExists):
-		return nil, extack(err.Error() + ".")
-	case errors.Is(err, router.ErrVLANMTU):
-		return nil, answers(router.ErrVLANMTU)
+		return nil, extack(err.Error() + ".") // iproute2 ends an extack message with a period
 	}
-	return nil, linkErr(err)
+	return nil, linkErr(err) // an MTU above the parent's: vlan_newlink's bare EINVAL
 }
 
 // vlanName is a link's name as print_name_and_link prints it (NAME@PARENT

@@ -58,7 +58,7 @@ type ether struct {
 	parent    *ether
 	vlan      port.VLANTag
 	tags      []byte
-	vlanFlags atomic.Uint32
+	vlanFlags uint32 // VLANReorderHdr or none, as made
 	// vlans are the VLAN links on this link (nil: none yet); rxl says,
 	// per queue, which of them each packet of the batch read came in by
 	// (nil: this link), and mixed whether any did

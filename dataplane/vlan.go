@@ -21,7 +21,7 @@ import (
 // the batch as a batch of its own (forwardRuns). A tag no link claims is
 // dropped and counted, as Linux drops it (another host's frame).
 
-// VLANInfo is what a VLAN link is: its parent and its tag.
+// VLANInfo is what a VLAN link is: its parent, its tag and its flags.
 type VLANInfo struct {
 	Parent *Link
 	TPID   uint16 // port.EtherTypeVLAN (802.1Q) or port.EtherTypeQinQ (802.1ad)
@@ -33,13 +33,6 @@ type VLANInfo struct {
 // unless made with `reorder_hdr off`: it changes only what the kernel's
 // own sockets see, so it is shown and kept, nothing more.
 const VLANReorderHdr = 1
-
-// SetVLANFlags sets the flags VLAN link l shows.
-func (l *Link) SetVLANFlags(f uint32) {
-	if e, ok := l.hw.(*ether); ok && e.parent != nil {
-		e.vlanFlags.Store(f)
-	}
-}
 
 // Errors of a VLAN link's making, worded as Linux's 8021q words them.
 var (
@@ -77,7 +70,7 @@ func (e *ether) vlanSpec() []string {
 		w = append(w, "protocol", "802.1ad")
 	}
 	w = append(w, "id", strconv.Itoa(int(e.vlan.VID())))
-	if e.vlanFlags.Load()&VLANReorderHdr == 0 {
+	if e.vlanFlags&VLANReorderHdr == 0 {
 		w = append(w, "reorder_hdr", "off")
 	}
 	return w
@@ -105,45 +98,36 @@ func (e *ether) vlanOf(tag *port.VLANTag) *ether {
 	return t.slot(tag.TPID, tag.VID()).Load()
 }
 
-// OpenVLAN makes the device of a VLAN link on parent, tagged tpid and vid,
-// with the parent's MAC unless eo gives one; the caller registers it
-// (AddLink) and then joins it to its parent (JoinVLAN).
-func OpenVLAN(parent *Link, tpid, vid uint16, eo EtherOptions) (port.Device, error) {
-	pe, ok := parent.hw.(*ether)
+// OpenVLAN makes the device of VLAN link v (its parent, tag and flags),
+// with the parent's MAC unless eo gives one, and starts handing it its
+// frames: the parent's reader reads their tags from now on (an
+// interface's socket is told to) and finds it by its tag, dropping them
+// until the caller registers the link (AddLink).
+func (dp *Dataplane) OpenVLAN(v VLANInfo, eo EtherOptions) (port.Device, error) {
+	pe, ok := v.Parent.hw.(*ether)
 	if !ok {
 		return nil, ErrVLANParent
 	}
-	if pe.vlanOf(&port.VLANTag{TPID: tpid, TCI: vid}) != nil {
-		return nil, ErrVLANExists
-	}
-	root := pe
-	for root.parent != nil {
-		root = root.parent
-	}
-	tags := binary.BigEndian.AppendUint16(append([]byte(nil), pe.tags...), tpid)
-	tags = binary.BigEndian.AppendUint16(tags, vid)
+	tags := binary.BigEndian.AppendUint16(append([]byte(nil), pe.tags...), v.TPID)
+	tags = binary.BigEndian.AppendUint16(tags, v.VID)
 	mac := pe.mac
 	if len(eo.MAC) == 6 {
 		mac = ndisc.MAC(eo.MAC)
 	}
-	e, err := newEther("vlan", &vlanFrames{root: root.io, tags: tags}, mac, eo)
+	e, err := newEther("vlan", &vlanFrames{root: pe.root().io, tags: tags}, mac, eo)
 	if err != nil {
 		return nil, err
 	}
-	e.parent, e.vlan, e.tags = pe, port.VLANTag{TPID: tpid, TCI: vid}, tags
-	e.vlanFlags.Store(VLANReorderHdr)
+	e.parent, e.vlan, e.tags, e.vlanFlags = pe, port.VLANTag{TPID: v.TPID, TCI: v.VID}, tags, v.Flags
+	if err := dp.joinVLAN(e); err != nil {
+		return nil, errors.Join(err, e.Close())
+	}
 	return e, nil
 }
 
-// JoinVLAN starts handing the VLAN link of device d (OpenVLAN's) its
-// frames: its parent's reader reads their tags from now on (an
-// interface's socket is told to), and finds it by its tag. Until the link
-// is registered its frames are dropped.
-func (dp *Dataplane) JoinVLAN(d port.Device) error {
-	e, ok := d.(*ether)
-	if !ok || e.parent == nil {
-		return ErrVLANParent
-	}
+// joinVLAN puts VLAN device e in its parent's table, its root's socket
+// told to read tags first.
+func (dp *Dataplane) joinVLAN(e *ether) error {
 	if h, ok := e.root().io.(*port.Host); ok {
 		if err := h.ReadTags(); err != nil {
 			return fmt.Errorf("reading VLAN tags on %s: %w", h.Dev(), err)
@@ -187,7 +171,7 @@ func (l *Link) VLAN() (VLANInfo, bool) {
 	if !ok || e.parent == nil {
 		return VLANInfo{}, false
 	}
-	return VLANInfo{Parent: e.parent.link.Load(), TPID: e.vlan.TPID, VID: e.vlan.VID(), Flags: e.vlanFlags.Load()}, true
+	return VLANInfo{Parent: e.parent.link.Load(), TPID: e.vlan.TPID, VID: e.vlan.VID(), Flags: e.vlanFlags}, true
 }
 
 // VLANs are the VLAN links on l.

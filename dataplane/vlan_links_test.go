@@ -10,11 +10,9 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 
 	"urouter/dataplane/port"
-	"urouter/decide"
 	"urouter/fib6"
 	"urouter/ndisc"
 	"urouter/nexthop"
-	"urouter/rules"
 )
 
 // vlanRig is a trunk (an Ethernet link over frames, read by the test's
@@ -38,10 +36,8 @@ func newVLANRig(tb testing.TB, f port.Frames) *vlanRig {
 			tb.Fatal(err)
 		}
 	}
-	links := NewLinks()
-	tables := fib6.NewTables()
-	dp := New(links, decide.New(tables, rules.NewRegistry(func(string) int32 { return 0 }, 1), links))
-	dp.AddLoopback()
+	dp, tables := testDataplane()
+	links := dp.Links
 	e, err := newEther("tap", f, routerMAC, EtherOptions{Neigh: ndisc.DefaultParams()})
 	must(err)
 	trunk, err := dp.Links.add("trunk", 0, e, 1500) // AddLink without its worker: the test reads
@@ -51,9 +47,8 @@ func newVLANRig(tb testing.TB, f port.Frames) *vlanRig {
 	links.SetUp(trunk, true)
 	r := &vlanRig{dp: dp, trunk: trunk, vlans: map[uint16]*Link{}, e: e}
 	add := func(parent *Link, tpid, vid uint16, net string) *Link {
-		d, err := OpenVLAN(parent, tpid, vid, EtherOptions{Neigh: ndisc.DefaultParams()})
+		d, err := dp.OpenVLAN(VLANInfo{Parent: parent, TPID: tpid, VID: vid}, EtherOptions{Neigh: ndisc.DefaultParams()})
 		must(err)
-		must(dp.JoinVLAN(d))
 		l, err := dp.AddLink("v"+net, 0, d, 1500)
 		must(err)
 		links.SetUp(l, true)
@@ -287,11 +282,8 @@ func TestVLANChurnStress(t *testing.T) {
 		}
 	}()
 	for i := range 200 {
-		d, err := OpenVLAN(r.trunk, port.EtherTypeVLAN, 500, EtherOptions{Neigh: ndisc.DefaultParams()})
+		d, err := r.dp.OpenVLAN(VLANInfo{Parent: r.trunk, TPID: port.EtherTypeVLAN, VID: 500}, EtherOptions{Neigh: ndisc.DefaultParams()})
 		if err != nil {
-			t.Fatal(i, err)
-		}
-		if err := r.dp.JoinVLAN(d); err != nil {
 			t.Fatal(i, err)
 		}
 		l, err := r.dp.AddLink("v500", 0, d, 1500)

@@ -1,7 +1,6 @@
 package router
 
 import (
-	"errors"
 	"log"
 	"net/netip"
 	"syscall"
@@ -22,35 +21,29 @@ import (
 // ErrVLANMTU is vlan_newlink's refusal of an MTU above the parent's.
 var ErrVLANMTU = syscall.EINVAL
 
-// AddVLAN creates VLAN link name on parent, tagged tpid (802.1Q's or
-// 802.1ad's) and vid, down; its MAC and, if mtu is 0, its MTU are the
-// parent's.
-func (r *Router) AddVLAN(name string, parent *dataplane.Link, tpid, vid uint16, mtu int, eo dataplane.EtherOptions) (*dataplane.Link, error) {
-	if parent.Neigh() == nil || parent.Hardware().Flags()&port.FlagLoopback != 0 {
-		return nil, dataplane.ErrVLANParent // no frames: a TUN, a dummy, the loopback
-	}
+// AddVLAN creates VLAN link name (v: its parent, tag and flags), down;
+// its MAC and, if mtu is 0, its MTU are the parent's. As vlan_newlink:
+// a parent without frames (a TUN, a dummy, the loopback) or a VID taken
+// is refused before an MTU above the parent's.
+func (r *Router) AddVLAN(name string, v dataplane.VLANInfo, mtu int, eo dataplane.EtherOptions) (*dataplane.Link, error) {
 	if mtu == 0 {
-		mtu = parent.MTU()
-	} else if mtu > parent.MTU() {
-		return nil, ErrVLANMTU
+		mtu = v.Parent.MTU()
 	}
 	eo.Neigh, eo.Held = r.defaultNeigh(eo.Neigh), r.held
 	l, err := r.addLink(name, eo.Index, mtu, func() (port.Device, error) {
-		d, err := dataplane.OpenVLAN(parent, tpid, vid, eo)
-		if err != nil {
-			return nil, err
+		d, err := r.DP.OpenVLAN(v, eo)
+		if err == nil && mtu > v.Parent.MTU() {
+			_ = d.Close() // it never fails: a VLAN device's port is its root's
+			return nil, ErrVLANMTU
 		}
-		if err := r.DP.JoinVLAN(d); err != nil {
-			return nil, errors.Join(err, d.Close())
-		}
-		return d, nil
+		return d, err
 	})
 	if err != nil {
 		return nil, err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.Links.SetCarrier(l, parent.Carrier())
+	r.Links.SetCarrier(l, v.Parent.Carrier())
 	return l, nil
 }
 
@@ -66,16 +59,9 @@ func vlanUp(l *dataplane.Link) error {
 func (r *Router) followParent(parent *dataplane.Link, up bool) {
 	for _, c := range r.Links.VLANs(parent) {
 		if err := r.setUp(c, up); err != nil {
-			log.Printf("router: link %s: following %s %s: %v", c.Name, parent.Name, upDown(up), err)
+			log.Printf("router: link %s: following %s (up %v): %v", c.Name, parent.Name, up, err)
 		}
 	}
-}
-
-func upDown(up bool) string {
-	if up {
-		return "up"
-	}
-	return "down"
 }
 
 // setCarrier records link l's carrier and its VLAN links', telling each

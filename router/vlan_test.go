@@ -26,16 +26,19 @@ func TestVLANFollowsParent(t *testing.T) {
 	veth(t, "t0", 1500)
 	p, err := r.AddHost("trunk", "t0", dataplane.EtherOptions{})
 	must(t, err)
-	v100, err := r.AddVLAN("trunk.100", p, port.EtherTypeVLAN, 100, 0, dataplane.EtherOptions{})
+	vlan := func(name string, parent *dataplane.Link, tpid, vid uint16, mtu int) (*dataplane.Link, error) {
+		return r.AddVLAN(name, dataplane.VLANInfo{Parent: parent, TPID: tpid, VID: vid}, mtu, dataplane.EtherOptions{})
+	}
+	v100, err := vlan("trunk.100", p, port.EtherTypeVLAN, 100, 0)
 	must(t, err)
-	v300, err := r.AddVLAN("trunk.300", p, port.EtherTypeQinQ, 300, 1496, dataplane.EtherOptions{})
+	v300, err := vlan("trunk.300", p, port.EtherTypeQinQ, 300, 1496)
 	must(t, err)
-	inner, err := r.AddVLAN("trunk.300.10", v300, port.EtherTypeVLAN, 10, 0, dataplane.EtherOptions{})
+	inner, err := vlan("trunk.300.10", v300, port.EtherTypeVLAN, 10, 0)
 	must(t, err)
-	if _, err := r.AddVLAN("again", p, port.EtherTypeVLAN, 100, 0, dataplane.EtherOptions{}); !errors.Is(err, dataplane.ErrVLANExists) {
+	if _, err := vlan("again", p, port.EtherTypeVLAN, 100, 0); !errors.Is(err, dataplane.ErrVLANExists) {
 		t.Errorf("a second VLAN 100: %v, want %v", err, dataplane.ErrVLANExists)
 	}
-	if _, err := r.AddVLAN("big", p, port.EtherTypeVLAN, 7, 9000, dataplane.EtherOptions{}); !errors.Is(err, ErrVLANMTU) {
+	if _, err := vlan("big", p, port.EtherTypeVLAN, 7, 9000); !errors.Is(err, ErrVLANMTU) {
 		t.Errorf("MTU 9000 on a 1500 parent: %v", err)
 	}
 	if v100.MTU() != 1500 || inner.MTU() != 1496 || v100.Hardware().HardwareAddr().String() != p.Hardware().HardwareAddr().String() {
