@@ -219,11 +219,7 @@ func (h *Host) ReadFrames(q int, bufs [][]byte, hdrs []EthHdr, tags []VLANTag, s
 // WriteFrames writes to the interface attached; while waiting the frames
 // are lost (ENETDOWN), as to a NIC without its cable.
 func (h *Host) WriteFrames(hdrs []EthHdr, pkts [][]byte) (int, error) {
-	a := h.cur.Load()
-	if a == nil {
-		return 0, unix.ENETDOWN
-	}
-	return a.WriteFrames(hdrs, pkts)
+	return h.WriteTagged(nil, hdrs, pkts)
 }
 
 // WriteTagged is WriteFrames with VLAN tags.
