@@ -115,16 +115,24 @@ var (
 	hostAddr  = netip.MustParseAddr("2001:db8:91::2")
 )
 
+// testDataplane is a dataplane with its loopback, deciding in tables of
+// its own (returned) with no rules but Linux's.
+func testDataplane() (*Dataplane, *fib6.Tables) {
+	links := NewLinks()
+	tables := fib6.NewTables()
+	dp := New(links, decide.New(tables, rules.NewRegistry(func(string) int32 { return 0 }, 1), links))
+	dp.AddLoopback()
+	return dp, tables
+}
+
 // etherLink is an Ethernet link over fake frames, up, with
 // 2001:db8:91::1/64 and its link-local address, in a dataplane of its own.
 // Its addresses skip DAD, which would take a retrans time (a second):
 // TestDADTransmits is DAD's test; addresses a test adds later have it.
 func etherLink(t testing.TB) (*Link, *ether, *fakeFrames) {
 	t.Helper()
-	links := NewLinks()
-	rs := rules.NewRegistry(func(string) int32 { return 0 }, 1)
-	dp := New(links, decide.New(fib6.NewTables(), rs, links))
-	dp.AddLoopback()
+	dp, _ := testDataplane()
+	links := dp.Links
 	f := newFakeFrames()
 	e, err := newEther("tap", f, routerMAC, EtherOptions{Neigh: ndisc.DefaultParams()})
 	if err != nil {
