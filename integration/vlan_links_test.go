@@ -218,25 +218,14 @@ func (l *vlanLab) checkTrunkReplaced(t *testing.T) {
 		return
 	}
 	mustRun(t, "ip", "-n", l.r, "link", "del", "trunk")
-	if st, _ := l.linkState(t, "lan1"); st != "NOTPRESENT" {
-		waitUntil(t, "lan1 to wait", func() bool { st, _ := l.linkState(t, "lan1"); return st == "NOTPRESENT" })
-	}
+	waitUntil(t, "lan1 to wait", func() bool { st, _ := l.linkState(t, "lan1"); return st == "NOTPRESENT" })
 	if st, _ := l.linkState(t, "lan1.100"); st != "LOWERLAYERDOWN" {
 		t.Errorf("lan1.100 %s while its parent waits, want LOWERLAYERDOWN", st)
 	}
 	mustRun(t, "ip", "-n", l.r, "link", "add", "trunk", "type", "veth", "peer", "name", "swt", "netns", l.sw)
 	mustRun(t, "ip", "-n", l.sw, "link", "set", "swt", "up")
 	l.switchHosts(t, "untagged")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		out, ok := l.ping(l.hosts["100"], "2001:db8:e200::2")
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("VLAN 100 to 200 over a new trunk: %s", out)
-		}
-	}
+	l.pingWithin(t, "100", "2001:db8:e200::2", "VLAN 100 to 200 over a new trunk")
 }
 
 // checkNeighbours: each host's entry for its gateway has the MAC of the
@@ -336,17 +325,10 @@ func dropCount(t *testing.T, d *daemon, link, reason string) float64 {
 func (l *vlanLab) checkParent(t *testing.T) {
 	state := func(link, want string, flag string) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for {
+		waitUntil(t, link+" "+want+" "+flag, func() bool {
 			st, flags := l.linkState(t, link)
-			if st == want && (flag == "" || slices.Contains(flags, flag)) {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: state %s %v, want %s %s", link, st, flags, want, flag)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return st == want && (flag == "" || slices.Contains(flags, flag))
+		})
 	}
 	if _, e, st := l.d.run("link", "set", "lan1", "down"); st != 0 {
 		t.Fatal(e)
@@ -365,14 +347,20 @@ func (l *vlanLab) checkParent(t *testing.T) {
 	state("lan1.100", "LOWERLAYERDOWN", "NO-CARRIER")
 	mustRun(t, "ip", "-n", l.sw, "link", "set", l.trunk, "up")
 	state("lan1.100", "UP", "LOWER_UP")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		out, ok := l.ping(l.hosts["100"], "2001:db8:e310::2")
+	l.pingWithin(t, "100", "2001:db8:e310::2", "VLAN 100 to QinQ after the parent's bounces")
+}
+
+// pingWithin pings dst from VLAN from's host until it is answered, for up
+// to 10 s (each ping waits up to 2 s).
+func (l *vlanLab) pingWithin(t *testing.T, from, dst, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		out, ok := l.ping(l.hosts[from], dst)
 		if ok {
-			break
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("VLAN 100 to QinQ after the parent's bounces: %s", out)
+			t.Fatalf("%s: %s", what, out)
 		}
 	}
 }
