@@ -63,7 +63,7 @@ type ether struct {
 	// per queue, which of them each packet of the batch read came in by
 	// (nil: this link), and mixed whether any did
 	vlans atomic.Pointer[vlanTable]
-	rxl   [][batchSize]*Link
+	rxl   [][batchSize]*ether
 	mixed []bool
 }
 
@@ -128,7 +128,7 @@ func randomMAC() ndisc.MAC {
 func newEther(kind string, io port.Frames, mac ndisc.MAC, eo EtherOptions) (*ether, error) {
 	q := io.Queues()
 	e := &ether{kind: kind, io: io, mac: mac, rxh: make([][batchSize]port.EthHdr, q),
-		rxt: make([][batchSize]port.VLANTag, q), rxl: make([][batchSize]*Link, q), mixed: make([]bool, q)}
+		rxt: make([][batchSize]port.VLANTag, q), rxl: make([][batchSize]*ether, q), mixed: make([]bool, q)}
 	e.nd = ndisc.New((*ndLink)(e), mac, eo.Neigh, eo.Held)
 	e.neigh = e.nd.Table()
 	if err := e.listen(ndisc.Groups(nil)); err != nil {
@@ -264,7 +264,7 @@ func (e *ether) ReadBatch(q int, bufs [][]byte, sizes []int) (int, error) {
 					continue
 				}
 				if sizes[i] = m; to != e {
-					by[keep], mixed = to.link.Load(), true
+					by[keep], mixed = to, true
 				}
 			}
 			keep = kept(bufs, sizes, i, keep)

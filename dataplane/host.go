@@ -42,20 +42,21 @@ func OpenHost(dev string, eo EtherOptions) (port.Device, int, error) {
 	return e, mtu, nil
 }
 
-// host is a host link's hold on its interface, nil for other links.
-func (l *Link) host() *port.Host {
+// host is a host link's device and its hold on its interface, nils for
+// other links.
+func (l *Link) host() (*ether, *port.Host) {
 	if e, ok := l.hw.(*ether); ok {
 		if h, ok := e.io.(*port.Host); ok {
-			return h
+			return e, h
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 // HostDev is the name of the interface a host link is on or waits for,
 // "" for other links.
 func (l *Link) HostDev() string {
-	if h := l.host(); h != nil {
+	if _, h := l.host(); h != nil {
 		return h.Dev()
 	}
 	return ""
@@ -63,14 +64,14 @@ func (l *Link) HostDev() string {
 
 // Waiting reports whether l is a host link without its interface.
 func (l *Link) Waiting() bool {
-	h := l.host()
+	_, h := l.host()
 	return h != nil && !h.Attached()
 }
 
 // Interface is the index of the kernel interface a host link is on, 0
 // for other links and a host link that waits.
 func (l *Link) Interface() int {
-	if h := l.host(); h != nil {
+	if _, h := l.host(); h != nil {
 		return h.Ifindex()
 	}
 	return 0
@@ -81,19 +82,15 @@ func (l *Link) Interface() int {
 // none or l has one already. The caller gives the link's MTU and state to
 // the interface, and records its carrier.
 func (dp *Dataplane) AttachHost(l *Link) (*net.Interface, error) {
-	h := l.host()
+	e, h := l.host()
 	if h == nil || h.Attached() {
 		return nil, nil
 	}
-	e := l.hw.(*ether)
 	ifi, err := h.Attach(e.mac[:], e.give)
 	if errors.Is(err, port.ErrNoDevice) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	return ifi, nil
+	return ifi, err
 }
 
 // DetachHost lets host link l's interface go (deleted, moved away,
@@ -101,7 +98,7 @@ func (dp *Dataplane) AttachHost(l *Link) (*net.Interface, error) {
 // waits for the next interface of its name. It reports whether l had
 // one.
 func (dp *Dataplane) DetachHost(l *Link) (bool, error) {
-	h := l.host()
+	e, h := l.host()
 	if h == nil {
 		return false, nil
 	}
@@ -112,7 +109,6 @@ func (dp *Dataplane) DetachHost(l *Link) (bool, error) {
 		return false, nil
 	}
 	dp.synchronize() // no worker is still writing to it
-	e := l.hw.(*ether)
 	e.wmu.Lock()
 	defer e.wmu.Unlock()
 	return true, a.Close()

@@ -168,10 +168,8 @@ func (dp *Dataplane) ClearMirror(l *Link) error {
 // allMulti makes an Ethernet link on an interface take every multicast
 // frame while it has a mirror (a TAP gets them all anyway).
 func allMulti(l *Link, on bool) error {
-	if e, ok := l.hw.(*ether); ok {
-		if h, ok := e.io.(*port.Host); ok {
-			return h.AllMulti(on)
-		}
+	if _, h := l.host(); h != nil {
+		return h.AllMulti(on)
 	}
 	return nil
 }

@@ -244,7 +244,6 @@ func (e *ether) count(why DropReason, n int) {
 type vlanRuns struct {
 	bufs  [batchSize][]byte
 	sizes [batchSize]int
-	by    [batchSize]*Link
 }
 
 // forwardRuns routes a batch that came in by several links (a trunk's
@@ -255,15 +254,15 @@ func (w *worker) forwardRuns(n int) {
 	t := w.runs
 	copy(t.bufs[:n], w.bufs[:n])
 	copy(t.sizes[:n], w.sizes[:n])
-	copy(t.by[:n], w.eth.rxl[w.q][:n])
+	by := &w.eth.rxl[w.q] // read only until the next batch is read
 	all := uint64(1)<<n - 1
 	var done uint64
 	for done != all {
 		first := bits.TrailingZeros64(^done)
-		l := t.by[first]
+		v := by[first]
 		var run uint64
 		for i := first; i < n; i++ {
-			if done&(1<<i) == 0 && t.by[i] == l {
+			if done&(1<<i) == 0 && by[i] == v {
 				run |= 1 << i
 			}
 		}
@@ -277,8 +276,8 @@ func (w *worker) forwardRuns(n int) {
 			}
 		}
 		w.in = w.home
-		if l != nil {
-			w.in = l
+		if v != nil {
+			w.in = v.link.Load() // set: demux hands no frame to a link unregistered
 		}
 		w.forward(bits.OnesCount64(run))
 		done |= run

@@ -77,9 +77,10 @@ func (r *Router) interfaceChanged(u netlink.LinkUpdate) {
 	defer r.mu.Unlock()
 	for _, l := range r.Links.All() {
 		switch {
-		case l.Interface() == a.Index && (gone || a.Name != l.HostDev()):
+		case l.Interface() != a.Index:
+		case gone || a.Name != l.HostDev():
 			r.detachHost(l)
-		case l.Interface() == a.Index:
+		default:
 			r.setCarrier(l, a.Flags&net.FlagRunning != 0)
 		}
 	}

@@ -43,7 +43,7 @@ type AFPacket struct {
 	// would be an allocation per batch
 	rx iovBatch
 	// each frame's sockaddr_ll: its packet type (PACKET_OTHERHOST); and on
-	// a promiscuous socket its PACKET_AUXDATA: its VLAN tag (vlan.go)
+	// a socket that reads tags its PACKET_AUXDATA: its VLAN tag (vlan.go)
 	rxFrom [BatchSize]unix.RawSockaddrLinklayer
 	rxCtl  [BatchSize][auxSpace]byte
 	rxN    int
@@ -52,11 +52,9 @@ type AFPacket struct {
 	rxFn   func(fd uintptr) bool
 	// the kernel's IPv6 is switched off on the interface (ipv6switch.go)
 	tookIPv6 bool
-	// promisc: the router's MAC is not the interface's (set before the
-	// first read); tags: the socket reads each frame's VLAN tag
-	// (promiscTags), as a promiscuous one or one with VLAN links does
-	promisc bool
-	tags    atomic.Bool
+	// tags: the socket reads each frame's VLAN tag (promiscTags), as a
+	// promiscuous one or one with VLAN links does
+	tags atomic.Bool
 	closeFlag
 }
 
@@ -193,7 +191,6 @@ func (a *AFPacket) AllMulti(on bool) error {
 // Promisc takes every frame, for a router MAC that is not the interface's
 // (before the first read), and their VLAN tags (promiscTags).
 func (a *AFPacket) Promisc() error {
-	a.promisc = true
 	mr := unix.PacketMreq{Ifindex: int32(a.ifindex), Type: unix.PACKET_MR_PROMISC}
 	if err := unix.SetsockoptPacketMreq(a.fd, unix.SOL_PACKET, unix.PACKET_ADD_MEMBERSHIP, &mr); err != nil {
 		return err
