@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -59,24 +60,12 @@ func routerInOwnNetns(t *testing.T) *Router {
 func veth(t *testing.T, name string, mtu int) netlink.Link {
 	t.Helper()
 	v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: name, MTU: mtu}, PeerName: name + "p"}
-	if err := netlink.LinkAdd(v); err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range []string{name, name + "p"} {
-		l, err := netlink.LinkByName(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n != name {
-			if err := netlink.LinkSetUp(l); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	must(t, netlink.LinkAdd(v))
+	peer, err := netlink.LinkByName(name + "p")
+	must(t, err)
+	must(t, netlink.LinkSetUp(peer))
 	l, err := netlink.LinkByName(name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	return l
 }
 
@@ -116,24 +105,20 @@ func TestHostLinkWaits(t *testing.T) {
 		t.Errorf("attached: MTU %d, want the interface's 9000", l.MTU())
 	}
 	now, _ := netlink.LinkByIndex(v.Attrs().Index)
-	if !bytes.Equal(now.Attrs().HardwareAddr, mac) || now.Attrs().Flags&(1<<0) == 0 {
+	if !bytes.Equal(now.Attrs().HardwareAddr, mac) || now.Attrs().Flags&net.FlagUp == 0 {
 		t.Errorf("attached: v0 has MAC %v (want the link's %v), flags %v", now.Attrs().HardwareAddr, mac, now.Attrs().Flags)
 	}
 	kept("attached")
 
 	// vanishes
-	if err := netlink.LinkDel(v); err != nil {
-		t.Fatal(err)
-	}
+	must(t, netlink.LinkDel(v))
 	eventually(t, "waiting once v0 went", func() bool { return l.Waiting() && !l.Carrier() })
 	kept("after v0 went")
 
 	// appears under another index (made by another name, then renamed, as
 	// containerlab does): it takes the link's MTU
 	w := veth(t, "tmp0", 1500)
-	if err := netlink.LinkSetName(w, "v0"); err != nil {
-		t.Fatal(err)
-	}
+	must(t, netlink.LinkSetName(w, "v0"))
 	eventually(t, "attached to the new v0", func() bool { return l.Interface() == w.Attrs().Index && l.Carrier() })
 	if w.Attrs().Index == v.Attrs().Index {
 		t.Fatalf("the new v0 has the old one's index %d", w.Attrs().Index)
@@ -145,29 +130,21 @@ func TestHostLinkWaits(t *testing.T) {
 	kept("attached again")
 
 	// renamed away: it waits; another renamed to its name: it attaches
-	if err := netlink.LinkSetName(now, "v0old"); err != nil {
-		t.Fatal(err)
-	}
+	must(t, netlink.LinkSetName(now, "v0old"))
 	eventually(t, "waiting once v0 was renamed", func() bool { return l.Waiting() })
 	u := veth(t, "tmp1", 9000)
-	if err := netlink.LinkSetName(u, "v0"); err != nil {
-		t.Fatal(err)
-	}
+	must(t, netlink.LinkSetName(u, "v0"))
 	eventually(t, "attached to the interface renamed v0", func() bool { return l.Interface() == u.Attrs().Index })
 	kept("renamed")
 
 	// its carrier is the interface's: the peer down, no carrier, attached
 	peer, _ := netlink.LinkByName("tmp1p")
-	if err := netlink.LinkSetDown(peer); err != nil {
-		t.Fatal(err)
-	}
+	must(t, netlink.LinkSetDown(peer))
 	eventually(t, "no carrier with its peer down", func() bool { return !l.Carrier() })
 	if l.Waiting() {
 		t.Error("a link whose peer is down waits: it has its interface")
 	}
-	if err := r.DeleteLink(l); err != nil {
-		t.Fatal(err)
-	}
+	must(t, r.DeleteLink(l))
 }
 
 // waitingLink adds host link e1 on v0, which is not there, sets it up with
@@ -175,18 +152,12 @@ func TestHostLinkWaits(t *testing.T) {
 // keeps them and its MAC.
 func waitingLink(t *testing.T, r *Router) (*dataplane.Link, func(when string)) {
 	l, err := r.AddHost("e1", "v0", dataplane.EtherOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	mac := slices.Clone(l.Hardware().HardwareAddr())
 	p := netip.MustParsePrefix("2001:db8:1::1/64")
 	dst := netip.MustParsePrefix("2001:db8:99::/48")
-	if err := r.SetUp(l, true); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.AddAddr(l, p); err != nil {
-		t.Fatal(err)
-	}
+	must(t, r.SetUp(l, true))
+	must(t, r.AddAddr(l, p))
 	main := r.Tables.Get(fib6.TableMain)
 	x := main.Begin()
 	if err := x.Add(fib6.Route{Dst: dst, Attrs: fib6.Attrs{Metric: 1024, Type: fib6.Unicast,
@@ -220,20 +191,12 @@ func TestHostLinkChurn(t *testing.T) {
 	}
 	veth(t, "w0", 1500)
 	e2, err := r.AddHost("e2", "w0", dataplane.EtherOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	e1, _ := waitingLink(t, r) // e1 on v0, 2001:db8:99::/48 through 2001:db8:1::2
 	gwMAC := ndisc.MAC{2, 0, 0, 0, 0, 0x99}
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	must(r.SetUp(e2, true))
-	must(r.AddAddr(e2, netip.MustParsePrefix("2001:db8:2::1/64")))
-	must(e1.Neigh().Set(netip.MustParseAddr("2001:db8:1::2"), gwMAC, true, ndisc.Permanent, 0, ndisc.Add))
+	must(t, r.SetUp(e2, true))
+	must(t, r.AddAddr(e2, netip.MustParsePrefix("2001:db8:2::1/64")))
+	must(t, e1.Neigh().Set(netip.MustParseAddr("2001:db8:1::2"), gwMAC, true, ndisc.Permanent, 0, ndisc.Add))
 
 	frame := make([]byte, 14+40+8)
 	copy(frame[0:6], e2.Hardware().HardwareAddr())
@@ -245,7 +208,7 @@ func TestHostLinkChurn(t *testing.T) {
 	copy(ip[24:40], netip.MustParseAddr("2001:db8:99::5").AsSlice())
 	binary.BigEndian.PutUint16(ip[44:], 8)
 	inPeer, err := netlink.LinkByName("w0p")
-	must(err)
+	must(t, err)
 	tx := packetSocket(t, inPeer.Attrs().Index)
 	stop := make(chan struct{})
 	var flooded sync.WaitGroup
@@ -261,18 +224,18 @@ func TestHostLinkChurn(t *testing.T) {
 	})
 	for i := range 30 {
 		v := veth(t, fmt.Sprintf("tmp%d", i), 1500)
-		must(netlink.LinkSetName(v, "v0"))
+		must(t, netlink.LinkSetName(v, "v0"))
 		eventually(t, "attached", func() bool { return e1.Interface() == v.Attrs().Index })
-		must(netlink.LinkDel(v))
+		must(t, netlink.LinkDel(v))
 		eventually(t, "waiting", e1.Waiting)
 	}
 	v := veth(t, "last", 1500)
-	must(netlink.LinkSetName(v, "v0"))
+	must(t, netlink.LinkSetName(v, "v0"))
 	eventually(t, "attached to the last", func() bool { return e1.Interface() == v.Attrs().Index })
 	peer, err := netlink.LinkByName("lastp")
-	must(err)
+	must(t, err)
 	rx := packetSocket(t, peer.Attrs().Index)
-	must(unix.SetsockoptTimeval(rx, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Sec: 5}))
+	must(t, unix.SetsockoptTimeval(rx, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Sec: 5}))
 	buf := make([]byte, 2048)
 	n, err := unix.Read(rx, buf)
 	close(stop)
@@ -292,13 +255,9 @@ func TestHostLinkChurn(t *testing.T) {
 // interfaces' before it is bound.
 func packetSocket(t *testing.T, idx int) int {
 	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	t.Cleanup(func() { _ = unix.Close(fd) })
-	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: idx}); err != nil {
-		t.Fatal(err)
-	}
+	must(t, unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: idx}))
 	return fd
 }
 
