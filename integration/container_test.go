@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -99,8 +98,15 @@ func newCTLab(t *testing.T, runArgs, daemonArgs []string) *ctLab {
 	if out, st := c.podman(append(append(args, "urouter:latest"), daemonArgs...)...); st != 0 {
 		t.Fatalf("podman run: %s", out)
 	}
-	waitUntil(t, "the daemon answers", func() bool { _, st := c.urouter("status"); return st == 0 || st == 1 })
+	waitUntil(t, "the daemon answers", c.answers)
 	return c
+}
+
+// answers reports whether the daemon in the container answers (ready or
+// not).
+func (c *ctLab) answers() bool {
+	_, st := c.urouter("status")
+	return st == 0 || st == 1
 }
 
 // podmanCmd is podman with the lab's settings.
@@ -221,7 +227,7 @@ func TestContainer(t *testing.T) {
 	if out, st := c.podman("restart", "-t", "2", c.name); st != 0 {
 		t.Fatalf("podman restart: %s", out)
 	}
-	waitUntil(t, "the daemon answers after restart", func() bool { _, st := c.urouter("status"); return st == 0 || st == 1 })
+	waitUntil(t, "the daemon answers after restart", c.answers)
 	c.readyAgain("after podman restart")
 
 	if out, st := c.podman("kill", "-s", "KILL", c.name); st != 0 {
@@ -230,7 +236,7 @@ func TestContainer(t *testing.T) {
 	if out, st := c.podman("start", c.name); st != 0 {
 		t.Fatalf("podman start: %s", out)
 	}
-	waitUntil(t, "the daemon answers after SIGKILL", func() bool { _, st := c.urouter("status"); return st == 0 || st == 1 })
+	waitUntil(t, "the daemon answers after SIGKILL", c.answers)
 	c.readyAgain("after SIGKILL and start")
 }
 
@@ -249,11 +255,7 @@ func (c *ctLab) replug() {
 	answered := strings.Count(pings.out.String(), "bytes from")
 	c.wireA()
 	start := time.Now()
-	for !ping(c.a, c.hostB) {
-		if time.Since(start) > 5*time.Second {
-			t.Fatal("A does not reach B 5 s after eth1 came back")
-		}
-	}
+	waitUntil(t, "A to reach B after eth1 came back", func() bool { return ping(c.a, c.hostB) })
 	took := time.Since(start)
 	waitUntil(t, "B's pings answered again", func() bool { return strings.Count(pings.out.String(), "bytes from") > answered })
 	t.Logf("eth1 deleted and made again: A reached B %v after, B's pings answered again", took.Round(time.Millisecond))
@@ -270,6 +272,9 @@ func (c *ctLab) replug() {
 
 // memoryLimit is what the daemon's log says it took of the container's.
 var memoryLimit = regexp.MustCompile(`memory limit (\d+) MiB`)
+
+// groupsRefused is `fpm` saying that groups were refused for want of room.
+var groupsRefused = regexp.MustCompile(`pending-overflow [1-9]`)
 
 // fpmGroup is an FPM frame of one RTM_NEWNEXTHOP: group id of members m
 // and m+1, as zebra sends a group.
@@ -301,22 +306,11 @@ func fpmGroupFlood(t *testing.T, pid, n int) {
 	}
 	defer func() { _ = h.Close() }()
 	var conn net.Conn
-	func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		orig, err := netns.Get()
-		if err != nil {
+	inNetnsHandle(t, h, func() {
+		if conn, err = net.Dial("tcp", "127.0.0.1:2620"); err != nil {
 			t.Fatal(err)
 		}
-		defer func() { _ = netns.Set(orig); _ = orig.Close() }()
-		if err := netns.Set(h); err != nil {
-			t.Fatal(err)
-		}
-		conn, err = net.Dial("tcp", "127.0.0.1:2620")
-		if err != nil {
-			t.Fatal(err)
-		}
-	}()
+	})
 	defer func() { _ = conn.Close() }()
 	w := bufio.NewWriterSize(conn, 1<<16)
 	for i := range uint32(n) {
@@ -364,7 +358,7 @@ func TestContainerMemory(t *testing.T) {
 	fpmGroupFlood(t, pid, 1_000_000)
 	waitUntil(t, "the groups refused", func() bool {
 		out, _ := c.urouter("fpm")
-		return regexp.MustCompile(`pending-overflow [1-9]`).MatchString(out)
+		return groupsRefused.MatchString(out)
 	})
 	close(stop)
 	sampled.Wait()

@@ -212,17 +212,24 @@ func TestMalformed(t *testing.T) {
 // there stay in it.
 func inNetns(t testing.TB, ns string, f func()) {
 	t.Helper()
+	h, err := netns.GetFromName(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = h.Close() }()
+	inNetnsHandle(t, h, f)
+}
+
+// inNetnsHandle is inNetns with the namespace's handle (a container's,
+// by its process).
+func inNetnsHandle(t testing.TB, h netns.NsHandle, f func()) {
+	t.Helper()
 	runtime.LockOSThread()
 	orig, err := netns.Get()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = orig.Close() }()
-	h, err := netns.GetFromName(ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = h.Close() }()
 	if err := netns.Set(h); err != nil {
 		t.Fatal(err)
 	}
