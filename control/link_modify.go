@@ -54,8 +54,11 @@ func (s *Session) linkAdd(args [][]byte) *cmdErr {
 	if err != nil {
 		return err
 	}
-	if a.link != nil && s.r.Links.ByName(str(a.link)) == nil {
-		return nodev(a.link) // iplink_parse finds it before the type's words are read
+	var parent *dataplane.Link // `link PARENT`, found before the type's words are read, as iplink_parse does
+	if a.link != nil {
+		if parent = s.r.Links.ByName(str(a.link)); parent == nil {
+			return nodev(a.link)
+		}
 	}
 	k, err := parseLinkKind(a)
 	if err != nil {
@@ -71,7 +74,7 @@ func (s *Session) linkAdd(args [][]byte) *cmdErr {
 		l, lerr = s.addEther(a, k.eth, k.mtu)
 	case k.vlan != nil:
 		var err *cmdErr
-		if l, err = s.addVLAN(a, k.vlan, k.mtu); err != nil {
+		if l, err = s.addVLAN(a, parent, k.vlan, k.mtu); err != nil {
 			return err
 		}
 	default:

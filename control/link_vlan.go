@@ -128,9 +128,9 @@ func protoName(tpid uint16) string {
 	return "802.1Q"
 }
 
-// addVLAN makes the VLAN link, checked as vlan_validate and vlan_newlink
-// check it, in their order.
-func (s *Session) addVLAN(a *linkArgs, v *vlanArgs, mtu int) (*dataplane.Link, *cmdErr) {
+// addVLAN makes the VLAN link on parent (nil: none named), checked as
+// vlan_validate and vlan_newlink check it, in their order.
+func (s *Session) addVLAN(a *linkArgs, parent *dataplane.Link, v *vlanArgs, mtu int) (*dataplane.Link, *cmdErr) {
 	var mac []byte
 	if a.address != nil {
 		var err *cmdErr
@@ -148,12 +148,8 @@ func (s *Session) addVLAN(a *linkArgs, v *vlanArgs, mtu int) (*dataplane.Link, *
 		return nil, extack("8021q: Invalid VLAN id.")
 	case v.id < 0:
 		return nil, extack("8021q: VLAN id not specified.")
-	case a.link == nil:
+	case parent == nil:
 		return nil, extack("8021q: link not specified.")
-	}
-	parent := s.r.Links.ByName(str(a.link))
-	if parent == nil {
-		return nil, nodev(a.link) // gone since linkAdd looked
 	}
 	info := dataplane.VLANInfo{Parent: parent, TPID: v.tpid, VID: uint16(v.id), Flags: dataplane.VLANReorderHdr}
 	if v.noReorder {
