@@ -31,6 +31,9 @@ func (r *Router) AddVLAN(name string, v dataplane.VLANInfo, mtu int, eo dataplan
 	}
 	eo.Neigh, eo.Held = r.defaultNeigh(eo.Neigh), r.held
 	l, err := r.addLink(name, eo.Index, mtu, func() (port.Device, error) {
+		if r.Links.ByIndex(v.Parent.Index) != v.Parent {
+			return nil, syscall.ENODEV // deleted since it was named (r.mu is held)
+		}
 		d, err := r.DP.OpenVLAN(v, eo)
 		if err == nil && mtu > v.Parent.MTU() {
 			_ = d.Close() // it never fails: a VLAN device's port is its root's
