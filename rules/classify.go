@@ -25,6 +25,7 @@ const (
 	dimDport
 	dimSrc
 	dimDst
+	dimL3mdev
 	nDims
 )
 
@@ -52,7 +53,7 @@ type classifier struct {
 
 // compile builds the classifier of rules, which select in the
 // dimensions used; nil if they are better walked linearly.
-func compile(rules []*entry, used uint8) *classifier {
+func compile(rules []*entry, used uint16) *classifier {
 	if len(rules) <= linearMax || used == 0 {
 		return nil
 	}
@@ -77,7 +78,7 @@ func compile(rules []*entry, used uint8) *classifier {
 }
 
 // dimsOf is the set of dimensions rule e selects in.
-func dimsOf(e *entry) (dims uint8) {
+func dimsOf(e *entry) (dims uint16) {
 	for d := range nDims {
 		if selector(e, d) {
 			dims |= 1 << d
@@ -107,6 +108,8 @@ func selector(e *entry, d int) bool {
 		return e.Dport.Set()
 	case dimSrc:
 		return e.src.set()
+	case dimL3mdev:
+		return e.L3mdev
 	}
 	return e.dst.set()
 }
@@ -155,7 +158,7 @@ func (cl *classifier) addDim(d int, rules []*entry) {
 	}
 	dim := dimension{which: d, base: int32(len(cl.arena))}
 	switch d {
-	case dimIif, dimOif, dimProto, dimDSField:
+	case dimIif, dimOif, dimProto, dimDSField, dimL3mdev:
 		cl.valueDim(&dim, rules, named, any)
 	default:
 		cl.rangeDim(&dim, rules, named, any)
@@ -171,6 +174,8 @@ func value(e *entry, d int) int {
 		return int(e.oif)
 	case dimProto:
 		return int(e.IPProto)
+	case dimL3mdev:
+		return 1
 	}
 	return int(e.DSField)
 }
@@ -279,6 +284,8 @@ func (cl *classifier) classify(c *Cursor) {
 			k = addrClass(dim.hi, dim.lo, c.shi, c.slo)
 		case dimDst:
 			k = addrClass(dim.hi, dim.lo, c.dhi, c.dlo)
+		case dimL3mdev:
+			k = valueClass(dim.class, b2i(c.p.L3Table != 0))
 		}
 		c.off[j] = dim.base + int32(k*cl.words)
 	}
@@ -380,4 +387,11 @@ func (cl *classifier) pick(c *Cursor, w int, x uint64) int {
 		}
 	}
 	return -1
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -50,6 +50,9 @@ func (u universe) rule() Rule {
 		x.DSField = uint8(r.IntN(4)) << 2
 	}
 	x.Invert = pick(6)
+	if pick(8) {
+		x.L3mdev, x.Table = true, 0
+	}
 	return x
 }
 
@@ -66,6 +69,9 @@ func (u universe) packet() Packet {
 	p.Proto = []uint8{6, 17, 58, 0}[r.IntN(4)]
 	p.Sport, p.Dport = uint16(r.IntN(11000)), uint16(r.IntN(11000))
 	p.DSField = uint8(r.IntN(16))
+	if r.IntN(3) == 0 {
+		p.L3Table = uint32(10 + r.IntN(2))
+	}
 	return p
 }
 

@@ -60,6 +60,9 @@ type Rule struct {
 	// over routes of that prefix length or shorter.
 	SuppressPrefixLen int32
 	Suppress          bool
+	// L3mdev (`l3mdev`) selects the packets of a VRF and looks them up
+	// in its table (Linux's FRA_L3MDEV: l3mdev_fib_rule_match).
+	L3mdev bool
 }
 
 // Packet is what rules look at.
@@ -73,6 +76,10 @@ type Packet struct {
 	Proto        uint8 // the transport protocol (the last next header)
 	Sport, Dport uint16
 	DSField      uint8 // the traffic class
+	// L3Table is the table of the VRF the flow is in (its Oif's if it
+	// has one, else its Iif's: Linux's l3mdev_update_flow), 0 for none;
+	// an l3mdev rule matches it and looks it up.
+	L3Table uint32
 }
 
 // NoIif is the Iif of a lookup that comes in by no link: no `iif` rule
@@ -106,7 +113,10 @@ func (r *Rule) check() error {
 	}
 	switch r.Action {
 	case ToTable:
-		if r.Table == 0 {
+		if r.L3mdev && r.Table != 0 {
+			return invalid("l3mdev and table are mutually exclusive.")
+		}
+		if r.Table == 0 && !r.L3mdev {
 			return invalid("Invalid table.")
 		}
 	case Goto:
@@ -147,7 +157,7 @@ func (r *Rule) dstBits() int { return max(0, r.Dst.Bits()) }
 func (r *Rule) sameAs(n *Rule) bool {
 	return r.Action == n.Action && r.Table == n.Table && r.Pref == n.Pref &&
 		r.Iif == n.Iif && r.Oif == n.Oif && r.suppress() == n.suppress() && r.Protocol == n.Protocol &&
-		r.IPProto == n.IPProto && r.Sport == n.Sport && r.Dport == n.Dport && r.prefixesMatch(n)
+		r.IPProto == n.IPProto && r.Sport == n.Sport && r.Dport == n.Dport && r.L3mdev == n.L3mdev && r.prefixesMatch(n)
 }
 
 // Selector is what `rule del` names: the fields set select, the others
@@ -164,7 +174,7 @@ func (s *Selector) selects(r *Rule) bool {
 		(n.Oif == "" || r.Oif == n.Oif) && (!n.Suppress || r.suppress() == n.suppress()) &&
 		(n.IPProto == 0 || r.IPProto == n.IPProto) && (n.Protocol == 0 || r.Protocol == n.Protocol) &&
 		(!n.Sport.Set() || r.Sport == n.Sport) && (!n.Dport.Set() || r.Dport == n.Dport) &&
-		r.prefixesMatch(n)
+		(!n.L3mdev || r.L3mdev) && r.prefixesMatch(n)
 }
 
 // prefixesMatch is fib6_rule_compare: n's source, destination and dsfield,

@@ -19,7 +19,7 @@ type seq struct {
 
 type block struct {
 	ids   []uint32 // arena indices, in order
-	dims  uint8    // the dimensions its rules select in
+	dims  uint16   // the dimensions its rules select in
 	gotos int      // how many of its rules are gotos
 	gen   uint64   // the transaction that made it (it may change it in place)
 }
@@ -97,7 +97,7 @@ func (s seq) flat() []*entry {
 }
 
 // summary is what the blocks say of all the rules.
-func (s seq) summary() (dims uint8, gotos int) {
+func (s seq) summary() (dims uint16, gotos int) {
 	for _, b := range s.blocks {
 		dims |= b.dims
 		gotos += b.gotos

@@ -50,7 +50,7 @@ type entry struct {
 	// iif and oif are the indices of the links the rule names: 0 for
 	// none named, -1 for a link that does not exist (detached).
 	iif, oif int32
-	dims     uint8 // the classifier's dimensions the rule selects in
+	dims     uint16 // the classifier's dimensions the rule selects in
 }
 
 func newEntry(r *Rule, resolve func(string) int32) *entry {
@@ -196,6 +196,15 @@ func (c *Cursor) Reset(s *Set, p *Packet) {
 	}
 }
 
+// Table is the table rule r looks the packet up in: an l3mdev rule's is
+// its VRF's.
+func (c *Cursor) Table(r *Rule) uint32 {
+	if r.L3mdev {
+		return c.p.L3Table
+	}
+	return r.Table
+}
+
 // Next is the index of the first rule at or after i that the packet
 // matches, -1 if none.
 func (c *Cursor) Next(i int) int {
@@ -252,6 +261,7 @@ const (
 	MissProto               // its transport protocol differs
 	MissSport               // its source port is outside the range
 	MissDport               // its destination port is outside the range
+	MissL3mdev              // an l3mdev rule: it is in no VRF
 	MissNot                 // every selector matches, and the rule says `not`
 )
 
@@ -289,6 +299,8 @@ func (e *entry) miss(c *Cursor) Miss {
 		return MissSport
 	case e.Dport.Set() && !e.Dport.contains(p.Dport):
 		return MissDport
+	case e.L3mdev && p.L3Table == 0:
+		return MissL3mdev
 	}
 	return MissNone
 }
