@@ -67,6 +67,7 @@ func (w *worker) forward(n int) {
 		w.captureBatch(n)
 	}
 	nk, bytes := 0, 0
+	iif := in.flowIif()
 	for i := 0; i < n; i++ {
 		k := &w.pk[i]
 		*k = pkt{b: w.bufs[i][:w.sizes[i]]}
@@ -85,7 +86,7 @@ func (w *worker) forward(n int) {
 		if !ok || k.act == actLocal {
 			continue
 		}
-		k.keyInto(&w.keys[nk], in.Index)
+		k.keyInto(&w.keys[nk], iif)
 		w.pending[nk] = i
 		nk++
 	}
@@ -97,6 +98,9 @@ func (w *worker) forward(n int) {
 	for j := 0; j < nk; j++ {
 		k := &w.pk[w.pending[j]]
 		act(k, &w.res[j], links, in.Index, forwarding)
+		if k.act == actLookup {
+			w.viaVRF(k, &w.keys[j], &w.res[j], links, in.Index, forwarding)
+		}
 		if k.tr != nil {
 			w.traceDecision(k, &w.keys[j])
 		}
@@ -282,6 +286,10 @@ func act(k *pkt, r *decide.Result, links *linkSnap, in int32, forwarding bool) {
 		return
 	}
 	out := links.at(r.Nexthop().Link)
+	if out != nil && out.IsVRF() {
+		k.act, k.egress = actLookup, out // routed again in its table (viaVRF)
+		return
+	}
 	if out == nil || !out.carries() {
 		k.drop(DropLinkDown)
 		return

@@ -60,6 +60,7 @@ func (w *worker) errorSource(k *pkt) ([16]byte, bool) {
 	}
 	key := decide.KeyOf(to, netip.Addr{})
 	key.Proto = protoICMPv6
+	key.L3Table = w.in.l3Table()
 	if r := d.Decide(&key); r.Verdict == decide.Forward {
 		if src := r.Leg().PrefSrc; src.IsValid() {
 			return src.As16(), true
@@ -91,8 +92,12 @@ func (w *worker) originate(b []byte, src, dst [16]byte, tclass, proto uint8, spo
 		m.SetChecksum(0)
 		m.SetChecksum(^transportSum(p, ipv6Len, protoICMPv6))
 	}
-	if linkLocal(dst[:]) && w.in != nil {
-		key.Oif = w.in.Index // an answer to a link-local address goes back by its link
+	if w.in != nil {
+		// in the VRF of the link it answers, as icmp6_send's oif is its master
+		key.L3Table = w.in.l3Table()
+		if linkLocal(dst[:]) {
+			key.Oif = w.in.Index // an answer to a link-local address goes back by its link
+		}
 	}
 	r := w.dp.Decider.Decide(&key)
 	if r.Verdict == decide.Local { // to the kernel's side of a mirror

@@ -65,7 +65,8 @@ type Link struct {
 	counters  atomic.Pointer[[]*Counters]    // one per worker that touches the link
 	mirror    atomic.Pointer[Mirror]         // its stand-in in the kernel, if any
 	conf      linkConf
-	copp      coppBuckets // the limits of what it punts to the router
+	copp      coppBuckets   // the limits of what it punts to the router
+	l3        atomic.Uint64 // its VRF's index and table (vrf.go)
 }
 
 // portRef holds a Port for an atomic pointer.
@@ -242,6 +243,7 @@ func (ls *Links) add(name string, index int32, dev port.Device, mtu int) (*Link,
 	ls.next = max(ls.next, index+1)
 	l.mtu.Store(uint32(mtu))
 	l.port.Store(&portRef{dev})
+	markVRF(l)
 	s := &linkSnap{byIndex: slices.Clone(old.byIndex), byName: make(map[string]*Link, len(old.byName)+1)}
 	for k, v := range old.byName {
 		s.byName[k] = v

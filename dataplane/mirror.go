@@ -294,6 +294,7 @@ func (w *worker) forwardOwn(n int) {
 		w.learnPeer(k, now)
 		key := &w.keys[0]
 		k.keyInto(key, 0)
+		key.L3Table = in.l3Table() // the kernel's side of a member speaks in its VRF
 		if linkLocal(dst) {
 			key.Oif = in.Index
 		}

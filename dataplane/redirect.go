@@ -57,6 +57,7 @@ func (w *worker) redirect(k *pkt) {
 	dst := [16]byte(k.p.DestinationAddressSlice())
 	key := decide.KeyOf(netip.AddrFrom16(src), netip.Addr{})
 	key.Proto = protoICMPv6
+	key.L3Table = in.l3Table()
 	r := w.dp.Decider.Decide(&key)
 	if r.Verdict != decide.Forward || r.Nexthop().Link != in.Index || r.Nexthop().Gateway.IsValid() {
 		return // "destination is not a neighbour"

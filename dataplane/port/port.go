@@ -125,6 +125,7 @@ const (
 	FlagNoARP        Flags = unix.IFF_NOARP
 	FlagMulticast    Flags = unix.IFF_MULTICAST
 	FlagLowerUp      Flags = unix.IFF_LOWER_UP
+	FlagMaster       Flags = unix.IFF_MASTER
 )
 
 // flagNames are the flags in the order iproute2 prints them.
@@ -133,7 +134,7 @@ var flagNames = []struct {
 	name string
 }{
 	{FlagLoopback, "LOOPBACK"}, {FlagBroadcast, "BROADCAST"}, {FlagPointToPoint, "POINTOPOINT"},
-	{FlagMulticast, "MULTICAST"}, {FlagNoARP, "NOARP"}, {FlagUp, "UP"}, {FlagLowerUp, "LOWER_UP"},
+	{FlagMulticast, "MULTICAST"}, {FlagNoARP, "NOARP"}, {FlagMaster, "MASTER"}, {FlagUp, "UP"}, {FlagLowerUp, "LOWER_UP"},
 }
 
 // Names are the flags as `ip link` prints them, in its order.

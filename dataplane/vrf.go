@@ -1,0 +1,129 @@
+package dataplane
+
+import (
+	"urouter/dataplane/port"
+	"urouter/decide"
+)
+
+// VRFs (Linux's l3mdev): a VRF link is an L3 master with a table of its
+// own; a link enslaved to it (a member) has its packets routed in that
+// table. A link keeps its domain in one atomic word, read by the packet
+// path once per batch and by the decision for each lookup: the master's
+// index (a VRF's own, for the VRF) and the table.
+
+// L3 is the VRF l is in: the VRF link's index and its table; 0, 0 for
+// none. A VRF link is its own.
+func (l *Link) L3() (master int32, table uint32) {
+	v := l.l3.Load()
+	return int32(v >> 32), uint32(v)
+}
+
+// IsVRF reports whether l is a VRF link.
+func (l *Link) IsVRF() bool {
+	m, _ := l.L3()
+	return m == l.Index && m != 0
+}
+
+// Master is the VRF link l is enslaved to, 0 for none (and for a VRF).
+func (l *Link) Master() int32 {
+	if m, _ := l.L3(); m != l.Index {
+		return m
+	}
+	return 0
+}
+
+// flowIif is the link a packet that came in by l is routed as coming in
+// by: its VRF, as Linux's vrf_ip6_rcv makes the VRF device the packet's
+// (the rules see `iif VRF`); l itself outside any.
+func (l *Link) flowIif() int32 {
+	if m, _ := l.L3(); m != 0 {
+		return m
+	}
+	return l.Index
+}
+
+// l3Table is the table of l's VRF, 0 outside any.
+func (l *Link) l3Table() uint32 {
+	_, t := l.L3()
+	return t
+}
+
+func l3Word(master int32, table uint32) uint64 { return uint64(uint32(master))<<32 | uint64(table) }
+
+// L3 is the VRF link i is in (decide.Addresses): 0, 0 for none or no
+// such link.
+func (ls *Links) L3(i int32) (master int32, table uint32) {
+	if l := ls.ByIndex(i); l != nil {
+		return l.L3()
+	}
+	return 0, 0
+}
+
+// markVRF makes a new link of a VRF device its own L3 master.
+func markVRF(l *Link) {
+	if t, ok := port.VRFTable(l.hw); ok {
+		l.l3.Store(l3Word(l.Index, t))
+	}
+}
+
+// SetMaster enslaves l to VRF link vrf, or releases it (vrf nil). The
+// caller (the router) moves its routes; the packets read after this are
+// routed in the new domain.
+func (ls *Links) SetMaster(l, vrf *Link) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if vrf == nil {
+		l.l3.Store(0)
+		return
+	}
+	m, t := vrf.L3()
+	l.l3.Store(l3Word(m, t))
+}
+
+// Members are the links enslaved to VRF link vrf, by index.
+func (ls *Links) Members(vrf *Link) []*Link {
+	var out []*Link
+	for _, l := range ls.All() {
+		if l != vrf && l.Master() == vrf.Index {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// VRFByTable is the VRF link of table t, nil if none.
+func (ls *Links) VRFByTable(t uint32) *Link {
+	for _, l := range ls.All() {
+		if m, tt := l.L3(); tt == t && m == l.Index {
+			return l
+		}
+	}
+	return nil
+}
+
+// viaVRF routes again a packet whose route leaves by a VRF link (a
+// route leaking into another VRF: `route add P dev blue vrf red`), in
+// that VRF's table, as Linux's vrf_process_v6_outbound does from the
+// loopback; the second decision is acted on as the first, and one that
+// leaves by a VRF again, or decides anything but forwarding, drops the
+// packet.
+func (w *worker) viaVRF(k *pkt, key *decide.Key, r *decide.Result, links *linkSnap, in int32, forwarding bool) {
+	vrf := k.egress
+	k.egress = nil
+	if !vrf.carries() {
+		k.drop(DropLinkDown)
+		return
+	}
+	again := *key
+	again.Iif, again.Oif, again.L3Table = 0, 0, vrf.l3Table()
+	*r = w.dp.Decider.Decide(&again)
+	if r.Verdict != decide.Forward {
+		k.drop(DropNoRoute)
+		return
+	}
+	act(k, r, links, in, forwarding)
+	if k.act == actLookup {
+		k.egress = nil
+		k.drop(DropNoRoute)
+	}
+}
