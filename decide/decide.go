@@ -145,12 +145,12 @@ func verdictOf(t fib6.Type) (Verdict, bool) {
 // selects the flow's path; false if the route does not decide (throw).
 // A route through a nexthop object reads the object's current version
 // with one atomic load.
-func (d *Decider) settle(r *Result, rule *rules.Rule, a *fib6.Attrs, k *Key, h *how) bool {
+func (d *Decider) settle(r *Result, rule *rules.Rule, table uint32, a *fib6.Attrs, k *Key, h *how) bool {
 	v, ok := verdictOf(a.Type)
 	if !ok {
 		return false
 	}
-	*r = Result{Verdict: v, Rule: rule.Pref, Table: rule.Table, Route: a, Path: a.Nexthop}
+	*r = Result{Verdict: v, Rule: rule.Pref, Table: table, Route: a, Path: a.Nexthop}
 	g := a.Group
 	if o := a.Object; o != nil {
 		ver := o.Load()
@@ -201,10 +201,10 @@ func (d *Decider) walk(s *rules.Set, c *rules.Cursor, i int, out *Result, ex *ex
 		rule := s.Rule(i)
 		switch rule.Action {
 		case rules.ToTable:
-			if d.Tables.Get(rule.Table) != nil {
+			if d.Tables.Get(c.Table(rule)) != nil {
 				return i
 			}
-			ex.step(Step{Kind: NoTable, Index: i, Table: rule.Table})
+			ex.step(Step{Kind: NoTable, Index: i, Table: c.Table(rule)})
 			i = c.Next(i + 1)
 		case rules.Goto:
 			t := s.Target(i)
@@ -237,10 +237,13 @@ var ruleVerdict = [...]Verdict{rules.Blackhole: Blackhole, rules.Unreachable: No
 // to shorter prefixes), as Linux's does (see howOf).
 func (d *Decider) Decide(k *Key) Result { return d.decide(k, nil) }
 
-func (d *Decider) decide(k *Key, ex *explainer) Result {
+func (d *Decider) decide(key *Key, ex *explainer) Result {
+	own := *key
+	k := &own
+	d.domain(k)
 	s := d.Rules.Load()
-	var own rules.Cursor
-	c := &own
+	var cur rules.Cursor
+	c := &cur
 	if ex != nil {
 		s, c = ex.set, &ex.cur
 	}
@@ -257,19 +260,20 @@ func (d *Decider) decide(k *Key, ex *explainer) Result {
 	var r Result
 	for i := d.walk(s, c, c.Next(0), &r, ex); i >= 0; i = d.walk(s, c, c.Next(i+1), &r, ex) {
 		rule := s.Rule(i)
-		t := d.Tables.Get(rule.Table)
+		id := c.Table(rule)
+		t := d.Tables.Get(id)
 		pfx, a, ok := t.Get(dst, src, score)
-		ex.lookup(i, t, dst, src, pfx, ok)
+		ex.lookup(i, id, t, dst, src, pfx, ok)
 		switch {
 		case !ok:
 		case suppressed(rule, a, pfx.Bits()):
-			ex.step(Step{Kind: Suppressed, Index: i, Table: rule.Table, Prefix: pfx, Route: a})
-		case d.settle(&r, rule, a, k, &h):
+			ex.step(Step{Kind: Suppressed, Index: i, Table: id, Prefix: pfx, Route: a})
+		case d.settle(&r, rule, id, a, k, &h):
 			r.Prefix = pfx
-			ex.step(Step{Kind: Found, Index: i, Table: rule.Table, Prefix: pfx, Route: a})
+			ex.step(Step{Kind: Found, Index: i, Table: id, Prefix: pfx, Route: a})
 			return r
 		default:
-			ex.step(Step{Kind: Thrown, Index: i, Table: rule.Table, Prefix: pfx, Route: a})
+			ex.step(Step{Kind: Thrown, Index: i, Table: id, Prefix: pfx, Route: a})
 		}
 	}
 	return r
@@ -302,7 +306,11 @@ type Batch struct {
 func (d *Decider) DecideBatch(b *Batch, keys []Key, out []Result) {
 	s := d.Rules.Load()
 	n := 0
+	var l3 l3cache
 	for i := range keys {
+		if keys[i].Iif > 0 && keys[i].L3Table == 0 {
+			keys[i].L3Table = l3.of(d, keys[i].Iif)
+		}
 		if keys[i].Iif > 0 && strictDst(&keys[i].Dst) {
 			out[i] = d.decide(&keys[i], nil)
 			out[i].Prefix = netip.Prefix{}
@@ -316,10 +324,10 @@ func (d *Decider) DecideBatch(b *Batch, keys []Key, out []Result) {
 		}
 	}
 	for n > 0 {
-		table := s.Rule(b.at[b.pending[0]]).Table
+		table := b.cur[b.pending[0]].Table(s.Rule(b.at[b.pending[0]]))
 		m, left := 0, 0
 		for _, i := range b.pending[:n] {
-			if s.Rule(b.at[i]).Table == table {
+			if b.cur[i].Table(s.Rule(b.at[i])) == table {
 				b.looking[m], b.dsts[m], b.srcs[m] = i, keys[i].Dst, keys[i].Src
 				m++
 			} else {
@@ -345,7 +353,7 @@ func (d *Decider) DecideBatch(b *Batch, keys []Key, out []Result) {
 					a = nil
 				}
 			}
-			if a != nil && d.settle(&out[i], rule, a, &keys[i], &how{}) {
+			if a != nil && d.settle(&out[i], rule, table, a, &keys[i], &how{}) {
 				continue
 			}
 			c := &b.cur[i]
@@ -363,4 +371,38 @@ func srcOf(a *[16]byte) netip.Addr {
 		return netip.Addr{}
 	}
 	return netip.AddrFrom16(*a)
+}
+
+// domain puts the flow in its VRF, as Linux's l3mdev_update_flow: the
+// VRF of the link it asks to leave by, else of the link it came in by
+// (not the loopback). An Oif that is the VRF itself only names the table
+// (`route get ... vrf red`, the ICMPv6 errors of its members' packets):
+// it is reset, so that no rule or nexthop is matched against it.
+func (d *Decider) domain(k *Key) {
+	switch {
+	case k.L3Table != 0:
+	case k.Oif != 0:
+		m, t := d.Addrs.L3(k.Oif)
+		k.L3Table = t
+		if m == k.Oif {
+			k.Oif = 0
+		}
+	case k.Iif > 0:
+		_, k.L3Table = d.Addrs.L3(k.Iif)
+	}
+}
+
+// l3cache is the VRF table of the link the last key came in by: a batch
+// is one link's.
+type l3cache struct {
+	link  int32
+	table uint32
+}
+
+func (c *l3cache) of(d *Decider, link int32) uint32 {
+	if link != c.link {
+		c.link = link
+		_, c.table = d.Addrs.L3(link)
+	}
+	return c.table
 }

@@ -85,14 +85,14 @@ func (d *Decider) Explain(k *Key) Explanation {
 }
 
 // lookup records what a table lookup passed over and found.
-func (x *explainer) lookup(i int, t *fib6.Table, dst, src netip.Addr, found netip.Prefix, ok bool) {
+func (x *explainer) lookup(i int, id uint32, t *fib6.Table, dst, src netip.Addr, found netip.Prefix, ok bool) {
 	if x == nil {
 		return
 	}
 	if p, hidden := t.Hidden(dst, src); hidden && (!ok || p.Bits() > found.Bits()) {
-		x.step(Step{Kind: SourceMiss, Index: i, Table: x.set.Rule(i).Table, Prefix: p})
+		x.step(Step{Kind: SourceMiss, Index: i, Table: id, Prefix: p})
 	}
 	if !ok {
-		x.step(Step{Kind: NoMatch, Index: i, Table: x.set.Rule(i).Table})
+		x.step(Step{Kind: NoMatch, Index: i, Table: id})
 	}
 }

@@ -20,6 +20,9 @@ type LinkAddrs struct {
 // that has some, in index order. The slice is a published snapshot.
 type Addresses interface {
 	AllAddrs() []LinkAddrs
+	// L3 is the VRF link i is in (Linux's l3mdev master): the VRF's
+	// index and table; 0, 0 for none. A VRF is in its own.
+	L3(i int32) (master int32, table uint32)
 }
 
 // Address scopes, as Linux's __ipv6_addr_src_scope gives them.
@@ -115,9 +118,13 @@ func (d *Decider) SourceFor(dst netip.Addr, dev int32) (netip.Addr, bool) {
 	dlabel := labelOf(dst)
 	var best netip.Addr
 	var bestScore score
+	domain, _ := d.Addrs.L3(dev)
 	for _, la := range d.Addrs.AllAddrs() {
 		if oifOnly && la.Link != dev {
 			continue
+		}
+		if m, _ := d.Addrs.L3(la.Link); m != domain {
+			continue // only the addresses of dev's L3 domain (__ipv6_dev_get_saddr)
 		}
 		for _, p := range la.Addrs {
 			a := p.Addr()
