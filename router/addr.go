@@ -50,6 +50,17 @@ func (r *Router) addrRoutes(l *dataplane.Link, a netip.Prefix) (local fib6.Route
 	return local, connected
 }
 
+// tablesOf are the tables l's addresses put their local and connected
+// routes in: its VRF's for both, else local and main (Linux's
+// l3mdev_fib_table).
+func (r *Router) tablesOf(l *dataplane.Link) (local, main *fib6.Table) {
+	if _, t := l.L3(); t != 0 {
+		vt := r.Tables.Ensure(t)
+		return vt, vt
+	}
+	return r.Tables.Local(), r.Tables.Main()
+}
+
 // install adds an address's routes. They are appended beside what is
 // there, as Linux inserts kernel routes without NLM_F_EXCL: the same
 // address on two links has two local routes, a prefix on two links two
@@ -57,11 +68,12 @@ func (r *Router) addrRoutes(l *dataplane.Link, a netip.Prefix) (local fib6.Route
 // is already there.
 func (r *Router) install(l *dataplane.Link, a netip.Prefix) error {
 	local, connected := r.addrRoutes(l, a)
-	if err := appendRoute(r.Tables.Local(), local); err != nil {
+	lt, mt := r.tablesOf(l)
+	if err := appendRoute(lt, local); err != nil {
 		return fmt.Errorf("local route of %s: %w", a, err)
 	}
 	if connected != nil {
-		if err := appendRoute(r.Tables.Main(), *connected); err != nil {
+		if err := appendRoute(mt, *connected); err != nil {
 			r.uninstall(l, a)
 			return fmt.Errorf("connected route of %s: %w", a, err)
 		}
@@ -83,7 +95,8 @@ func appendRoute(t *fib6.Table, rt fib6.Route) error {
 // prefix and the metric.
 func (r *Router) uninstall(l *dataplane.Link, a netip.Prefix) {
 	local, connected := r.addrRoutes(l, a)
-	deleteRoute(r.Tables.Local(), local)
+	lt, _ := r.tablesOf(l)
+	deleteRoute(lt, local)
 	if connected != nil {
 		r.uninstallConnected(l, a, *connected)
 	}
@@ -95,7 +108,8 @@ func (r *Router) uninstallConnected(l *dataplane.Link, a netip.Prefix, connected
 			return // another address still has the prefix
 		}
 	}
-	deleteRoute(r.Tables.Main(), connected)
+	_, mt := r.tablesOf(l)
+	deleteRoute(mt, connected)
 }
 
 // deleteRoute removes rt; it may be gone already (a flush, a user's
@@ -163,7 +177,8 @@ func (r *Router) changeMetric(l *dataplane.Link, a netip.Prefix, metric uint32) 
 	}
 	r.uninstallConnected(l, a, *old)
 	_, nw := r.addrRoutes(l, a)
-	return appendRoute(r.Tables.Main(), *nw)
+	_, mt := r.tablesOf(l)
+	return appendRoute(mt, *nw)
 }
 
 // DelAddr removes address a from l, with its routes, and returns the

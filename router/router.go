@@ -72,6 +72,8 @@ type Router struct {
 	// held bounds the bytes the links' caches hold for resolution
 	// together (unres_total_bytes)
 	held *ndisc.Budget
+	// vrfRules: the l3mdev rule was added, with the first VRF (vrf.go)
+	vrfRules bool
 	// expiry is what routes expire by (a test gives its own)
 	expiry expiryClock
 	stop   chan struct{}
@@ -331,6 +333,7 @@ func (r *Router) DeleteLink(l *dataplane.Link) error {
 
 // deleteLink is DeleteLink with r.mu held.
 func (r *Router) deleteLink(l *dataplane.Link) error {
+	r.releaseMembers(l)
 	for _, c := range r.Links.VLANs(l) {
 		if err := r.deleteLink(c); err != nil {
 			return err
@@ -340,6 +343,7 @@ func (r *Router) deleteLink(l *dataplane.Link) error {
 		return err
 	}
 	r.dropAddrs(l, func(netip.Prefix) bool { return false }) // those kept going down
+	r.Links.SetMaster(l, nil)
 	r.linkChanged(l, fib6.LinkGone)
 	r.forgetGateways(l)
 	r.sysctlLinkGone(l)

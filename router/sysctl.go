@@ -42,6 +42,7 @@ type sysctls struct {
 	destBurst  int // ICMPv6 errors to one destination in a burst: Linux has no knob, 6
 	skipNotify int64
 	heldMax    int64 // net.ipv6.neigh.default.unres_total_bytes
+	vrfStrict  int64 // net.vrf.strict_mode: a table is one VRF's at most
 	copp       [dataplane.NumCoPPClasses]coppKnobs
 }
 
@@ -126,6 +127,10 @@ var globalKnobs = withCoPPKnobs(map[string]globalKnob{
 	// router's, beside the table-wide gc_thresh* (RFC 6583 6.3)
 	"net.ipv6.neigh.default.unres_total_bytes": intKnob(func(s *sysctls) *int64 { return &s.heldMax }, 0, math.MaxInt32,
 		func(r *Router) { r.held.SetMax(r.sys.heldMax) }),
+	"net.vrf.strict_mode": {
+		get: func(s *sysctls) string { return itoa64(s.vrfStrict) },
+		set: (*Router).setVRFStrict,
+	},
 })
 
 // withCoPPKnobs adds each CoPP class's net.ipv6.copp.CLASS.rate (packets
