@@ -17,6 +17,9 @@ type addrSel struct {
 	none  bool              // selects no address (a label: IPv6 has none; a master)
 	kind  string            // links of this kind only (`type KIND`), if not ""
 	dev   []byte            // the device named, as written
+	// master selects the links enslaved to that link (`master`, `vrf`),
+	// -1 those enslaved to none (`nomaster`), 0 any
+	master int32
 }
 
 // selects reports whether address a of a link is selected.
@@ -49,6 +52,7 @@ func (s *Session) parseAddrSel(args [][]byte, usage func() *cmdErr) (*addrSel, *
 			up = true
 			continue
 		case is(w, "nomaster"):
+			f.master = -1
 			continue
 		case !is(w, "to") && !is(w, "scope") && !is(w, "label") && !is(w, "group") && !is(w, "master") &&
 			!is(w, "vrf") && !is(w, "type"):
@@ -73,10 +77,10 @@ func (s *Session) parseAddrSel(args [][]byte, usage func() *cmdErr) (*addrSel, *
 		}
 		f.links = []*dataplane.Link{l}
 	}
-	if up || f.kind != "" {
+	if up || f.kind != "" || f.master != 0 {
 		var ls []*dataplane.Link
 		for _, l := range f.links {
-			if (!up || l.Up()) && (f.kind == "" || l.Hardware().Kind() == f.kind) {
+			if (!up || l.Up()) && (f.kind == "" || l.Hardware().Kind() == f.kind) && f.mastered(l) {
 				ls = append(ls, l)
 			}
 		}
@@ -116,14 +120,30 @@ func (f *addrSel) parseValue(s *Session, w, v []byte) *cmdErr {
 			f.none = true // every link is in group 0
 		}
 	case is(w, "master"):
-		if s.r.Links.ByName(str(v)) == nil {
+		l := s.r.Links.ByName(str(v))
+		if l == nil {
 			return invarg("Device does not exist\n", v)
 		}
-		f.none = true // no link of the router has a master
+		f.master = l.Index
 	case is(w, "vrf"):
-		return invarg("Not a valid VRF name\n", v) // the router has no VRF device
+		l, err := s.vrfNamed(v, "Not a valid VRF name\n")
+		if err != nil {
+			return err
+		}
+		f.master = l.Index
 	}
 	return nil
+}
+
+// mastered reports whether l is enslaved as the selector asks.
+func (f *addrSel) mastered(l *dataplane.Link) bool {
+	switch {
+	case f.master > 0:
+		return l.Master() == f.master
+	case f.master < 0:
+		return l.Master() == 0
+	}
+	return true
 }
 
 // parseDev reads the word that is no keyword: `[dev] NAME`, once.

@@ -54,6 +54,9 @@ func (s *Session) linkAdd(args [][]byte) *cmdErr {
 	if err != nil {
 		return err
 	}
+	if err := s.checkMaster(a); err != nil {
+		return err
+	}
 	var parent *dataplane.Link // `link PARENT`, found before the type's words are read, as iplink_parse does
 	if a.link != nil {
 		if parent = s.r.Links.ByName(str(a.link)); parent == nil {
@@ -77,6 +80,11 @@ func (s *Session) linkAdd(args [][]byte) *cmdErr {
 		if l, err = s.addVLAN(a, parent, k.vlan, k.mtu); err != nil {
 			return err
 		}
+	case k.vrf:
+		var err *cmdErr
+		if l, err = s.addVRF(a, k.vrfTable, k.vrfTableSet, k.mtu); err != nil {
+			return err
+		}
 	default:
 		l, lerr = s.r.AddDummyAt(string(a.name), a.index, k.mtu, k.dummyMAC)
 	}
@@ -97,7 +105,7 @@ func (s *Session) linkAdd(args [][]byte) *cmdErr {
 			return linkErr(err)
 		}
 	}
-	return nil
+	return s.setMaster(l, a)
 }
 
 // linkKind is what `link add` makes, from its type's words: a TUN's
@@ -108,6 +116,10 @@ type linkKind struct {
 	vlan     *vlanArgs
 	dummyMAC []byte
 	mtu      int
+	// vrf: a VRF of vrfTable (vrfTableSet: one was given)
+	vrf         bool
+	vrfTable    uint32
+	vrfTableSet bool
 }
 
 // parseLinkKind checks link add's name, type and MTU, in ip's order.
@@ -140,6 +152,9 @@ func parseLinkKind(a *linkArgs) (k linkKind, err *cmdErr) {
 		k.eth, err = parseEtherArgs(a)
 	case "vlan":
 		k.vlan, err = parseVLANArgs(a)
+	case "vrf":
+		k.vrf = true
+		k.vrfTable, k.vrfTableSet, err = parseVRFArgs(a)
 	default:
 		return k, extack("Unknown device type.")
 	}
@@ -152,6 +167,9 @@ func parseLinkKind(a *linkArgs) (k linkKind, err *cmdErr) {
 	k.mtu = 1500
 	if k.vlan != nil {
 		k.mtu = 0 // the parent's
+	}
+	if k.vrf {
+		k.mtu = 0 // 65575, vrf_setup's
 	}
 	if a.mtu >= 0 {
 		if a.mtu < dataplane.MinMTU {
@@ -177,6 +195,9 @@ func linkErr(err error) *cmdErr {
 func (s *Session) namedLink(args [][]byte) (*linkArgs, *dataplane.Link, *cmdErr) {
 	a, err := parseLinkArgs(args)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.checkMaster(a); err != nil {
 		return nil, nil, err
 	}
 	if a.dev == nil {
@@ -238,6 +259,9 @@ func (s *Session) linkSet(args [][]byte) *cmdErr {
 		if err := s.r.SetUp(l, a.up); err != nil {
 			return linkErr(err)
 		}
+	}
+	if err := s.setMaster(l, a); err != nil {
+		return err
 	}
 	switch {
 	case a.mirror == nil:

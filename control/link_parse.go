@@ -26,6 +26,11 @@ type linkArgs struct {
 	mirror    []byte // `mirror KNAME` or `mirror none`
 	link      []byte // `link PARENT`: a VLAN link's parent
 	index     int32  // `index IDX`; 0 for none
+	// master is `master NAME` or `vrf NAME` (masterVRF), nomaster
+	// `nomaster`: the last of them said
+	master    []byte
+	masterVRF bool
+	nomaster  bool
 }
 
 const (
@@ -38,6 +43,9 @@ const (
 	lkType
 	lkIndex
 	lkLink
+	lkMaster
+	lkVRF
+	lkNomaster
 	lkLacks // an attribute the router's links lack
 )
 
@@ -57,7 +65,7 @@ var linkWords = sync.OnceValue(func() keywords {
 		{"xdp", false, lkLacks}, {"netns", false, lkLacks}, {"multicast", false, lkLacks},
 		{"allmulticast", false, lkLacks}, {"promisc", false, lkLacks}, {"trailers", false, lkLacks},
 		{"arp", false, lkLacks}, {"carrier", false, lkLacks}, {"vf", false, lkLacks},
-		{"master", true, lkLacks}, {"vrf", false, lkLacks}, {"nomaster", true, lkLacks},
+		{"master", true, lkMaster}, {"vrf", false, lkVRF}, {"nomaster", true, lkNomaster},
 		{"dynamic", true, lkLacks}, {"type", true, lkType}, {"alias", true, lkLacks},
 		{"group", false, lkLacks}, {"mode", false, lkLacks}, {"state", false, lkLacks},
 		{"numtxqueues", true, lkLacks}, {"numrxqueues", true, lkLacks}, {"addrgenmode", true, lkLacks},
@@ -79,6 +87,9 @@ func parseLinkArgs(args [][]byte) (*linkArgs, *cmdErr) {
 		switch k {
 		case lkUp, lkDown:
 			a.up, a.set = k == lkUp, true
+			continue
+		case lkNomaster:
+			a.master, a.nomaster = nil, true
 			continue
 		case lkLacks:
 			return nil, unsupported(w)
@@ -117,6 +128,8 @@ func parseLinkArgs(args [][]byte) (*linkArgs, *cmdErr) {
 			a.address = v
 		case lkLink:
 			a.link = v
+		case lkMaster, lkVRF:
+			a.master, a.masterVRF, a.nomaster = v, k == lkVRF, false
 		case lkIndex:
 			n, err := strconv.ParseInt(str(v), 0, 32)
 			if err != nil || n <= 0 {

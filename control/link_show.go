@@ -41,6 +41,8 @@ func operstate(l *dataplane.Link) string {
 		return "NOTPRESENT"
 	case !l.Up():
 		return "DOWN"
+	case l.IsVRF():
+		return "UP" // vrf_dev_init's IF_OPER_UP
 	case l.Neigh() == nil:
 		return "UNKNOWN"
 	case !l.Carrier():
@@ -75,6 +77,7 @@ func (s *Session) printLink(w *printer, l *dataplane.Link, full bool) {
 	w.text("<" + strings.Join(names, ",") + ">")
 	w.uint("mtu", " mtu %d", uint64(l.MTU()))
 	w.str("qdisc", " qdisc %s", "noqueue")
+	printMaster(w, s, l)
 	w.str("operstate", " state %s ", operstate(l))
 	if full {
 		w.str("linkmode", "mode %s ", "DEFAULT")
@@ -90,6 +93,7 @@ func (s *Session) printLink(w *printer, l *dataplane.Link, full bool) {
 	w.text("\n")
 	if s.opt.Details {
 		printVLANDetails(w, l)
+		printVRFDetails(w, l)
 	}
 	if full || w.json() { // ip addr's text leaves the mirror out, its JSON has it
 		s.printMirror(w, l)

@@ -2,6 +2,7 @@ package control
 
 import (
 	"net/netip"
+	"slices"
 	"strings"
 
 	"urouter/dataplane"
@@ -15,7 +16,10 @@ type neighFilter struct {
 	link   *dataplane.Link
 	to     netip.Prefix
 	states uint32 // NUD bits, 0x100 for NONE
-	none   bool   // selects nothing (proxies, masters, protocols: the router's entries have none)
+	none   bool   // selects nothing (proxies, protocols: the router's entries have none)
+	// master selects the entries of links enslaved to it (`master`,
+	// `vrf`), -1 of links enslaved to none (`nomaster`), 0 any
+	master int32
 }
 
 func (f *neighFilter) selects(i ndisc.Info) bool {
@@ -34,6 +38,10 @@ func (s *Session) neighShow(args [][]byte, flush bool) *cmdErr {
 	links := s.r.Links.All()
 	if f.link != nil {
 		links = []*dataplane.Link{f.link}
+	}
+	if f.master != 0 {
+		sel := addrSel{master: f.master}
+		links = slices.DeleteFunc(links, func(l *dataplane.Link) bool { return !sel.mastered(l) })
 	}
 	if flush {
 		s.neighFlush(links, f)
@@ -95,7 +103,9 @@ func (s *Session) parseNeighFilter(args [][]byte, flush bool) (*neighFilter, *cm
 				return nil, err
 			}
 			f.states |= bits
-		case is(w, "unused"), is(w, "nomaster"):
+		case is(w, "unused"):
+		case is(w, "nomaster"):
+			f.master = -1
 		case is(w, "proxy"):
 			f.none = true // the router keeps no proxy entries
 		case is(w, "master"), is(w, "vrf"), matches(w, "protocol"):
@@ -103,10 +113,14 @@ func (s *Session) parseNeighFilter(args [][]byte, flush bool) (*neighFilter, *cm
 			if err != nil {
 				return nil, err
 			}
-			if err := neighSelects(w, v, s.r.Links.ByName(str(v)) != nil); err != nil {
+			l := s.r.Links.ByName(str(v))
+			if err := neighSelects(w, v, l); err != nil {
 				return nil, err
 			}
-			f.none = f.none || !is(w, "vrf") && !is(v, "all")
+			if l != nil && !matches(w, "protocol") {
+				f.master = l.Index
+			}
+			f.none = f.none || matches(w, "protocol") && !is(v, "all")
 		default:
 			w, err := ws.valueAfter(w, "to")
 			if err != nil {
@@ -123,14 +137,13 @@ func (s *Session) parseNeighFilter(args [][]byte, flush bool) (*neighFilter, *cm
 	return f, nil
 }
 
-// neighSelects checks the value v of a selector the router's entries
-// never meet (master, vrf, protocol), as do_show_or_flush does; exists
-// says whether a link is named v.
-func neighSelects(w, v []byte, exists bool) *cmdErr {
+// neighSelects checks the value v of a selector (master, vrf, protocol),
+// as do_show_or_flush does; l is the link named v, if any.
+func neighSelects(w, v []byte, l *dataplane.Link) *cmdErr {
 	switch {
-	case is(w, "master") && !exists:
+	case is(w, "master") && l == nil:
 		return invarg("Device does not exist\n", v)
-	case is(w, "vrf"): // the router has no VRF device
+	case is(w, "vrf") && (l == nil || !l.IsVRF()):
 		return invarg("Not a valid VRF name\n", v)
 	case matches(w, "protocol"):
 		if _, ok := parseProto(v); !ok && !is(v, "all") {

@@ -58,7 +58,7 @@ func (e *effect) reset() {
 // (what is only shown is not journaled; a word that may be either is).
 func changes(obj string, args [][]byte) bool {
 	switch obj {
-	case "", "monitor", "fpm", "mirror", "save", "status", "help", "capture", "trace":
+	case "", "monitor", "fpm", "mirror", "save", "status", "help", "capture", "trace", "vrf":
 		return false
 	case "sysctl":
 		for _, a := range args {

@@ -30,6 +30,7 @@ type getReq struct {
 	key                 decide.Key
 	dst, src            netip.Addr
 	iif, oif            []byte
+	oifVRF              bool // oif is `vrf NAME`'s
 	fibmatch, connected bool
 	protoGiven          bool
 }
@@ -131,9 +132,9 @@ func (q *getReq) parseWord(k int, w, v []byte) *cmdErr {
 			return invarg("invalid mark value", v) // the router has no marks to match
 		}
 	case gkOif:
-		q.oif = v
+		q.oif, q.oifVRF = v, false
 	case gkVrf:
-		return invarg("Invalid VRF\n", v) // the router has no VRFs
+		q.oif, q.oifVRF = v, true // checked to be a VRF once the links are at hand
 	case gkUID:
 		if _, ok := parseUint32(v); !ok {
 			return invarg("invalid UID\n", v)
@@ -205,6 +206,9 @@ func (s *Session) routeGet(args [][]byte) *cmdErr {
 	}
 	if q.oif != nil {
 		l, err := s.routeLink(q.oif)
+		if q.oifVRF {
+			l, err = s.vrfNamed(q.oif, "Invalid VRF\n")
+		}
 		if err != nil {
 			return err
 		}
@@ -254,9 +258,17 @@ func (s *Session) printGet(q *getReq, res *decide.Result) {
 		from = netip.IPv6Unspecified()
 	}
 	dev := "lo"
-	if r.Type != fib6.Local {
-		if l := s.r.Links.ByIndex(res.Path.Link); l != nil {
+	if l := s.r.Links.ByIndex(res.Path.Link); l != nil {
+		switch {
+		case r.Type != fib6.Local:
 			dev = l.Name
+		case l.IsVRF():
+			dev = l.Name
+		case l.Master() != 0 && !q.dst.IsLinkLocalUnicast():
+			// a local route's copy leaves by its VRF (ip6_rt_get_dev_rcu)
+			if m := s.r.Links.ByIndex(l.Master()); m != nil {
+				dev = m.Name
+			}
 		}
 	}
 	// the source the router would use: shown for an output lookup, and

@@ -115,6 +115,13 @@ func (s *Session) routeModify(op routeOp, args [][]byte) *cmdErr {
 // added to it) and the link.
 func (s *Session) routeTarget(q *routeReq) (uint32, *fib6.Table, *dataplane.Link, *cmdErr) {
 	tid := q.table
+	if q.vrf != nil {
+		t, err := s.vrfTable(q.vrf)
+		if err != nil {
+			return 0, nil, nil, err
+		}
+		tid = t
+	}
 	if tid == 0 {
 		tid = fib6.TableMain
 	}

@@ -32,6 +32,7 @@ type routeReq struct {
 	dst       netip.Prefix // valid once parsed
 	src       netip.Prefix
 	table     uint32
+	vrf       []byte // `vrf NAME`: its table, once the links are at hand
 	proto     fib6.Proto
 	protoSet  bool
 	metric    uint32
@@ -294,6 +295,8 @@ func (q *routeReq) parseNode(ws *argv, k int, pm *parseMemo) *cmdErr {
 		q.proto, q.protoSet = p, true
 	case mkTable:
 		q.table, err = pm.table(v)
+	case mkVRF:
+		q.vrf = append(q.vrf[:0], v...)
 	case mkPref:
 		return parsePref(v)
 	case mkTos:
@@ -464,6 +467,7 @@ const (
 	mkNhid
 	mkProtocol
 	mkTable
+	mkVRF
 	mkDev
 	mkPref
 	mkTos
@@ -483,7 +487,7 @@ var modifyWords = sync.OnceValue(func() keywords {
 		{"quickack", true, mkUnsupported}, {"congctl", true, mkUnsupported}, {"rttvar", true, mkUnsupported},
 		{"ssthresh", true, mkUnsupported}, {"realms", true, mkUnsupported}, {"onlink", false, mkOnlink},
 		{"nexthop", false, mkNexthop}, {"nhid", false, mkNhid}, {"protocol", true, mkProtocol},
-		{"table", true, mkTable}, {"vrf", true, mkUnsupported}, {"dev", false, mkDev}, {"oif", false, mkDev},
+		{"table", true, mkTable}, {"vrf", true, mkVRF}, {"dev", false, mkDev}, {"oif", false, mkDev},
 		{"pref", true, mkPref}, {"encap", false, mkUnsupported}, {"ttl-propagate", false, mkUnsupported},
 		{"fastopen_no_cookie", true, mkUnsupported},
 	})

@@ -19,10 +19,11 @@ type showFilter struct {
 	cached    bool         // selects nothing: the router has no cached routes (nor a tos)
 	prefsrc   netip.Prefix // src: routes with a preferred source in it
 	monitor   bool         // printing for a monitor: every table shows
+	noLocal   bool         // local routes are not shown (`vrf NAME`)
 }
 
 func (f *showFilter) selects(r *fib6.Attrs) bool {
-	return !f.cached && (!f.metricSet || r.Metric == f.metric) &&
+	return !f.cached && (!f.metricSet || r.Metric == f.metric) && (!f.noLocal || r.Type != fib6.Local) &&
 		(!f.prefsrc.IsValid() || r.PrefSrc.IsValid() && f.prefsrc.Contains(r.PrefSrc))
 }
 
@@ -38,7 +39,11 @@ func (s *Session) parseSelector(args [][]byte) (*showFilter, *cmdErr) {
 		case matches(w, "table"):
 			err = f.parseTable(&ws)
 		case matches(w, "vrf"):
-			return nil, unsupported(w)
+			var v []byte
+			if v, err = ws.next(); err == nil {
+				f.table, err = s.vrfTable(v)
+				f.noLocal = true // iproute2's typemask for vrf: no local routes
+			}
 		case matches(w, "cached") || matches(w, "cloned"):
 			f.cached = true // the router keeps no cached routes
 		case is(w, "tos") || matches(w, "dsfield"):

@@ -33,8 +33,11 @@ func (s *Session) parseRule(args [][]byte, del bool) (*rules.Selector, *cmdErr) 
 		w := args[ws.i]
 		kw := ruleWords().of(w)
 		switch kw {
-		case rkFwmark, rkRealms, rkTunID, rkIfgroup, rkL3mdev, rkUidrange, rkNat:
+		case rkFwmark, rkRealms, rkTunID, rkIfgroup, rkUidrange, rkNat:
 			return nil, unsupported(w)
+		case rkL3mdev:
+			r.L3mdev, tableOK = true, true
+			continue
 		}
 		v, err := ws.valueIf(kw != 0 && kw != rkNot) // an action, or not, has no value
 		if err != nil {
@@ -83,6 +86,9 @@ func (s *Session) parseRule(args [][]byte, del bool) (*rules.Selector, *cmdErr) 
 		if err != nil {
 			return nil, err
 		}
+	}
+	if r.L3mdev && r.Table != 0 {
+		return nil, &cmdErr{msg: "table can not be specified for l3mdev rules", code: 234} // iprule_modify's -EINVAL
 	}
 	if !tableOK && !del {
 		r.Table = fib6.TableMain

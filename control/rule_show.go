@@ -24,6 +24,7 @@ const (
 type ruleFilter struct {
 	pref           uint32
 	prefSet, not   bool
+	l3mdev         bool         // l3mdev rules only
 	src, dst       netip.Prefix // a rule's prefix must lie inside
 	tos            uint8
 	tosSet         bool
@@ -59,7 +60,7 @@ func (f *ruleFilter) selects(r *rules.Rule) bool {
 		return false
 	case f.sport.Lo != 0 && r.Sport != f.sport, f.dport.Lo != 0 && r.Dport != f.dport:
 		return false
-	case f.table != 0 && r.Table != f.table:
+	case f.table != 0 && r.Table != f.table, f.l3mdev && !r.L3mdev:
 		return false
 	case f.flushing && f.protoSet && r.Protocol != f.proto:
 		return false
@@ -74,6 +75,7 @@ const (
 	rfNot
 	rfTos
 	rfUnsupported
+	rfL3mdev
 	rfIif
 	rfOif
 	rfTable
@@ -90,7 +92,7 @@ var ruleFilterWords = sync.OnceValue(func() keywords {
 		{"preference", true, rfPref}, {"order", true, rfPref}, {"priority", true, rfPref},
 		{"not", false, rfNot}, {"tos", false, rfTos}, {"dsfield", false, rfTos}, {"fwmark", false, rfUnsupported},
 		{"dev", false, rfIif}, {"iif", false, rfIif}, {"oif", false, rfOif},
-		{"l3mdev", false, rfUnsupported}, {"uidrange", false, rfUnsupported}, {"tun_id", true, rfUnsupported},
+		{"l3mdev", false, rfL3mdev}, {"uidrange", false, rfUnsupported}, {"tun_id", true, rfUnsupported},
 		{"lookup", true, rfTable}, {"table", true, rfTable}, {"from", true, rfFrom}, {"src", true, rfFrom},
 		{"protocol", true, rfProtocol}, {"ipproto", false, rfIPProto}, {"sport", false, rfSport},
 		{"dport", false, rfDport}, {"dst", true, rfTo}, {"to", true, rfTo},
@@ -106,6 +108,10 @@ func (s *Session) parseRuleFilter(args [][]byte) (*ruleFilter, *cmdErr) {
 		kw := ruleFilterWords().of(w)
 		if kw == rfUnsupported {
 			return nil, unsupported(w)
+		}
+		if kw == rfL3mdev {
+			f.l3mdev = true
+			continue
 		}
 		v, err := ws.valueIf(kw != 0 && kw != rfNot) // a bare prefix is `to PREFIX`
 		if err != nil {
@@ -227,6 +233,9 @@ func printRule(w *printer, r *rules.Rule, st rules.State, details bool) {
 			w.null("oif_detached", " [detached]")
 		}
 	}
+	if r.L3mdev {
+		w.null("l3mdev", " lookup [l3mdev-table]")
+	}
 	if r.IPProto != 0 {
 		w.str("ipproto", " ipproto %s", ipprotoString(r.IPProto))
 	}
@@ -330,12 +339,14 @@ func appendRuleSpec(b []byte, r *rules.Rule) []byte {
 	}
 	b = appendPorts(b, " sport ", r.Sport)
 	b = appendPorts(b, " dport ", r.Dport)
-	switch r.Action {
-	case rules.ToTable:
+	switch {
+	case r.L3mdev:
+		b = append(b, " l3mdev"...)
+	case r.Action == rules.ToTable:
 		b = strconv.AppendUint(append(b, " lookup "...), uint64(r.Table), 10)
-	case rules.Goto:
+	case r.Action == rules.Goto:
 		b = strconv.AppendUint(append(b, " goto "...), uint64(r.Target), 10)
-	case rules.Nop:
+	case r.Action == rules.Nop:
 		b = append(b, " nop"...)
 	default:
 		b = append(append(b, ' '), ruleActionString(r.Action)...)

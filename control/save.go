@@ -15,6 +15,7 @@ import (
 	"urouter/fib6"
 	"urouter/ndisc"
 	"urouter/nexthop"
+	"urouter/router"
 	"urouter/rules"
 )
 
@@ -74,6 +75,11 @@ func (s *Session) save(all bool, emit func(obj string, line []byte)) {
 	sv.sysctls(func(name string) bool { return s.r.Links.ByName(knobDev(name)) == nil })
 	for _, l := range links {
 		sv.link(l)
+	}
+	for _, l := range links { // once every VRF is made, before the addresses
+		if m := s.r.Links.ByIndex(l.Master()); m != nil {
+			sv.line("link", "link", "set", l.Name, "master", m.Name)
+		}
 	}
 	for _, l := range links {
 		sv.addrs(l)
@@ -449,6 +455,9 @@ func needsNothing(r *fib6.Route) bool {
 func (sv *saver) rules() {
 	set := sv.s.r.Rules.Load()
 	dflt := rules.Default()
+	if slices.ContainsFunc(sv.s.r.Links.All(), (*dataplane.Link).IsVRF) {
+		dflt = append(dflt, router.VRFRule) // the first VRF made adds it
+	}
 	kept := make([]bool, len(dflt))
 	for i := 0; i < set.Len(); i++ {
 		r := set.Rule(i)

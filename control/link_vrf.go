@@ -1,0 +1,213 @@
+package control
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+
+	"urouter/dataplane"
+	"urouter/fib6"
+)
+
+// VRF links: `link add NAME type vrf table N` as iproute2's iplink_vrf.c
+// reads it and Linux's vrf_newlink refuses it; `link set LINK master
+// VRF | vrf VRF | nomaster`; -d's `vrf table N` and a member's
+// `vrf_slave table N`; `vrf show` as ipvrf.c prints it.
+
+const vrfHelp = "Usage: ... vrf table TABLEID"
+
+// parseVRFArgs reads vrf_parse_opt's words: `table TABLEID` (a number or
+// a table's name), 0 if none is given.
+func parseVRFArgs(a *linkArgs) (table uint32, set bool, err *cmdErr) {
+	ws := argv{args: a.typArgs}
+	for ; ws.i < len(a.typArgs); ws.i++ {
+		w := a.typArgs[ws.i]
+		switch {
+		case matches(w, "table"):
+			v, err := ws.next()
+			if err != nil {
+				return 0, false, err
+			}
+			t, ok := parseTable(v, false)
+			if !ok && !is(v, "0") {
+				return 0, false, invarg("invalid table ID\n", v)
+			}
+			table, set = t, true
+		case matches(w, "help"):
+			return 0, false, parseErr("%s", vrfHelp)
+		default:
+			return 0, false, parseErr("vrf: unknown option \"%s\"?\n%s", w, vrfHelp)
+		}
+	}
+	return table, set, nil
+}
+
+// addVRF makes VRF link a.name of table (hasTable: one was given),
+// refused as vrf_newlink refuses it.
+func (s *Session) addVRF(a *linkArgs, table uint32, hasTable bool, mtu int) (*dataplane.Link, *cmdErr) {
+	if !hasTable {
+		return nil, extack("VRF table id is missing.")
+	}
+	var mac []byte
+	if a.address != nil {
+		var err *cmdErr
+		if mac, err = parseLLAddr(a.address); err != nil {
+			return nil, err
+		}
+		if len(mac) != 6 || mac[0]&1 != 0 {
+			return nil, answers(syscall.EINVAL)
+		}
+	}
+	l, err := s.r.AddVRF(string(a.name), a.index, table, mtu, mac)
+	if err != nil {
+		return nil, vrfErr(err)
+	}
+	return l, nil
+}
+
+func vrfErr(err error) *cmdErr {
+	switch {
+	case errors.Is(err, dataplane.ErrLinkExists), errors.Is(err, dataplane.ErrIndexTaken):
+		return linkErr(err)
+	}
+	return rejected(err)
+}
+
+// setMaster enslaves l as `master NAME`, `vrf NAME` or `nomaster` asked
+// (master nil: none was).
+func (s *Session) setMaster(l *dataplane.Link, a *linkArgs) *cmdErr {
+	if a.master == nil && !a.nomaster {
+		return nil
+	}
+	var m *dataplane.Link
+	if !a.nomaster {
+		m = s.r.Links.ByName(str(a.master))
+	}
+	if err := s.r.SetMaster(l, m); err != nil {
+		return rejected(err)
+	}
+	return nil
+}
+
+// checkMaster checks `master NAME` and `vrf NAME` as iplink_parse does:
+// the link must exist (and, for vrf, be a VRF).
+func (s *Session) checkMaster(a *linkArgs) *cmdErr {
+	switch {
+	case a.master == nil:
+	case a.masterVRF:
+		if _, err := s.vrfNamed(a.master, "Not a valid VRF name\n"); err != nil {
+			return err
+		}
+	case s.r.Links.ByName(str(a.master)) == nil:
+		return invarg("Device does not exist\n", a.master)
+	}
+	return nil
+}
+
+// vrfNamed is the VRF link named v, or iproute2's refusal with msg
+// ("Not a valid VRF name", "Invalid VRF").
+func (s *Session) vrfNamed(v []byte, msg string) (*dataplane.Link, *cmdErr) {
+	l := s.r.Links.ByName(str(v))
+	if l == nil || !l.IsVRF() {
+		return nil, invarg(msg, v)
+	}
+	return l, nil
+}
+
+// vrfTable is the table `vrf NAME` names in route commands: a VRF's, or
+// main for "default" (ipvrf_get_table).
+func (s *Session) vrfTable(v []byte) (uint32, *cmdErr) {
+	if is(v, "default") {
+		return fib6.TableMain, nil
+	}
+	l, err := s.vrfNamed(v, "Invalid VRF\n")
+	if err != nil {
+		return 0, err
+	}
+	_, t := l.L3()
+	return t, nil
+}
+
+// printMaster prints `master NAME` of print_linkinfo, after the qdisc.
+func printMaster(w *printer, s *Session, l *dataplane.Link) {
+	if m := s.r.Links.ByIndex(l.Master()); m != nil {
+		w.str("master", " master %s", m.Name)
+	}
+}
+
+// printVRFDetails prints what -d shows of a VRF (`vrf table N`) and of a
+// member (`vrf_slave table N`), as iplink_vrf.c's print_opt and
+// print_slave_opt.
+func printVRFDetails(w *printer, l *dataplane.Link) {
+	_, t := l.L3()
+	switch {
+	case l.IsVRF():
+		w.openObject("linkinfo")
+		w.str("info_kind", "    %s ", "vrf")
+		w.openObject("info_data")
+		w.uint("table", "table %d ", uint64(t))
+	case l.Master() != 0:
+		w.openObject("linkinfo")
+		w.str("info_slave_kind", "    %s_slave ", "vrf")
+		w.openObject("info_slave_data")
+		w.uint("table", "table %d ", uint64(t))
+	default:
+		return
+	}
+	w.closeObject()
+	w.closeObject()
+	w.text("\n")
+}
+
+// vrfCmd is `ip vrf`: show, the router's VRFs and their tables; the
+// commands that run a process in a VRF are not the router's.
+func (s *Session) vrfCmd(args [][]byte) *cmdErr {
+	if len(args) > 0 && !matches(args[0], "show") && !matches(args[0], "list") && !is(args[0], "ls") {
+		if matches(args[0], "help") {
+			return parseErr("Usage:\tip vrf show [NAME] ...")
+		}
+		return unsupported(args[0])
+	}
+	var only []byte
+	if len(args) > 1 {
+		only = args[1]
+	}
+	var vrfs []*dataplane.Link
+	for _, l := range s.r.Links.All() {
+		if l.IsVRF() && (only == nil || l.Name == str(only)) {
+			vrfs = append(vrfs, l)
+		}
+	}
+	if only != nil && len(vrfs) == 0 {
+		return &cmdErr{msg: "Invalid VRF", code: 1}
+	}
+	return s.printVRFs(vrfs, only != nil)
+}
+
+func (s *Session) printVRFs(vrfs []*dataplane.Link, one bool) *cmdErr {
+	w := s.newPrinter()
+	if one && !w.json() {
+		_, t := vrfs[0].L3()
+		fmt.Fprintf(s.out, "%s %d\n", vrfs[0].Name, t)
+		return nil
+	}
+	if len(vrfs) == 0 && !w.json() {
+		fmt.Fprintf(s.out, "No VRF has been configured\n")
+		return nil
+	}
+	w.begin()
+	w.text(fmt.Sprintf("%-16s  %5s\n-----------------------\n", "Name", "Table"))
+	for _, l := range vrfs {
+		_, t := l.L3()
+		w.openObject("")
+		if w.json() {
+			w.str("name", "", l.Name)
+			w.uint("table", "", uint64(t))
+		} else {
+			fmt.Fprintf(s.out, "%-16s %5d\n", l.Name, t)
+		}
+		w.closeObject()
+	}
+	w.end()
+	return nil
+}

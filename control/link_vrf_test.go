@@ -1,0 +1,157 @@
+package control
+
+import (
+	"strings"
+	"testing"
+
+	"urouter/control/wire"
+	"urouter/router"
+)
+
+// TestVRFGrammar: `type vrf` as iproute2 6.1 reads it and Linux 6.18's
+// vrf.c refuses it; master, vrf and nomaster; what link show, -d, -j,
+// vrf show, rule show and the `vrf` selectors of route, address and
+// neigh show; save names the VRF before its members' addresses.
+func TestVRFGrammar(t *testing.T) {
+	r := router.New()
+	cases := []struct {
+		cmd    string
+		status int
+		stderr string
+	}{
+		{"vrf show", 0, ""},
+		{"link add red type vrf", 2, "Error: VRF table id is missing.\n"},
+		{"link add red type vrf table 0", 2, "Error: Invalid VRF table id.\n"},
+		{"link add red type vrf table x", 255, "Error: argument \"x\" is wrong: invalid table ID\n\n"},
+		{"link add red type vrf tabel 10", 255, "vrf: unknown option \"tabel\"?\n" + vrfHelp + "\n"},
+		{"link add red type vrf table 10", 0, ""},
+		{"link add blue type vrf table 20", 0, ""},
+		{"link add green type vrf table 20", 0, ""},
+		{"link del green", 0, ""},
+		{"sysctl -w net.vrf.strict_mode=1", 0, ""},
+		{"link add green type vrf table 20", 2, "Error: Table is used by another VRF.\n"},
+		{"link add d1 type dummy", 0, ""},
+		{"link add d2 type dummy", 0, ""},
+		{"link set d1 master nosuch", 255, "Error: argument \"nosuch\" is wrong: Device does not exist\n\n"},
+		{"link set d1 vrf d2", 255, "Error: argument \"d2\" is wrong: Not a valid VRF name\n\n"},
+		{"link set d1 master d2", 2, "RTNETLINK answers: Operation not supported\n"},
+		{"link set red master blue", 2, "Error: Can not enslave an L3 master device to a VRF.\n"},
+		{"link set lo master red", 2, "Error: Can not enslave loopback device to a VRF.\n"},
+		{"link set d1 up master red", 0, ""},
+		{"link set d2 vrf blue", 0, ""},
+		{"link set d2 up", 0, ""},
+		{"link set red up", 0, ""},
+		{"address add 2001:db8:1::1/64 dev d1", 0, ""},
+		{"address add 2001:db8:1::1/64 dev d2", 0, ""},
+		{"route add 2001:db8:9::/64 via 2001:db8:1::2 vrf red", 0, ""},
+		{"route add 2001:db8:9::/64 via 2001:db8:1::2 vrf nosuch", 255, "Error: argument \"nosuch\" is wrong: Invalid VRF\n\n"},
+		{"route show vrf d1", 255, "Error: argument \"d1\" is wrong: Invalid VRF\n\n"},
+		{"address show vrf d1", 255, "Error: argument \"d1\" is wrong: Not a valid VRF name\n\n"},
+		{"neigh show vrf d1", 255, "Error: argument \"d1\" is wrong: Not a valid VRF name\n\n"},
+		{"route get 2001:db8:9::1 vrf d1", 255, "Error: argument \"d1\" is wrong: Invalid VRF\n\n"},
+		{"rule add l3mdev table 10 pref 5", 234, "table can not be specified for l3mdev rules\n"},
+		{"vrf show nosuch", 1, "Invalid VRF\n"},
+	}
+	for _, c := range cases {
+		_, errs, st := run(r, wire.Options{}, c.cmd)
+		if st != c.status || errs != c.stderr {
+			t.Errorf("%s:\n got %d %q\nwant %d %q", c.cmd, st, errs, c.status, c.stderr)
+		}
+	}
+	for _, c := range []struct{ cmd, want string }{
+		{"vrf show", "Name              Table\n-----------------------\nred                 10\nblue                20\n"},
+		{"vrf show red", "red 10\n"},
+		{"rule show", "0:\tfrom all lookup local\n1000:\tfrom all lookup [l3mdev-table]\n32766:\tfrom all lookup main\n"},
+		{"route show vrf red", "2001:db8:1::/64 dev d1 proto kernel metric 256 pref medium\n" +
+			"2001:db8:9::/64 via 2001:db8:1::2 dev d1 metric 1024 pref medium\n"},
+		{"route show table 20", "2001:db8:1::/64 dev d2 proto kernel metric 256 pref medium\n" +
+			"local 2001:db8:1::1 dev d2 proto kernel metric 0 pref medium\n"},
+		{"route get 2001:db8:9::1 vrf red", "2001:db8:9::1 from :: via 2001:db8:1::2 dev d1 table 10 src 2001:db8:1::1 metric 1024 pref medium\n"},
+		{"route get 2001:db8:1::1 vrf blue", "local 2001:db8:1::1 from :: dev blue table 20 proto kernel src 2001:db8:1::1 metric 0 pref medium\n"},
+		{"link show master red", ": d1: <BROADCAST,NOARP,UP,LOWER_UP> mtu 1500 qdisc noqueue master red state UNKNOWN "},
+		{"link show type vrf", ": red: <NOARP,MASTER,UP,LOWER_UP> mtu 65575 qdisc noqueue state UP "},
+	} {
+		out, errs, _ := run(r, wire.Options{}, c.cmd)
+		if !strings.Contains(out, c.want) {
+			t.Errorf("%s:\n got %q %s\nwant %q", c.cmd, out, errs, c.want)
+		}
+	}
+	out, _, _ := run(r, wire.Options{}, "link show vrf red")
+	if strings.Count(out, "mtu") != 1 || !strings.Contains(out, " d1: ") {
+		t.Errorf("link show vrf red lists other links than d1:\n%s", out)
+	}
+	out, _, _ = run(r, wire.Options{Details: true}, "link show d1", "link show red")
+	for _, want := range []string{"    vrf_slave table 10 \n", "    vrf table 10 \n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("-d link show: no %q in\n%s", want, out)
+		}
+	}
+	out, _, _ = run(r, wire.Options{JSON: true, Details: true}, "link show d1")
+	if !strings.Contains(out, `"master":"red"`) || !strings.Contains(out, `"linkinfo":{"info_slave_kind":"vrf","info_slave_data":{"table":10}}`) {
+		t.Errorf("-j -d link show d1: %s", out)
+	}
+	out, _, _ = run(r, wire.Options{}, "address show vrf blue")
+	if !strings.Contains(out, " d2: ") || strings.Contains(out, " d1: ") {
+		t.Errorf("address show vrf blue:\n%s", out)
+	}
+	out, _, _ = run(r, wire.Options{}, "save")
+	for _, want := range []string{
+		"link add red index \\d+ mtu 65575 address \\S+ type vrf table 10\n",
+		"link set d1 master red\n",
+		"address add 2001:db8:1::1/64 dev d1\n",
+		"route add 2001:db8:9::/64 via 2001:db8:1::2 dev d1 table 10.*\n",
+	} {
+		if !matchLine(out, want) {
+			t.Errorf("save: no line %q in\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "l3mdev") || strings.Index(out, "master red") > strings.Index(out, "address add") {
+		t.Errorf("save writes the VRF's rule, or a member's address before its master:\n%s", out)
+	}
+	r2 := router.New()
+	if _, e, st := run(r2, wire.Options{Batch: true}, strings.Split(strings.TrimSpace(out), "\n")...); st != 0 {
+		t.Fatalf("the saved lines do not load: %s", e)
+	}
+	out2, _, _ := run(r2, wire.Options{}, "save")
+	if out2 != out {
+		t.Errorf("save of the loaded configuration differs:\n%s\nwant\n%s", out2, out)
+	}
+}
+
+// TestVRFMovesRoutes: a link's address routes go to its VRF's table when
+// it is enslaved and back to main and local when released or when its
+// VRF is deleted, as Linux's cycle_netdev moves them; its global
+// addresses go unless keep_addr_on_down keeps them.
+func TestVRFMovesRoutes(t *testing.T) {
+	r := newTestRouter(t) // d0 with 2001:db8:91::1/64
+	steps := []struct {
+		cmd, show, want string
+	}{
+		{"link add red type vrf table 10", "route show table 10", ""},
+		{"link set d0 master red", "address show dev d0 scope global", ""},
+		{"sysctl -w net.ipv6.conf.d0.keep_addr_on_down=1", "", ""},
+		{"address add 2001:db8:91::1/64 dev d0", "route show table 10",
+			"2001:db8:91::/64 dev d0 proto kernel metric 256 pref medium\nlocal 2001:db8:91::1 dev d0 proto kernel metric 0 pref medium\n"},
+		{"link set d0 nomaster", "route show table 10", ""},
+		{"", "route show", "2001:db8:91::/64 dev d0 proto kernel metric 256 pref medium\n"},
+		{"", "route show table local", "local 2001:db8:91::1 dev d0 proto kernel metric 0 pref medium\n"},
+		{"link set d0 master red", "route show", ""},
+		{"link del red", "route show", "2001:db8:91::/64 dev d0 proto kernel metric 256 pref medium\n"},
+		{"", "link show d0", ": d0: <BROADCAST,NOARP,UP,LOWER_UP> mtu 1500 qdisc noqueue state UNKNOWN"},
+		{"", "rule show", "1000:\tfrom all lookup [l3mdev-table]\n"},
+	}
+	for _, st := range steps {
+		if st.cmd != "" {
+			if _, e, code := run(r, wire.Options{}, st.cmd); code != 0 {
+				t.Fatalf("%s: %s", st.cmd, e)
+			}
+		}
+		if st.show == "" {
+			continue
+		}
+		out, _, _ := run(r, wire.Options{}, st.show)
+		if st.want == "" && out != "" || !strings.Contains(out, st.want) {
+			t.Errorf("after %q, %s:\n%s\nwant %q", st.cmd, st.show, out, st.want)
+		}
+	}
+}
