@@ -1,0 +1,191 @@
+package integration
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// vrfLab is a router with two tenants, red (table 10) and blue (table
+// 20), each on two Ethernet links with the same two /64s, and a fifth
+// link in the default VRF; each link has a kernel host.
+type vrfLab struct {
+	r     string
+	hosts map[string]string // by the router's link: namespace
+	d     *daemon
+}
+
+// vrfLinks are the lab's links: the VRF (none: the default), the subnet,
+// the host's address in it.
+var vrfLinks = []struct{ link, vrf, net string }{
+	{"e1", "red", "2001:db8:a"}, {"e2", "red", "2001:db8:b"},
+	{"e3", "blue", "2001:db8:a"}, {"e4", "blue", "2001:db8:b"},
+	{"e5", "", "2001:db8:c"},
+}
+
+func newVRFLab(t *testing.T) *vrfLab {
+	t.Helper()
+	needRoot(t)
+	l := &vrfLab{r: newNetns(t, "uro-fr"), hosts: map[string]string{}}
+	config := []string{
+		"sysctl -w net.ipv6.conf.all.keep_addr_on_down=1",
+		"link add red type vrf table 10", "link add blue type vrf table 20",
+		"link set red up", "link set blue up",
+		// as Linux's VRF documentation advises: a miss ends in the VRF
+		"route add unreachable default metric 4278198272 vrf red",
+		"route add unreachable default metric 4278198272 vrf blue",
+	}
+	for _, v := range vrfLinks {
+		h := newNetns(t, "uro-fh")
+		l.hosts[v.link] = h
+		mustRun(t, "ip", "-n", l.r, "link", "add", v.link, "type", "veth", "peer", "name", "eth0", "netns", h)
+		mustRun(t, "ip", "netns", "exec", h, "sysctl", "-qw", "net.ipv6.conf.eth0.accept_dad=0")
+		mustRun(t, "ip", "-n", h, "addr", "add", v.net+"::2/64", "dev", "eth0", "nodad")
+		mustRun(t, "ip", "-n", h, "link", "set", "eth0", "up")
+		mustRun(t, "ip", "-n", h, "-6", "route", "add", "default", "via", v.net+"::1")
+		config = append(config, "link add "+v.link+" type host dev "+v.link)
+		if v.vrf != "" {
+			config = append(config, "link set "+v.link+" master "+v.vrf)
+		}
+		config = append(config, "link set "+v.link+" up", "address add "+v.net+"::1/64 dev "+v.link)
+	}
+	l.d = startDaemon(t, l.r, config...)
+	return l
+}
+
+// echoes is how many echo requests host (by its router link) has taken.
+func (l *vrfLab) echoes(t *testing.T, link string) int {
+	out := mustRun(t, "ip", "netns", "exec", l.hosts[link], "cat", "/proc/net/snmp6")
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "Icmp6InEchos" {
+			n, _ := strconv.Atoi(f[1])
+			return n
+		}
+	}
+	t.Fatalf("no Icmp6InEchos in %s's snmp6", link)
+	return 0
+}
+
+// ping pings dst from the host of link, count times, and reports whether
+// every one was answered.
+func (l *vrfLab) ping(link, dst string, count int) (string, bool) {
+	out, errs, st := runCmd("ip", "netns", "exec", l.hosts[link], "ping", "-6", "-c", strconv.Itoa(count), "-i", "0.05", "-W", "2", dst)
+	return out + errs, st == 0
+}
+
+// TestVRFTenants: two tenants with the same two /64s on one router. Each
+// tenant's hosts ping each other and run TCP (iperf3) through it, and
+// only their own tenant's host takes the packets (counted in each host's
+// Icmp6InEchos); neither tenant reaches the default VRF's host nor it
+// theirs; the router answers each tenant from its own address. Under
+// traffic, a member released (nomaster) stops its tenant's traffic to it
+// and enslaved again resumes it; a VRF deleted under traffic releases its
+// members into the default VRF, whose host then reaches them.
+func TestVRFTenants(t *testing.T) {
+	parallel(t)
+	l := newVRFLab(t)
+	for _, c := range []struct{ from, to string }{{"e1", "e2"}, {"e3", "e4"}, {"e2", "e1"}, {"e4", "e3"}} {
+		dst := vrfNet(c.to) + "::2"
+		other := map[string]string{"e1": "e3", "e2": "e4", "e3": "e1", "e4": "e2"}[c.to]
+		before, beforeOther := l.echoes(t, c.to), l.echoes(t, other)
+		if out, ok := l.ping(c.from, dst, 5); !ok {
+			t.Fatalf("%s's host to %s (%s): %s", c.from, dst, c.to, out)
+		}
+		if got, gotOther := l.echoes(t, c.to)-before, l.echoes(t, other)-beforeOther; got != 5 || gotOther != 0 {
+			t.Errorf("%s's host pinged %s 5 times: %s's host took %d, %s's (the other tenant's) %d", c.from, dst, c.to, got, other, gotOther)
+		}
+	}
+	for _, c := range []struct{ from, dst string }{{"e1", "2001:db8:c::2"}, {"e3", "2001:db8:c::2"}, {"e5", "2001:db8:a::2"}, {"e5", "2001:db8:b::2"}} {
+		if out, ok := l.ping(c.from, c.dst, 1); ok || !strings.Contains(out, "nreachable") {
+			t.Errorf("%s's host reached %s across VRFs (or no unreachable came back):\n%s", c.from, c.dst, out)
+		}
+	}
+	l.iperf(t, "e1", "e2")
+	l.iperf(t, "e3", "e4")
+	l.nomasterUnderTraffic(t)
+	l.deleteUnderTraffic(t)
+}
+
+func vrfNet(link string) string {
+	for _, v := range vrfLinks {
+		if v.link == link {
+			return v.net
+		}
+	}
+	panic(link)
+}
+
+// iperf runs TCP from link a's host to link b's for 2 s.
+func (l *vrfLab) iperf(t *testing.T, a, b string) {
+	srv := startIn(t, l.hosts[b], "iperf3", "-s", "-1")
+	defer srv.stop()
+	waitUntil(t, "iperf3 to listen", func() bool {
+		o, _, _ := runCmd("ip", "netns", "exec", l.hosts[b], "ss", "-Htln", "sport", "= :5201")
+		return strings.Contains(o, "5201")
+	})
+	out, errs, st := runCmd("ip", "netns", "exec", l.hosts[a], "iperf3", "-6", "-c", vrfNet(b)+"::2", "-t", "2", "-J")
+	bps, ok := iperfReceived(out)
+	if st != 0 || !ok || bps < 50e6 {
+		t.Errorf("iperf3 from %s's host to %s's: %.0f bit/s (%d)\n%s%s", a, b, bps, st, out, errs)
+	}
+	t.Logf("TCP from %s to %s inside a VRF: %.2f Gbit/s", a, b, bps/1e9)
+}
+
+// nomasterUnderTraffic: with e1's host pinging e2's every 10 ms, e2
+// released from red stops the echoes (its connected route is main's now,
+// red's lookup ends unreachable), enslaved again resumes them.
+func (l *vrfLab) nomasterUnderTraffic(t *testing.T) {
+	flood := startIn(t, l.hosts["e1"], "ping", "-6", "-i", "0.01", "-W", "1", "2001:db8:b::2")
+	defer flood.stop()
+	waitUntil(t, "the echoes to flow", func() bool { return strings.Contains(flood.out.String(), "icmp_seq=5 ") })
+	if _, e, st := l.d.run("link", "set", "e2", "nomaster"); st != 0 {
+		t.Fatal(e)
+	}
+	if _, e, _ := l.d.run("route", "get", "2001:db8:b::2", "vrf", "red"); e != "RTNETLINK answers: No route to host\n" {
+		t.Errorf("route get in red with e2 released: %q", e)
+	}
+	time.Sleep(200 * time.Millisecond) // a flood's worth of echoes with nowhere to go
+	before := l.echoes(t, "e2")
+	time.Sleep(200 * time.Millisecond)
+	if n := l.echoes(t, "e2") - before; n != 0 {
+		t.Errorf("e2's host took %d echoes from red while e2 was in no VRF", n)
+	}
+	if _, e, st := l.d.run("link", "set", "e2", "master", "red"); st != 0 {
+		t.Fatal(e)
+	}
+	waitUntil(t, "the echoes to come back", func() bool { return l.echoes(t, "e2") > before+5 })
+	if out, _, _ := l.d.run("address", "show", "dev", "e2", "scope", "global"); !strings.Contains(out, "2001:db8:b::1/64") {
+		t.Errorf("e2 lost its address across nomaster and master with keep_addr_on_down 1:\n%s", out)
+	}
+}
+
+// deleteUnderTraffic: blue deleted while its hosts ping each other; its
+// members fall into the default VRF, with their addresses (kept), so the
+// default's host reaches blue's former hosts; red is untouched.
+func (l *vrfLab) deleteUnderTraffic(t *testing.T) {
+	flood := startIn(t, l.hosts["e3"], "ping", "-6", "-i", "0.01", "-W", "1", "2001:db8:b::2")
+	defer flood.stop()
+	waitUntil(t, "the echoes to flow", func() bool { return strings.Contains(flood.out.String(), "icmp_seq=5 ") })
+	if _, e, st := l.d.run("link", "del", "blue"); st != 0 {
+		t.Fatal(e)
+	}
+	out, _, _ := l.d.run("link", "show", "master", "red")
+	if !strings.Contains(out, " e1: ") || !strings.Contains(out, " e2: ") || strings.Contains(out, " e3: ") {
+		t.Errorf("link show master red after blue's deletion:\n%s", out)
+	}
+	if out, _, _ := l.d.run("link", "show", "e3"); strings.Contains(out, "master") {
+		t.Errorf("e3 still has a master:\n%s", out)
+	}
+	for _, dst := range []string{"2001:db8:a::2", "2001:db8:b::2"} {
+		if out, ok := l.ping("e5", dst, 2); !ok {
+			t.Errorf("the default's host to %s, blue's former host: %s", dst, out)
+		}
+	}
+	if out, ok := l.ping("e1", "2001:db8:b::2", 2); !ok {
+		t.Errorf("red after blue's deletion: %s", out)
+	}
+	if out, _, _ := l.d.run("status"); out == "" {
+		t.Error("the daemon does not answer after blue's deletion")
+	}
+}
