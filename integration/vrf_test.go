@@ -1,6 +1,9 @@
 package integration
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -188,4 +191,100 @@ func (l *vrfLab) deleteUnderTraffic(t *testing.T) {
 	if out, _, _ := l.d.run("status"); out == "" {
 		t.Error("the daemon does not answer after blue's deletion")
 	}
+}
+
+// TestVRFBIRD: per-tenant routing from a daemon where the kernel has no
+// VRF driver: BIRD on the router's host, with a table per VRF and a BGP
+// session to each tenant's peer over its member's mirror, exports each
+// table to a kernel table that --mirror-table follows into the VRF's
+// table (10, 20) and its default table to main. Three peers announce the
+// same prefix, 2001:db8:99::/64 (each holding 2001:db8:99::1): red's
+// client reaches red's peer, blue's client blue's, and the default
+// table's route leads to the default's peer.
+func TestVRFBIRD(t *testing.T) {
+	parallel(t)
+	needRoot(t)
+	if _, err := os.Stat("/usr/sbin/bird"); err != nil {
+		t.Skipf("needs BIRD (Debian's bird2; .ci/run installs it): %v", err)
+	}
+	dir := t.TempDir()
+	l := &vrfLab{r: newNetns(t, "uro-fb"), hosts: map[string]string{}}
+	// the peers' links (e1 red, e3 blue, e5 default) and the clients' (e2 red, e4 blue)
+	links := []struct{ link, vrf, net string }{
+		{"e1", "red", "2001:db8:a1"}, {"e2", "red", "2001:db8:b"},
+		{"e3", "blue", "2001:db8:a2"}, {"e4", "blue", "2001:db8:b"}, {"e5", "", "2001:db8:a3"},
+	}
+	config := []string{"link add red type vrf table 10", "link add blue type vrf table 20", "link set red up", "link set blue up"}
+	for i, v := range links {
+		h := newNetns(t, "uro-fbh")
+		l.hosts[v.link] = h
+		mustRun(t, "ip", "-n", l.r, "link", "add", v.link, "type", "veth", "peer", "name", "eth0", "netns", h)
+		mustRun(t, "ip", "netns", "exec", h, "sysctl", "-qw", "net.ipv6.conf.eth0.accept_dad=0")
+		mustRun(t, "ip", "-n", h, "addr", "add", v.net+"::2/64", "dev", "eth0", "nodad")
+		mustRun(t, "ip", "-n", h, "link", "set", "eth0", "up")
+		mustRun(t, "ip", "-n", h, "-6", "route", "add", "default", "via", v.net+"::1")
+		config = append(config, "link add "+v.link+" type host dev "+v.link)
+		if v.vrf != "" {
+			config = append(config, "link set "+v.link+" master "+v.vrf)
+		}
+		config = append(config, "link set "+v.link+" up", "address add "+v.net+"::1/64 dev "+v.link)
+		if i%2 == 1 {
+			continue // a client
+		}
+		config = append(config, "link set "+v.link+" mirror k"+v.link)
+		mustRun(t, "ip", "-n", h, "addr", "add", "2001:db8:99::1/128", "dev", "lo")
+		as := 65001 + i/2
+		conf := fmt.Sprintf("router id 10.0.0.%d;\nprotocol device { }\n"+
+			"protocol static { ipv6; route 2001:db8:99::/64 unreachable; }\n"+
+			"protocol bgp up { local %s::2 as %d; neighbor %s::1 as 65000; connect retry time 1; connect delay time 1;\n"+
+			"  ipv6 { import none; export all; }; }\n", 2+i, v.net, as, v.net)
+		startBIRD(t, h, filepath.Join(dir, v.link), conf)
+	}
+	l.d = startDaemonFlags(t, l.r, []string{"--mirror-table", "10,20,254"}, config...)
+	conf := "router id 10.0.0.1;\nprotocol device { }\nipv6 table t_red;\nipv6 table t_blue;\n" +
+		"protocol kernel k_red { kernel table 10; ipv6 { table t_red; export all; import none; }; }\n" +
+		"protocol kernel k_blue { kernel table 20; ipv6 { table t_blue; export all; import none; }; }\n" +
+		"protocol kernel k_main { ipv6 { export all; import none; }; }\n"
+	for i, v := range []struct{ name, table, net string }{{"red", "t_red", "2001:db8:a1"}, {"blue", "t_blue", "2001:db8:a2"}, {"dflt", "master6", "2001:db8:a3"}} {
+		conf += fmt.Sprintf("protocol bgp %s { local %s::1 as 65000; neighbor %s::2 as %d; connect retry time 1; connect delay time 1;\n"+
+			"  ipv6 { table %s; import all; export none; }; }\n", v.name, v.net, v.net, 65001+i, v.table)
+	}
+	startBIRD(t, l.r, filepath.Join(dir, "r"), conf)
+	for _, c := range []struct {
+		sel  []string
+		want string
+	}{
+		{[]string{"vrf", "red"}, "2001:db8:99::/64 via 2001:db8:a1::2 dev e1 proto bird metric 32 pref medium\n"},
+		{[]string{"vrf", "blue"}, "2001:db8:99::/64 via 2001:db8:a2::2 dev e3 proto bird metric 32 pref medium\n"},
+		{nil, "2001:db8:99::/64 via 2001:db8:a3::2 dev e5 proto bird metric 32 pref medium\n"},
+	} {
+		var out string
+		waitFor(t, 60*time.Second, "BIRD's route in "+strings.Join(c.sel, " "), func() bool {
+			out, _, _ = l.d.run(append([]string{"route", "show", "2001:db8:99::/64"}, c.sel...)...)
+			return out == c.want
+		})
+	}
+	for _, c := range []struct{ client, peer, other string }{{"e2", "e1", "e3"}, {"e4", "e3", "e1"}} {
+		before, beforeOther := l.echoes(t, c.peer), l.echoes(t, c.other)
+		if out, ok := l.ping(c.client, "2001:db8:99::1", 5); !ok {
+			t.Fatalf("%s's client to 2001:db8:99::1: %s", c.client, out)
+		}
+		if got, other := l.echoes(t, c.peer)-before, l.echoes(t, c.other)-beforeOther; got != 5 || other != 0 {
+			t.Errorf("%s's client pinged 2001:db8:99::1 5 times: its peer %s took %d, the other tenant's %d", c.client, c.peer, got, other)
+		}
+	}
+	if out, _, _ := l.d.run("route", "get", "2001:db8:99::1"); !strings.Contains(out, " via 2001:db8:a3::2 dev e5 ") {
+		t.Errorf("route get 2001:db8:99::1 in the default VRF: %s", out)
+	}
+}
+
+// startBIRD runs BIRD in namespace ns with configuration conf, its files
+// under prefix.
+func startBIRD(t *testing.T, ns, prefix, conf string) {
+	t.Helper()
+	if err := os.WriteFile(prefix+".conf", []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := startIn(t, ns, "bird", "-f", "-c", prefix+".conf", "-s", prefix+".ctl")
+	t.Cleanup(p.stop)
 }
