@@ -33,7 +33,7 @@ func (r *Router) SetMirror(l *dataplane.Link, kname, kind string) error {
 		return err
 	}
 	// synced here for its error; tell's sync after it finds nothing to do
-	if err := syncKernel(l); err != nil {
+	if err := errors.Join(r.kernelVRF(l), syncKernel(l)); err != nil {
 		return errors.Join(err, r.DP.ClearMirror(l))
 	}
 	r.tell(LinkChanged, l, netip.Prefix{})
@@ -74,6 +74,9 @@ func (r *Router) publishMirrors() {
 func (r *Router) syncMirror(l *dataplane.Link) {
 	if l == nil || l.Mirror() == nil {
 		return
+	}
+	if err := r.kernelVRF(l); err != nil {
+		log.Printf("mirror %s of %s: %v", l.Mirror().Name, l.Name, err)
 	}
 	if err := syncKernel(l); err != nil {
 		log.Printf("mirror %s of %s: %v", l.Mirror().Name, l.Name, err)

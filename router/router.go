@@ -74,6 +74,10 @@ type Router struct {
 	held *ndisc.Budget
 	// vrfRules: the l3mdev rule was added, with the first VRF (vrf.go)
 	vrfRules bool
+	// kernelVRFs are the kernel VRF devices made for the VRFs' mirrors,
+	// noKernelVRF that the kernel has none (vrf_kernel.go)
+	kernelVRFs  []string
+	noKernelVRF bool
 	// expiry is what routes expire by (a test gives its own)
 	expiry expiryClock
 	stop   chan struct{}
@@ -343,7 +347,11 @@ func (r *Router) deleteLink(l *dataplane.Link) error {
 		return err
 	}
 	r.dropAddrs(l, func(netip.Prefix) bool { return false }) // those kept going down
-	r.Links.SetMaster(l, nil)
+	if l.IsVRF() {
+		r.dropKernelVRF(l)
+	} else {
+		r.Links.SetMaster(l, nil)
+	}
 	r.linkChanged(l, fib6.LinkGone)
 	r.forgetGateways(l)
 	r.sysctlLinkGone(l)
