@@ -90,6 +90,15 @@ func TestVRFGrammar(t *testing.T) {
 	if !strings.Contains(out, `"master":"red"`) || !strings.Contains(out, `"linkinfo":{"info_slave_kind":"vrf","info_slave_data":{"table":10}}`) {
 		t.Errorf("-j -d link show d1: %s", out)
 	}
+	out, _, _ = run(r, wire.Options{Details: true}, "route get 2001:db8:9::1 iif d1", "route get 2001:db8:9::1")
+	for _, want := range []string{
+		"rule 1000: from all lookup [l3mdev-table]: matches\n  table 10 (vrf red): 2001:db8:9::/64 via 2001:db8:1::2 dev d1 table 10 proto boot metric 1024: decides\n",
+		"rule 1000: from all lookup [l3mdev-table]: no match: it is in no VRF\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("route get -d: no %q in\n%s", want, out)
+		}
+	}
 	out, _, _ = run(r, wire.Options{}, "address show vrf blue")
 	if !strings.Contains(out, " d2: ") || strings.Contains(out, " d1: ") {
 		t.Errorf("address show vrf blue:\n%s", out)

@@ -37,6 +37,9 @@ func (s *Session) writeExplanation(k *decide.Key, ex *decide.Explanation, indent
 
 func (s *Session) appendStep(b []byte, k *decide.Key, st *decide.Step) []byte {
 	table := " table " + tableString(st.Table)
+	if v := s.r.Links.VRFByTable(st.Table); v != nil {
+		table += " (vrf " + v.Name + ")"
+	}
 	switch st.Kind {
 	case decide.RuleMatched, decide.RuleSkipped:
 		b = strconv.AppendUint(append(b, "rule "...), uint64(st.Rule.Pref), 10)
@@ -124,6 +127,8 @@ func (s *Session) missText(k *decide.Key, r *rules.Rule, m rules.Miss) string {
 		return "dport " + strconv.Itoa(int(k.Dport)) + " is outside" + string(appendPorts(nil, " ", r.Dport))
 	case rules.MissNot:
 		return "every selector matches, and the rule says not"
+	case rules.MissL3mdev:
+		return "it is in no VRF"
 	}
 	return ""
 }

@@ -68,7 +68,8 @@ var (
 		"table_full (a new entry at gc_thresh3), source_limited (unres_src_max), gave_way (an unanswered entry removed for a new one), "+
 		"solicit_limited (solicit_rate), held_limited (unres_total_bytes).", "link", "reason")
 	neighHeld = desc("neighbour_held_bytes", "Bytes every neighbour cache holds for resolution, together.")
-	routes    = desc("routes", "Routes in the table.", "table")
+	linkVRF   = desc("link_vrf", "1 for a link in a VRF (the VRF itself included): the VRF's name, to join on link.", "link", "vrf")
+	routes    = desc("routes", "Routes in the table; vrf names the VRF whose table it is, if any.", "table", "vrf")
 	publishes = desc("table_publish_duration_seconds", "How long the table's commits took to publish.", "table")
 	nexthops  = desc("nexthops", "Nexthop objects, single nexthops and groups.", "kind")
 	rulesN    = desc("rules", "Policy rules.")
@@ -106,7 +107,7 @@ var (
 // Describe sends every descriptor the collector uses.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{linkUp, linkMTU, rxPackets, rxBytes, txPackets, txBytes, rxErrors, txErrors,
-		drops, icmpLimited, coppPackets, mirrorUp, mirrorUpB, mirrorDown, mirrorDownB, mirrorDropped, mirrorRAHeld, neighbours, neighLimited, neighHeld, routes, publishes,
+		drops, icmpLimited, coppPackets, linkVRF, mirrorUp, mirrorUpB, mirrorDown, mirrorDownB, mirrorDropped, mirrorRAHeld, neighbours, neighLimited, neighHeld, routes, publishes,
 		nexthops, rulesN, fpmConnected, fpmSettled, fpmConnects, fpmFrames, fpmBytes, fpmClosed, mirrorEvents, mirrorResync,
 		feedRoutes, feedNexthops, feedPending} {
 		ch <- d
@@ -138,6 +139,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		n := l.Name
 		gauge(ch, linkUp, b2f(l.Up()), n)
 		gauge(ch, linkMTU, float64(l.MTU()), n)
+		if m := r.Links.ByIndex(l.Master()); m != nil {
+			gauge(ch, linkVRF, 1, n, m.Name)
+		} else if l.IsVRF() {
+			gauge(ch, linkVRF, 1, n, n)
+		}
 		s := l.Stats()
 		counter(ch, rxPackets, s.RxPackets, n)
 		counter(ch, rxBytes, s.RxBytes, n)
@@ -180,9 +186,15 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	gauge(ch, neighHeld, float64(c.r.Held()))
+	vrfOf := map[uint32]string{}
+	for _, l := range r.Links.All() {
+		if _, t := l.L3(); l.IsVRF() && vrfOf[t] == "" {
+			vrfOf[t] = l.Name
+		}
+	}
 	for _, t := range r.Tables.All() {
 		id := tableLabel(t.ID())
-		gauge(ch, routes, float64(t.Len()), id)
+		gauge(ch, routes, float64(t.Len()), id, vrfOf[t.ID()])
 		p := t.Publishes()
 		bs := make(map[float64]uint64, len(fib6.PublishBuckets))
 		for i, b := range fib6.PublishBuckets {

@@ -31,6 +31,19 @@ func TestMetrics(t *testing.T) {
 	if err := r.AddAddr(l, netip.MustParsePrefix("2001:db8:1::1/64")); err != nil {
 		t.Fatal(err)
 	}
+	red, err := r.AddVRF("red", 0, 10, 0, nil) // d1 in it, with an address
+	if err != nil {
+		t.Fatal(err)
+	}
+	d1, err := r.AddDummy("d1", 1500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range []error{r.SetMaster(d1, red), r.SetUp(d1, true), r.AddAddr(d1, netip.MustParsePrefix("2001:db8:2::1/64"))} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 	ap := feed.NewApplier(r, r.LinkOfKernel)
 	f, err := feed.ListenFPM("127.0.0.1:0", ap, feed.Timers{})
 	if err != nil {
@@ -85,7 +98,7 @@ func TestMetrics(t *testing.T) {
 		{"urouter_link_mtu_bytes", map[string]string{"link": "d0"}, 1500},
 		{"urouter_routes", map[string]string{"table": "main"}, 1},  // the connected route
 		{"urouter_routes", map[string]string{"table": "local"}, 2}, // ::1 and 2001:db8:1::1
-		{"urouter_rules", nil, 2},
+		{"urouter_rules", nil, 3}, // and the VRF's l3mdev rule
 		{"urouter_fpm_connected", nil, 0},
 		{"urouter_feed_routes_total", map[string]string{"feed": "fpm"}, 0},
 		{"urouter_feed_pending_groups", map[string]string{"feed": "fpm"}, 0},
@@ -95,6 +108,9 @@ func TestMetrics(t *testing.T) {
 		{"urouter_link_drops_total", map[string]string{"link": "d0", "reason": "policed"}, 0},
 		{"urouter_link_copp_packets_total", map[string]string{"link": "d0", "class": "echo", "verdict": "passed"}, 0},
 		{"urouter_link_copp_packets_total", map[string]string{"link": "d0", "class": "routing", "verdict": "dropped"}, 0},
+		{"urouter_link_vrf", map[string]string{"link": "d1", "vrf": "red"}, 1},
+		{"urouter_link_vrf", map[string]string{"link": "red", "vrf": "red"}, 1},
+		{"urouter_routes", map[string]string{"table": "10", "vrf": "red"}, 2}, // d1's connected and local routes
 	} {
 		if v, ok := get(c.name, c.labels); !ok || v != c.want {
 			t.Errorf("%s%v = %v (present %v), want %v", c.name, c.labels, v, ok, c.want)
