@@ -99,6 +99,9 @@ func TestVRFGrammar(t *testing.T) {
 			t.Errorf("route get -d: no %q in\n%s", want, out)
 		}
 	}
+	if out, _, _ = run(r, wire.Options{}, "status"); !strings.Contains(out, "vrf red table 10 links 1\nvrf blue table 20 links 1\n") {
+		t.Errorf("status:\n%s", out)
+	}
 	out, _, _ = run(r, wire.Options{}, "address show vrf blue")
 	if !strings.Contains(out, " d2: ") || strings.Contains(out, " d1: ") {
 		t.Errorf("address show vrf blue:\n%s", out)

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"urouter/dataplane"
 
 	"urouter/control/statefile"
 )
@@ -74,6 +75,7 @@ func (s *Session) statusCmd(args [][]byte) *cmdErr {
 		w.textf("    no carrier: %s\n", strings.Join(rd.noCarrier, " "))
 	}
 	w.closeObject()
+	s.statusVRFs(&w)
 	if rd.fpm != "" {
 		w.str("fpm", "fpm %s\n", rd.fpm)
 	}
@@ -165,4 +167,28 @@ func printStateStatus(w *printer, st *statefile.State) {
 	}
 	w.text("\n")
 	w.closeObject()
+}
+
+// statusVRFs says each VRF's table and how many links it has, when the
+// router has any: `vrf red table 10 links 2`.
+func (s *Session) statusVRFs(w *printer) {
+	var vrfs []*dataplane.Link
+	for _, l := range s.r.Links.All() {
+		if l.IsVRF() {
+			vrfs = append(vrfs, l)
+		}
+	}
+	if len(vrfs) == 0 {
+		return
+	}
+	w.openArray("vrfs")
+	for _, v := range vrfs {
+		_, t := v.L3()
+		w.openObject("")
+		w.str("name", "vrf %s", v.Name)
+		w.uint("table", " table %d", uint64(t))
+		w.uint("links", " links %d\n", uint64(len(s.r.Links.Members(v))))
+		w.closeObject()
+	}
+	w.closeArray()
 }
