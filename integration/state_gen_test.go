@@ -54,8 +54,8 @@ func (g *stateGen) generate(delDefault bool) {
 	g.addresses(d1Up)
 	g.ras()
 	g.nexthops()
-	// routes of every type in tables main, 100 and 200
-	for _, table := range []string{"", " table 100", " table 200"} {
+	// routes of every type in tables main, 100 and 200, and VRF red's
+	for _, table := range []string{"", " table 100", " table 200", " vrf red"} {
 		if table == "" && g.maybe(2) {
 			table = " table main"
 		}
@@ -127,6 +127,19 @@ func (g *stateGen) links() (d1Up bool) {
 	if g.maybe(2) {
 		g.add("link add link h0 name h0.7 address 02:00:00:00:70:%02x type vlan id 7", g.r.Intn(256))
 	}
+	// a VRF, a member enslaved
+	// before or after it is up, its address after
+	g.add("link add red type vrf table 300")
+	g.add("link add d2 type dummy")
+	if g.maybe(2) {
+		g.add("link set d2 up")
+		g.add("link set d2 master red")
+	} else {
+		g.add("link set d2 vrf red up")
+	}
+	if g.maybe(2) {
+		g.add("link set red up")
+	}
 	// a link whose name begins with another's and a dot: each has its knobs
 	g.add("link add d0.5 type dummy")
 	g.add("sysctl -w net.ipv6.conf.d0.5.hop_limit=%d", 10+g.r.Intn(50))
@@ -182,6 +195,7 @@ func (g *stateGen) addresses(d1Up bool) {
 	if d1Up || g.maybe(2) {
 		g.add("address add 2001:db8:d1::1/64 dev d1%s", g.metric()) // on a link down too
 	}
+	g.add("address add 2001:db8:d0::1/64 dev d2%s", g.metric()) // d0's prefix, in red
 	if g.maybe(2) {
 		g.add("address add 2001:db8:60::1/64 dev d0")
 		g.add("address add 2001:db8:61::1/64 dev d0")
@@ -299,8 +313,12 @@ func (g *stateGen) rules(delDefault bool) {
 	if g.maybe(2) {
 		rule("not to 2001:db8:c::/48 protocol static table 200")
 	}
+	if g.maybe(3) {
+		rule("l3mdev") // a second l3mdev rule
+	}
 	if delDefault {
 		g.add("rule del pref 32766")
+		g.add("rule del pref 1000") // the VRF's
 	}
 }
 

@@ -17,6 +17,7 @@ var stateShows = [][]string{
 	{"-6", "route", "show", "table", "all"},
 	{"nexthop", "show"},
 	{"rule", "show"},
+	{"vrf", "show"},
 	{"neigh", "show", "nud", "permanent"},
 	{"ra", "show"},
 	{"sysctl", "-a"},
