@@ -288,3 +288,64 @@ func startBIRD(t *testing.T, ns, prefix, conf string) {
 	p := startIn(t, ns, "bird", "-f", "-c", prefix+".conf", "-s", prefix+".ctl")
 	t.Cleanup(p.stop)
 }
+
+// TestKernelOracleVRF asks the kernel about VRFs where it has none: its
+// side emulates VRF red (table 10, member d0) as Linux's l3mdev makes it,
+// with the member's address routes moved to table 10 and rules sending
+// what comes in by d0 or asks to leave by it there (`iif d0` and `oif d0`
+// at pref 1000, as the l3mdev rule matches, l3mdev_fib_rule_match);
+// urouter has the VRF itself. d1, in the default VRF, has the same
+// prefix. Route lookups by iif, oif and none, the fall-through to main,
+// the local table's precedence and routes leaking both ways must answer
+// alike.
+func TestKernelOracleVRF(t *testing.T) {
+	parallel(t)
+	needRoot(t)
+	ns := newNetns(t, "uro-vrfo")
+	mustRun(t, "ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0",
+		"net.ipv6.conf.default.addr_gen_mode=1")
+	conf := []string{"sysctl -w net.ipv6.conf.all.keep_addr_on_down=1", "link add red type vrf table 10", "link set red up"}
+	for _, l := range []string{"d0", "d1"} {
+		mustRun(t, "ip", "-n", ns, "link", "add", l, "type", "veth", "peer", "name", l+"peer")
+		mustRun(t, "ip", "-n", ns, "link", "set", l, "up")
+		mustRun(t, "ip", "-n", ns, "link", "set", l+"peer", "up")
+		conf = append(conf, "link add "+l+" type dummy", "link set "+l+" up")
+	}
+	conf = append(conf, "link set d0 master red")
+	for _, a := range [][2]string{{"2001:db8:91::1/64", "d0"}, {"2001:db8:91::2/64", "d1"}, {"2001:db8:92::1/64", "d1"}} {
+		mustRun(t, "ip", "-n", ns, "-6", "addr", "add", a[0], "dev", a[1])
+		conf = append(conf, "address add "+a[0]+" dev "+a[1])
+	}
+	for _, c := range []string{
+		"route del 2001:db8:91::/64 dev d0", "route del local 2001:db8:91::1 dev d0 table local",
+		"route add 2001:db8:91::/64 dev d0 table 10 proto kernel metric 256",
+		"route add local 2001:db8:91::1 dev d0 table 10 proto kernel metric 0",
+		"rule add pref 1000 iif d0 lookup 10", "rule add pref 1000 oif d0 lookup 10",
+	} {
+		mustRun(t, "ip", append([]string{"-n", ns, "-6"}, strings.Fields(c)...)...)
+	}
+	d := startDaemon(t, "", conf...)
+	askBoth(t, ns, d, vrfOracle, func(args []string) []string { return append([]string{"-6"}, args...) })
+}
+
+// vrfOracle are the commands TestKernelOracleVRF asks both routers.
+// Shows leave out the local route moved to table 10 (the emulation's
+// has metric 1024: a route a user adds cannot have the kernel's 0) and
+// the ff00::/8 routes the kernel's links have.
+var vrfOracle = []string{
+	"route show table 10 type unicast", "route show", "route show table local type local",
+	"route get 2001:db8:91::5 iif d0", "route get 2001:db8:91::5 iif d1", "route get 2001:db8:91::5",
+	"route get 2001:db8:91::5 oif d0", "route get 2001:db8:91::5 oif d1", "route get 2001:db8:91::5 from 2001:db8:91::1 oif d0",
+	// a miss in the VRF's table goes on to main
+	"route get 2001:db8:92::5 iif d0", "route get 2001:db8:93::5 iif d0",
+	// the local table comes first: the default's address is local from red
+	"route get 2001:db8:91::2 iif d0", "route get 2001:db8:91::1 iif d1",
+	// leaks: red's table out of the default's link, main out of red's member
+	"route add 2001:db8:77::/48 via 2001:db8:91::9 dev d0 table 10", "route add 2001:db8:78::/48 via 2001:db8:92::9 dev d1 table 10",
+	"route add 2001:db8:79::/48 via 2001:db8:91::9 dev d0", "route add 2001:db8:7a::/48 via 2001:db8:91::9 table 10",
+	"route get 2001:db8:77::1 iif d0", "route get 2001:db8:78::1 iif d0", "route get 2001:db8:79::1 iif d1",
+	"route get 2001:db8:79::1", "route get 2001:db8:78::1 oif d0", "route get 2001:db8:77::1 iif d1",
+	"route add unreachable default metric 4278198272 table 10",
+	"route get 2001:db8:93::5 iif d0", "route get 2001:db8:93::5 oif d0", "route get 2001:db8:93::5",
+	"route show table 10 type unicast", "route show table 10 type unreachable", "route show",
+}
