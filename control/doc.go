@@ -16,7 +16,7 @@
 // direction, nor a thread (see control/server's pausingConn).
 //
 // Its objects are ip's address, link, monitor, neighbour, nexthop (with
-// its buckets), ntable, route and rule, sysctl(8)'s knobs, and urouter's
+// its buckets), ntable, route, rule and vrf, sysctl(8)'s knobs, and urouter's
 // own ra (Router Advertisements), fpm (zebra's FPM feed) and mirror
 // (kernel tables followed).
 //
@@ -46,6 +46,8 @@
 //	rule_{parse,modify,show}.go   rules
 //	link_{parse,modify,show}.go   links (TUN, TAP, host, dummy)
 //	link_vlan.go                  VLAN links: type vlan's words, 8021q's refusals, -d's line
+//	link_vrf.go                   VRFs: type vrf's words, vrf.c's refusals, master and
+//	                              nomaster, the vrf selectors, -d's lines, vrf show
 //	address_{modify,show}.go      the router's addresses
 //	address_select.go             address show/flush's and link show's selector
 //	neigh_{parse,modify,show}.go  the Ethernet links' neighbours

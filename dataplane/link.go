@@ -19,6 +19,9 @@
 //     through the parent's port with their tags and come in through its
 //     reader, demultiplexed by tag without a lock; a tag no link is on
 //     dropped);
+//   - VRFs (vrf.go): a VRF link and its members' domain (one atomic word
+//     per link), the packets of a member routed as coming in by its VRF,
+//     and a route out of a VRF link routed again in its table;
 //   - mirrors (mirror.go): the reader of a link's kernel TUN and the
 //     packets given to it (whose TCP teaches CoPP its session peers);
 //     keeping the kernel interface in step is the router's.

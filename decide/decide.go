@@ -1,7 +1,8 @@
-// Package decide owns the routing decision: from a flow key, through the
-// policy rules, a table, the route and one of its nexthop members, to what
-// becomes of the packet, and the source address the router uses towards a
-// destination. Forwarding (a batch at a time), the packets the router makes
+// Package decide owns the routing decision: from a flow key (put in its
+// VRF first, as Linux's l3mdev_update_flow), through the policy rules, a
+// table, the route and one of its nexthop members, to what becomes of
+// the packet, and the source address the router uses towards a
+// destination (among its VRF's addresses). Forwarding (a batch at a time), the packets the router makes
 // itself (ICMPv6 errors, echo replies, TCP resets) and `route get` all call
 // it, so what `route get` says is what a packet does.
 //

@@ -9,8 +9,11 @@
 // the interface they wait for, attach to as it comes and let go as it
 // goes (hostlink.go); for VLAN links, following their parent down, up,
 // out of carrier, to a lower MTU and away as Linux's 8021q does
-// (vlan.go); for mirrors, the kernel interface kept in step with its link
-// by netlink (mirror.go).
+// (vlan.go); for VRFs, the l3mdev rule, members enslaved and released
+// with their routes moved between tables, strict_mode (vrf.go), and
+// the kernel VRF device a member's mirror joins where the kernel has
+// VRFs (vrf_kernel.go); for mirrors, the kernel interface kept in step
+// with its link by netlink (mirror.go).
 //
 // control parses commands and calls the router (or a table, for routes);
 // it never goes around it. Link and address changes, which touch several

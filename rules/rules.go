@@ -1,5 +1,6 @@
 // Package rules owns policy routing: the ordered rules (`ip rule`) that
-// choose which table a packet is looked up in, or decide it outright.
+// choose which table a packet is looked up in (an l3mdev rule: the table
+// of the packet's VRF), or decide it outright.
 //
 // A rule set is an immutable snapshot (Set) behind an atomic pointer, with
 // a writer lock of its own (Registry); no other lock is taken when rules
