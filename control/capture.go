@@ -68,9 +68,17 @@ words:
 			if l == nil {
 				return nil, invarg("Device does not exist\n", v)
 			}
-			if !seen[l.Index] {
-				seen[l.Index] = true
-				q.Spec.Links = append(q.Spec.Links, l)
+			ls := []*dataplane.Link{l}
+			if l.IsVRF() { // a VRF's packets are its members'
+				if ls = s.r.Links.Members(l); len(ls) == 0 {
+					return nil, extack("VRF " + l.Name + " has no link to capture.")
+				}
+			}
+			for _, l := range ls {
+				if !seen[l.Index] {
+					seen[l.Index] = true
+					q.Spec.Links = append(q.Spec.Links, l)
+				}
 			}
 		case cwDrops:
 			q.Spec.Drops = true

@@ -167,3 +167,22 @@ func TestVRFMovesRoutes(t *testing.T) {
 		}
 	}
 }
+
+// TestVRFCapture: `capture dev VRF` captures its members; a VRF with
+// none is refused (a capture of no link would be one of every link).
+func TestVRFCapture(t *testing.T) {
+	r := router.New()
+	if _, e, st := run(r, wire.Options{Batch: true}, "link add red type vrf table 10", "link add d1 type dummy", "link add d2 type dummy"); st != 0 {
+		t.Fatal(e)
+	}
+	s := &Session{r: r}
+	dev := [][]byte{[]byte("dev"), []byte("red")}
+	if _, err := s.parseCapture(dev); err == nil || err.msg != "Error: VRF red has no link to capture." {
+		t.Fatalf("capture dev red without members: %v", err)
+	}
+	run(r, wire.Options{}, "link set d1 master red")
+	q, err := s.parseCapture(dev)
+	if err != nil || len(q.Spec.Links) != 1 || q.Spec.Links[0].Name != "d1" {
+		t.Fatalf("capture dev red: %v %+v", err, q)
+	}
+}
