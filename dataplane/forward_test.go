@@ -221,10 +221,13 @@ func TestNoAllocs(t *testing.T) {
 // BenchmarkForward forwards batches of 64 UDP packets from ta to tb: with
 // nothing watching (nocapture); with a capture of every link, in, out and
 // drops, whose filter takes none of them (capture-nomatch: each packet is
-// filtered on its way in and out); and after a trace has taken its packet
-// and disarmed (trace-unarmed).
+// filtered on its way in and out); after a trace has taken its packet
+// and disarmed (trace-unarmed); and with ta and tb in a VRF, the packets
+// decided through the l3mdev rule in its table (vrf: against nocapture,
+// the VRF's cost).
 func BenchmarkForward(b *testing.B) {
 	b.Run("nocapture", func(b *testing.B) { benchForward(b, func(*rig) {}) })
+	b.Run("vrf", func(b *testing.B) { benchForward(b, func(r *rig) { inVRF(b, r) }) })
 	b.Run("capture-nomatch", func(b *testing.B) {
 		benchForward(b, func(r *rig) {
 			f, err := filter.Compile("tcp port 179")
