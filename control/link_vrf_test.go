@@ -44,6 +44,10 @@ func TestVRFGrammar(t *testing.T) {
 		{"address add 2001:db8:1::1/64 dev d1", 0, ""},
 		{"address add 2001:db8:1::1/64 dev d2", 0, ""},
 		{"route add 2001:db8:9::/64 via 2001:db8:1::2 vrf red", 0, ""},
+		// a nexthop on a member: its gateway is checked in the VRF's table
+		{"nexthop add id 1 via 2001:db8:1::2 dev d1", 0, ""},
+		{"nexthop add id 2 via 2001:db8:1::3 dev d2", 0, ""},
+		{"nexthop show vrf d1", 255, "Error: argument \"d1\" is wrong: Invalid VRF\n\n"},
 		{"route add 2001:db8:9::/64 via 2001:db8:1::2 vrf nosuch", 255, "Error: argument \"nosuch\" is wrong: Invalid VRF\n\n"},
 		{"route show vrf d1", 255, "Error: argument \"d1\" is wrong: Invalid VRF\n\n"},
 		{"address show vrf d1", 255, "Error: argument \"d1\" is wrong: Not a valid VRF name\n\n"},
@@ -70,11 +74,16 @@ func TestVRFGrammar(t *testing.T) {
 		{"route get 2001:db8:1::1 vrf blue", "local 2001:db8:1::1 from :: dev blue table 20 proto kernel src 2001:db8:1::1 metric 0 pref medium\n"},
 		{"link show master red", ": d1: <BROADCAST,NOARP,UP,LOWER_UP> mtu 1500 qdisc noqueue master red state UNKNOWN "},
 		{"link show type vrf", ": red: <NOARP,MASTER,UP,LOWER_UP> mtu 65575 qdisc noqueue state UP "},
+		{"nexthop show vrf red", "id 1 via 2001:db8:1::2 dev d1 scope link \n"},
+		{"nexthop show master blue", "id 2 via 2001:db8:1::3 dev d2 scope link \n"},
 	} {
 		out, errs, _ := run(r, wire.Options{}, c.cmd)
 		if !strings.Contains(out, c.want) {
 			t.Errorf("%s:\n got %q %s\nwant %q", c.cmd, out, errs, c.want)
 		}
+	}
+	if out, _, _ := run(r, wire.Options{}, "nexthop show vrf red"); strings.Contains(out, "id 2 ") {
+		t.Errorf("nexthop show vrf red lists blue's nexthop:\n%s", out)
 	}
 	out, _, _ := run(r, wire.Options{}, "link show vrf red")
 	if strings.Count(out, "mtu") != 1 || !strings.Contains(out, " d1: ") {

@@ -54,8 +54,8 @@ func (s *Session) bucketShow(args [][]byte, get bool) *cmdErr {
 			if get && i != index || f.nhid != 0 && nh != f.nhid {
 				continue
 			}
-			if f.link != 0 {
-				if m := s.r.Nexthops.Get(nh); m == nil || m.Load().Link != f.link {
+			if f.link != 0 || f.members != nil {
+				if m := s.r.Nexthops.Get(nh); m == nil || !f.on(m.Load().Link) {
 					continue
 				}
 			}

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"urouter/dataplane"
 
 	"urouter/fib6"
 	"urouter/nexthop"
@@ -21,7 +22,15 @@ type nhFilter struct {
 	proto    uint8
 	protoSet bool
 	nhid     uint32 // bucket show nhid
-	none     bool   // selects nothing (a master, FDB nexthops: the router has none)
+	none     bool   // selects nothing (FDB nexthops: the router has none)
+	// members, for `master` and `vrf`, are the links enslaved to the
+	// link named: a nexthop on one of them is selected
+	members map[int32]bool
+}
+
+// on reports whether a nexthop on link passes the filter's dev and master.
+func (f *nhFilter) on(link int32) bool {
+	return (f.link == 0 || link == f.link) && (f.members == nil || f.members[link])
 }
 
 func (f *nhFilter) selects(v *nexthop.Version) bool {
@@ -32,7 +41,7 @@ func (f *nhFilter) selects(v *nexthop.Version) bool {
 		return false
 	case f.groups && !v.IsGroup():
 		return false
-	case f.link != 0 && (v.IsGroup() || v.Link != f.link):
+	case (f.link != 0 || f.members != nil) && (v.IsGroup() || !f.on(v.Link)):
 		return false
 	case f.protoSet && v.Proto != f.proto:
 		return false
@@ -110,10 +119,17 @@ func (s *Session) parseNhFilter(args [][]byte, buckets bool) (*nhFilter, *cmdErr
 			if l == nil {
 				return nil, invarg("Device does not exist\n", v)
 			}
-			f.link = l.Index
-			f.none = f.none || k == nfMaster // no link of the router has a master
+			if k == nfMaster {
+				f.members = s.membersOf(l)
+			} else {
+				f.link = l.Index
+			}
 		case nfVrf:
-			return nil, invarg("Invalid VRF\n", v) // the router has no VRF device
+			l, err := s.vrfNamed(v, "Invalid VRF\n")
+			if err != nil {
+				return nil, err
+			}
+			f.members = s.membersOf(l)
 		case nfProtocol: // a number: get_unsigned, no names
 			p, ok := parseUint32(v)
 			if !ok {
@@ -294,4 +310,13 @@ func (s *Session) nexthopGetID(id uint32) *cmdErr {
 	p.print(o.Load())
 	p.end()
 	return nil
+}
+
+// membersOf is the set of links enslaved to l (none: an empty set).
+func (s *Session) membersOf(l *dataplane.Link) map[int32]bool {
+	m := map[int32]bool{}
+	for _, x := range s.r.Links.Members(l) {
+		m[x.Index] = true
+	}
+	return m
 }
