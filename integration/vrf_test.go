@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -81,7 +82,8 @@ func (l *vrfLab) ping(link, dst string, count int) (string, bool) {
 // tenant's hosts ping each other and run TCP (iperf3) through it, and
 // only their own tenant's host takes the packets (counted in each host's
 // Icmp6InEchos); neither tenant reaches the default VRF's host nor it
-// theirs; the router answers each tenant from its own address. Under
+// theirs; the router answers each tenant's pings of the address both
+// have, and its traceroute6 from the tenant's own address. Under
 // traffic, a member released (nomaster) stops its tenant's traffic to it
 // and enslaved again resumes it; a VRF deleted under traffic releases its
 // members into the default VRF, whose host then reaches them.
@@ -102,6 +104,20 @@ func TestVRFTenants(t *testing.T) {
 	for _, c := range []struct{ from, dst string }{{"e1", "2001:db8:c::2"}, {"e3", "2001:db8:c::2"}, {"e5", "2001:db8:a::2"}, {"e5", "2001:db8:b::2"}} {
 		if out, ok := l.ping(c.from, c.dst, 1); ok || !strings.Contains(out, "nreachable") {
 			t.Errorf("%s's host reached %s across VRFs (or no unreachable came back):\n%s", c.from, c.dst, out)
+		}
+	}
+	// the router's own answers go back in the VRF they came from: echo
+	// replies from the address both tenants have, Time Exceeded from
+	// the tenant's own address on the way in
+	for _, link := range []string{"e1", "e3", "e2", "e4"} {
+		if out, ok := l.ping(link, vrfNet(link)+"::1", 2); !ok {
+			t.Errorf("%s's host to the router's %s::1: %s", link, vrfNet(link), out)
+		}
+	}
+	for _, c := range []struct{ from, to string }{{"e1", "e2"}, {"e4", "e3"}} {
+		out, _, _ := runCmd("ip", "netns", "exec", l.hosts[c.from], "traceroute6", "-n", "-q", "1", "-w", "2", vrfNet(c.to)+"::2")
+		if want := regexp.MustCompile(`(?m)^ 1  ` + vrfNet(c.from) + `::1 .*\n 2  ` + vrfNet(c.to) + `::2 `); !want.MatchString(out) {
+			t.Errorf("traceroute6 from %s's host to %s's:\n%s", c.from, c.to, out)
 		}
 	}
 	l.iperf(t, "e1", "e2")
