@@ -105,7 +105,12 @@ func (s *Session) linkAdd(args [][]byte) *cmdErr {
 			return linkErr(err)
 		}
 	}
-	return s.setMaster(l, a)
+	if err := s.setMaster(l, a); err != nil {
+		// as rtnl_newlink_create: a master refused unregisters the link
+		_ = s.r.DeleteLink(l) // just made, it goes as it came
+		return err
+	}
+	return nil
 }
 
 // linkKind is what `link add` makes, from its type's words: a TUN's

@@ -30,6 +30,8 @@ func TestVRFGrammar(t *testing.T) {
 		{"link del green", 0, ""},
 		{"sysctl -w net.vrf.strict_mode=1", 0, ""},
 		{"link add green type vrf table 20", 2, "Error: Table is used by another VRF.\n"},
+		{"link add x master red type vrf table 30", 2, "Error: Can not enslave an L3 master device to a VRF.\n"},
+		{"link show x", 1, "Device \"x\" does not exist.\n"},
 		{"link add d1 type dummy", 0, ""},
 		{"link add d2 type dummy", 0, ""},
 		{"link set d1 master nosuch", 255, "Error: argument \"nosuch\" is wrong: Device does not exist\n\n"},
