@@ -211,3 +211,13 @@ func (s *Session) printVRFs(vrfs []*dataplane.Link, one bool) *cmdErr {
 	w.end()
 	return nil
 }
+
+// masters writes each member's `link set LINK master VRF`, once every VRF
+// is made and before the addresses, which enslaving would take.
+func (sv *saver) masters(links []*dataplane.Link) {
+	for _, l := range links {
+		if m := sv.s.r.Links.ByIndex(l.Master()); m != nil {
+			sv.line("link", "link", "set", l.Name, "master", m.Name)
+		}
+	}
+}

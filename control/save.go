@@ -76,11 +76,7 @@ func (s *Session) save(all bool, emit func(obj string, line []byte)) {
 	for _, l := range links {
 		sv.link(l)
 	}
-	for _, l := range links { // once every VRF is made, before the addresses
-		if m := s.r.Links.ByIndex(l.Master()); m != nil {
-			sv.line("link", "link", "set", l.Name, "master", m.Name)
-		}
-	}
+	sv.masters(links)
 	for _, l := range links {
 		sv.addrs(l)
 	}

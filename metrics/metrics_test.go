@@ -31,19 +31,7 @@ func TestMetrics(t *testing.T) {
 	if err := r.AddAddr(l, netip.MustParsePrefix("2001:db8:1::1/64")); err != nil {
 		t.Fatal(err)
 	}
-	red, err := r.AddVRF("red", 0, 10, 0, nil) // d1 in it, with an address
-	if err != nil {
-		t.Fatal(err)
-	}
-	d1, err := r.AddDummy("d1", 1500)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, err := range []error{r.SetMaster(d1, red), r.SetUp(d1, true), r.AddAddr(d1, netip.MustParsePrefix("2001:db8:2::1/64"))} {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	addVRFMember(t, r)
 	ap := feed.NewApplier(r, r.LinkOfKernel)
 	f, err := feed.ListenFPM("127.0.0.1:0", ap, feed.Timers{})
 	if err != nil {
@@ -98,7 +86,7 @@ func TestMetrics(t *testing.T) {
 		{"urouter_link_mtu_bytes", map[string]string{"link": "d0"}, 1500},
 		{"urouter_routes", map[string]string{"table": "main"}, 1},  // the connected route
 		{"urouter_routes", map[string]string{"table": "local"}, 2}, // ::1 and 2001:db8:1::1
-		{"urouter_rules", nil, 3}, // and the VRF's l3mdev rule
+		{"urouter_rules", nil, 3},                                  // and the VRF's l3mdev rule
 		{"urouter_fpm_connected", nil, 0},
 		{"urouter_feed_routes_total", map[string]string{"feed": "fpm"}, 0},
 		{"urouter_feed_pending_groups", map[string]string{"feed": "fpm"}, 0},
@@ -125,5 +113,22 @@ func TestMetrics(t *testing.T) {
 	}
 	if h.GetType() != dto.MetricType_HISTOGRAM || local != 2 { // the two addresses' local routes, each its commit
 		t.Errorf("publish histogram: %v", h)
+	}
+}
+
+// addVRFMember adds VRF red (table 10) and d1 in it, up, with an address.
+func addVRFMember(t *testing.T, r *router.Router) {
+	red, err := r.AddVRF("red", 0, 10, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d1, err := r.AddDummy("d1", 1500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range []error{r.SetMaster(d1, red), r.SetUp(d1, true), r.AddAddr(d1, netip.MustParsePrefix("2001:db8:2::1/64"))} {
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }
