@@ -114,18 +114,28 @@ func (s *Session) vrfNamed(v []byte, msg string) (*dataplane.Link, *cmdErr) {
 	return l, nil
 }
 
-// vrfTable is the table `vrf NAME` names in route commands: a VRF's, or
-// main for "default" (ipvrf_get_table).
+// vrfTable is the table `vrf NAME` names in route commands, or
+// iproute2's Invalid VRF.
 func (s *Session) vrfTable(v []byte) (uint32, *cmdErr) {
-	if is(v, "default") {
-		return fib6.TableMain, nil
+	t, ok := s.tableOfVRF(v)
+	if !ok {
+		return 0, invarg("Invalid VRF\n", v)
 	}
-	l, err := s.vrfNamed(v, "Invalid VRF\n")
-	if err != nil {
-		return 0, err
+	return t, nil
+}
+
+// tableOfVRF is ipvrf_get_table: the table of the VRF named v, or main
+// for "default" when no link has that name.
+func (s *Session) tableOfVRF(v []byte) (uint32, bool) {
+	l := s.r.Links.ByName(str(v))
+	switch {
+	case l == nil:
+		return fib6.TableMain, is(v, "default")
+	case !l.IsVRF():
+		return 0, false
 	}
 	_, t := l.L3()
-	return t, nil
+	return t, true
 }
 
 // printMaster prints `master NAME` of print_linkinfo, after the qdisc.
@@ -159,45 +169,53 @@ func printVRFDetails(w *printer, l *dataplane.Link) {
 	w.text("\n")
 }
 
-// vrfCmd is `ip vrf`: show, the router's VRFs and their tables; the
-// commands that run a process in a VRF are not the router's.
+// vrfCmd is `ip vrf` (do_ipvrf): show, the router's VRFs and their
+// tables; identify, pids and exec, which run processes in a VRF, are not
+// the router's.
 func (s *Session) vrfCmd(args [][]byte) *cmdErr {
-	if len(args) > 0 && !matches(args[0], "show") && !matches(args[0], "list") && !is(args[0], "ls") {
-		if matches(args[0], "help") {
-			return parseErr("Usage:\tip vrf show [NAME] ...")
-		}
-		return unsupported(args[0])
+	if len(args) == 0 {
+		return s.vrfShow(nil)
 	}
-	var only []byte
-	if len(args) > 1 {
-		only = args[1]
+	w := args[0]
+	switch {
+	case matches(w, "identify"), matches(w, "pids"), matches(w, "exec"):
+		return unsupported(w)
+	case matches(w, "show"), matches(w, "lst"), matches(w, "list"):
+		return s.vrfShow(args[1:])
+	case matches(w, "help"):
+		return vrfUsage()
 	}
-	var vrfs []*dataplane.Link
-	for _, l := range s.r.Links.All() {
-		if l.IsVRF() && (only == nil || l.Name == str(only)) {
-			vrfs = append(vrfs, l)
-		}
-	}
-	if only != nil && len(vrfs) == 0 {
-		return &cmdErr{msg: "Invalid VRF", code: 1}
-	}
-	return s.printVRFs(vrfs, only != nil)
+	return parseErr("Command \"%s\" is unknown, try \"ip vrf help\".", w)
 }
 
-func (s *Session) printVRFs(vrfs []*dataplane.Link, one bool) *cmdErr {
+func vrfUsage() *cmdErr {
+	return parseErr("Usage:\tip vrf show [NAME] ...\n\tip vrf exec [NAME] cmd ...\n\tip vrf identify [PID]\n\tip vrf pids [NAME]")
+}
+
+// vrfShow is ipvrf_show: a name's table alone (text, even with -j), or
+// every VRF under a header.
+func (s *Session) vrfShow(args [][]byte) *cmdErr {
+	switch len(args) {
+	case 0:
+	case 1:
+		t, ok := s.tableOfVRF(args[0])
+		if !ok {
+			return &cmdErr{msg: "Invalid VRF", code: 1}
+		}
+		fmt.Fprintf(s.out, "%s %d\n", args[0], t)
+		return nil
+	default:
+		return vrfUsage()
+	}
 	w := s.newPrinter()
-	if one && !w.json() {
-		_, t := vrfs[0].L3()
-		fmt.Fprintf(s.out, "%s %d\n", vrfs[0].Name, t)
-		return nil
-	}
-	if len(vrfs) == 0 && !w.json() {
-		fmt.Fprintf(s.out, "No VRF has been configured\n")
-		return nil
-	}
 	w.begin()
 	w.text(fmt.Sprintf("%-16s  %5s\n-----------------------\n", "Name", "Table"))
-	for _, l := range vrfs {
+	n := 0
+	for _, l := range s.r.Links.All() {
+		if !l.IsVRF() {
+			continue
+		}
+		n++
 		_, t := l.L3()
 		w.openObject("")
 		if w.json() {
@@ -207,6 +225,9 @@ func (s *Session) printVRFs(vrfs []*dataplane.Link, one bool) *cmdErr {
 			fmt.Fprintf(s.out, "%-16s %5d\n", l.Name, t)
 		}
 		w.closeObject()
+	}
+	if n == 0 {
+		w.text("No VRF has been configured\n")
 	}
 	w.end()
 	return nil

@@ -208,3 +208,27 @@ func TestVRFCapture(t *testing.T) {
 		t.Fatalf("capture dev red: %v %+v", err, q)
 	}
 }
+
+// TestVRFShow: ipvrf's answers on a router with no VRF, and its words.
+func TestVRFShow(t *testing.T) {
+	r := router.New()
+	for _, c := range []struct {
+		cmd, out, errs string
+		status         int
+	}{
+		{"vrf", "Name              Table\n-----------------------\nNo VRF has been configured\n", "", 0},
+		{"vrf show default", "default 254\n", "", 0},
+		{"vrf show lo", "", "Invalid VRF\n", 1},
+		{"vrf show a b", "", "Usage:\tip vrf show [NAME] ...\n\tip vrf exec [NAME] cmd ...\n\tip vrf identify [PID]\n\tip vrf pids [NAME]\n", 255},
+		{"vrf zzz", "", "Command \"zzz\" is unknown, try \"ip vrf help\".\n", 255},
+		{"vrf exec red true", "", "Error: \"exec\" is not supported by this router.\n", 255},
+	} {
+		out, errs, st := run(r, wire.Options{}, c.cmd)
+		if out != c.out || errs != c.errs || st != c.status {
+			t.Errorf("%s:\n got %q %q %d\nwant %q %q %d", c.cmd, out, errs, st, c.out, c.errs, c.status)
+		}
+	}
+	if out, _, _ := run(r, wire.Options{JSON: true}, "vrf show"); out != "[]\n" {
+		t.Errorf("-j vrf show: %q", out)
+	}
+}

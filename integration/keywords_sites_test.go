@@ -28,7 +28,7 @@ var sites = []site{
 			"rtt": "route metrics", "rto_min": "route metrics", "window": "route metrics", "cwnd": "route metrics",
 			"initcwnd": "route metrics", "initrwnd": "route metrics", "features": "route metrics", "quickack": "route metrics",
 			"congctl": "route metrics", "rttvar": "route metrics", "ssthresh": "route metrics", "fastopen_no_cookie": "route metrics",
-			"realms": "IPv4 realms", "vrf": "VRFs", "encap": "lightweight tunnels", "ttl-propagate": "lightweight tunnels", "low": "route preferences", "high": "route preferences",
+			"realms": "IPv4 realms", "encap": "lightweight tunnels", "ttl-propagate": "lightweight tunnels", "low": "route preferences", "high": "route preferences",
 			"anycast": "IPv4 types"}},
 	{fn: "ip/rtm_map.c:rtnl_rtntype_a2n", line: "route add {p} 2001:db8:{n}::/64 dev d0", flag: true,
 		unsupported: map[string]string{"nat": "IPv4 types", "broadcast": "IPv4 types", "brd": "IPv4 types",
@@ -46,7 +46,7 @@ var sites = []site{
 			"from": "2001:db8::/32", "root": "2001:db8::/32", "match": "2001:db8::/32", "exact": "2001:db8::/32", "to": "2001:db8::/32"},
 		at: map[string]string{"all": "route show table {p} proto 177", "cache": "route show table {p} proto 177",
 			"help": "route show table {p}"},
-		unsupported: map[string]string{"vrf": "VRFs", "realms": "IPv4 realms", "iif": "routes by input interface",
+		unsupported: map[string]string{"realms": "IPv4 realms", "iif": "routes by input interface",
 			"mark": "routes by mark"}},
 	{fn: "ip/iproute.c:iproute_get", line: "route get 2001:db8:91::5 {p}",
 		value: map[string]string{"tos": "0", "dsfield": "0", "from": "2001:db8:91::1", "iif": "d0", "mark": "1", "oif": "d0",
@@ -66,7 +66,7 @@ var sites = []site{
 			"l3mdev": "-", "uidrange": "1-2", "nat": "2001:db8::1", "map-to": "2001:db8::1", "ipproto": "tcp",
 			"sport": "80", "dport": "80", "type": "unreachable", "help": "-", "goto": "1{n}", "nop": "-"},
 		unsupported: map[string]string{"fwmark": "marks", "realms": "IPv4 realms", "tun_id": "tunnels",
-			"suppress_ifgroup": "interface groups", "sup_group": "interface groups", "l3mdev": "VRFs",
+			"suppress_ifgroup": "interface groups", "sup_group": "interface groups",
 			"uidrange": "rules by user", "nat": "IPv4 NAT", "map-to": "IPv4 NAT"}},
 	{fn: "ip/iprule.c:iprule_list_flush_or_save", line: "rule show {p} pref 7777",
 		value: map[string]string{"preference": "7777", "order": "7777", "priority": "7777", "not": "-", "tos": "0x10",
@@ -74,7 +74,7 @@ var sites = []site{
 			"tun_id": "5", "lookup": "100", "table": "100", "from": "2001:db8::/32", "src": "2001:db8::/32",
 			"protocol": "static", "ipproto": "tcp", "sport": "80", "dport": "80", "dst": "2001:db8::/32", "to": "2001:db8::/32"},
 		at:          map[string]string{"all": "rule show protocol {p} pref 7777"},
-		unsupported: map[string]string{"fwmark": "marks", "tun_id": "tunnels", "l3mdev": "VRFs", "uidrange": "rules by user"}},
+		unsupported: map[string]string{"fwmark": "marks", "tun_id": "tunnels", "uidrange": "rules by user"}},
 
 	// nexthop
 	{fn: "ip/ipnexthop.c:do_ipnh", line: "nexthop {p} zzz", flag: true},
@@ -188,8 +188,8 @@ var routeCmds = map[string]string{"test": "route test (a kernel probe of NLM_F_E
 var linkUnsupported = func() map[string]string {
 	m := map[string]string{}
 	for _, k := range []string{"link", "broadcast", "brd", "txqueuelen", "qlen", "txqlen", "xdpgeneric", "xdpdrv",
-		"xdpoffload", "xdp", "netns", "multicast", "allmulticast", "promisc", "trailers", "arp", "carrier", "vf", "master",
-		"vrf", "nomaster", "dynamic", "alias", "group", "mode", "state", "numtxqueues", "numrxqueues", "addrgenmode",
+		"xdpoffload", "xdp", "netns", "multicast", "allmulticast", "promisc", "trailers", "arp", "carrier", "vf",
+		"dynamic", "alias", "group", "mode", "state", "numtxqueues", "numrxqueues", "addrgenmode",
 		"link-netns", "link-netnsid", "protodown", "protodown_reason", "gso_max_size", "gso_max_segs", "gro_max_size",
 		"parentdev", "on", "off", "address"} {
 		m[k] = "a link attribute urouter's links lack"
