@@ -81,7 +81,9 @@ func (s *Session) setMaster(l *dataplane.Link, a *linkArgs) *cmdErr {
 	}
 	var m *dataplane.Link
 	if !a.nomaster {
-		m = s.r.Links.ByName(str(a.master))
+		if m = s.r.Links.ByName(str(a.master)); m == nil {
+			return invarg("Device does not exist\n", a.master) // deleted since it was checked
+		}
 	}
 	if err := s.r.SetMaster(l, m); err != nil {
 		return rejected(err)

@@ -100,6 +100,7 @@ func (w *worker) originate(b []byte, src, dst [16]byte, tclass, proto uint8, spo
 		}
 	}
 	r := w.dp.Decider.Decide(&key)
+	w.ownLeak(&key, &r, w.dp.Links.snap.Load())
 	if r.Verdict == decide.Local { // to the kernel's side of a mirror
 		if l := w.dp.Links.ByIndex(r.Nexthop().Link); l != nil {
 			if m := l.Mirror(); m != nil {

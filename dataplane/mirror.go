@@ -299,6 +299,7 @@ func (w *worker) forwardOwn(n int) {
 			key.Oif = in.Index
 		}
 		r := w.dp.Decider.Decide(key)
+		w.ownLeak(key, &r, links)
 		switch r.Verdict {
 		case decide.Forward:
 			out := links.at(r.Nexthop().Link)

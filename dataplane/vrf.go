@@ -103,10 +103,10 @@ func (ls *Links) VRFByTable(t uint32) *Link {
 
 // viaVRF routes again a packet whose route leaves by a VRF link (a
 // route leaking into another VRF: `route add P dev blue vrf red`), in
-// that VRF's table, as Linux's vrf_process_v6_outbound does from the
-// loopback; the second decision is acted on as the first, and one that
-// leaves by a VRF again, or decides anything but forwarding, drops the
-// packet.
+// that VRF's table from the loopback, and acts on that decision as on
+// the first: what Linux's vrf_process_v6_outbound does (a local route
+// delivers it, an unreachable or prohibit route answers it); no route at
+// all, or one that leaves by a VRF again, drops it (vrf_tx_error).
 func (w *worker) viaVRF(k *pkt, key *decide.Key, r *decide.Result, links *linkSnap, in int32, forwarding bool) {
 	vrf := k.egress
 	k.egress = nil
@@ -114,10 +114,7 @@ func (w *worker) viaVRF(k *pkt, key *decide.Key, r *decide.Result, links *linkSn
 		k.drop(DropLinkDown)
 		return
 	}
-	again := *key
-	again.Iif, again.Oif, again.L3Table = 0, 0, vrf.l3Table()
-	*r = w.dp.Decider.Decide(&again)
-	if r.Verdict != decide.Forward {
+	if *r = w.leak(key, vrf); r.Verdict == decide.NoRoute {
 		k.drop(DropNoRoute)
 		return
 	}
@@ -125,5 +122,29 @@ func (w *worker) viaVRF(k *pkt, key *decide.Key, r *decide.Result, links *linkSn
 	if k.act == actLookup {
 		k.egress = nil
 		k.drop(DropNoRoute)
+	}
+}
+
+// leak is the decision for key in VRF link vrf's table, as a packet
+// routed out of vrf is decided again.
+func (w *worker) leak(key *decide.Key, vrf *Link) decide.Result {
+	again := *key
+	again.Iif, again.Oif, again.L3Table = 0, 0, vrf.l3Table()
+	return w.dp.Decider.Decide(&again)
+}
+
+// ownLeak is, for the router's own packets (originate, a mirror's), the
+// decision again in the table of the VRF link r leaves by, if it leaves
+// by one; a second VRF is no way out (NoRoute).
+func (w *worker) ownLeak(key *decide.Key, r *decide.Result, links *linkSnap) {
+	if r.Verdict != decide.Forward {
+		return
+	}
+	if out := links.at(r.Nexthop().Link); out != nil && out.IsVRF() {
+		if *r = w.leak(key, out); r.Verdict == decide.Forward {
+			if o := links.at(r.Nexthop().Link); o == nil || o.IsVRF() {
+				*r = decide.Result{Verdict: decide.NoRoute}
+			}
+		}
 	}
 }

@@ -43,13 +43,23 @@ func inVRF(t testing.TB, r *rig) {
 		must(rt.SetMaster(m.l, m.vrf))
 		must(rt.AddAddr(m.l, netip.MustParsePrefix(m.addr)))
 	}
-	leak := netip.MustParsePrefix("2001:db8:77::/48")
+	// red leaks 2001:db8:77::/48 (blue routes it out of tc), tc's
+	// 2001:db8:3::/64 (blue's own address is in it) and 2001:db8:78::/48
+	// (blue's unreachable default) into blue
+	toBlue := nexthop.Nexthop{Link: vrfs[1].Index}
 	for _, rr := range []struct {
 		table uint32
-		nh    nexthop.Nexthop
-	}{{10, nexthop.Nexthop{Link: vrfs[1].Index}}, {20, nexthop.Nexthop{Link: r.tc.Index, Gateway: netip.MustParseAddr("2001:db8:3::9")}}} {
+		dst   string
+		a     fib6.Attrs
+	}{
+		{10, "2001:db8:77::/48", fib6.Attrs{Nexthop: toBlue}}, {10, "2001:db8:3::/64", fib6.Attrs{Nexthop: toBlue}},
+		{10, "2001:db8:78::/48", fib6.Attrs{Nexthop: toBlue}},
+		{20, "2001:db8:77::/48", fib6.Attrs{Nexthop: nexthop.Nexthop{Link: r.tc.Index, Gateway: netip.MustParseAddr("2001:db8:3::9")}}},
+		{20, "::/0", fib6.Attrs{Type: fib6.Unreachable}},
+	} {
 		x := rt.Tables.Get(rr.table).Begin()
-		must(x.Add(fib6.Route{Dst: leak, Attrs: fib6.Attrs{Metric: 1024, Nexthop: rr.nh}}))
+		rr.a.Metric = 1024
+		must(x.Add(fib6.Route{Dst: netip.MustParsePrefix(rr.dst), Attrs: rr.a}))
 		x.Commit()
 	}
 }
@@ -73,6 +83,21 @@ func TestVRFForward(t *testing.T) {
 	}
 	if hl := got[0][7]; hl != 63 {
 		t.Errorf("the leaked packet left with hop limit %d, want 63 (one router, one decrement)", hl)
+	}
+	// across the leak, blue's own address answers and blue's unreachable
+	// default earns an error, both back to ta in red
+	for _, c := range []struct {
+		dst  string
+		typ  uint8
+		what string
+	}{{"2001:db8:3::1", 129, "an echo reply from blue's address"}, {"2001:db8:78::1", 1, "blue's Destination Unreachable"}} {
+		r.run(craft(t, ipv6(host1, net.ParseIP(c.dst), layers.IPProtocolICMPv6, 64),
+			&layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(128, 0)}, &layers.ICMPv6Echo{}, gopacket.Payload("x")))
+		got := r.recv(r.ta)
+		const at = dataplane.VnetHdrLen + 40 // ta's writes carry the virtio header
+		if len(got) != 1 || len(got[0]) <= at || got[0][at] != c.typ {
+			t.Errorf("to %s across the leak: %d packets back to ta, want %s", c.dst, len(got), c.what)
+		}
 	}
 	buf := make([]byte, 1<<16)
 	allocs := testing.AllocsPerRun(200, func() {

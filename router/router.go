@@ -352,9 +352,8 @@ func (r *Router) deleteLink(l *dataplane.Link) error {
 	r.dropAddrs(l, func(netip.Prefix) bool { return false }) // those kept going down
 	if l.IsVRF() {
 		r.dropKernelVRF(l)
-	} else {
-		r.Links.SetMaster(l, nil)
 	}
+	r.Links.SetMaster(l, nil) // a VRF's too: a session holding it finds no VRF
 	r.linkChanged(l, fib6.LinkGone)
 	r.forgetGateways(l)
 	r.sysctlLinkGone(l)

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"errors"
 	"net"
 	"net/netip"
 	"syscall"
@@ -54,13 +55,14 @@ func (r *Router) AddVRF(name string, index int32, table uint32, mtu int, mac net
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.vrfRules {
-		r.vrfRules = true
 		x := r.Rules.Begin()
 		_, err := x.Add(VRFRule, true)
 		x.Commit()
 		if err != nil && err != rules.ErrExists {
-			return l, err
+			// as vrf_newlink unregisters a VRF whose rules failed
+			return nil, errors.Join(err, r.deleteLink(l))
 		}
+		r.vrfRules = true
 	}
 	return l, nil
 }
@@ -76,15 +78,31 @@ func (r *Router) SetMaster(l, vrf *dataplane.Link) error {
 
 func (r *Router) setMaster(l, vrf *dataplane.Link) error {
 	switch {
+	case r.Links.ByIndex(l.Index) != l, vrf != nil && r.Links.ByIndex(vrf.Index) != vrf:
+		return syscall.ENODEV // deleted since they were named (r.mu is held)
+	case vrf == nil && l.Master() == 0, vrf != nil && l.Master() == vrf.Index:
+		return nil // nothing to change, as do_set_master
+	}
+	if l.Master() != 0 && vrf != nil {
+		// do_set_master lets the old master go before it asks the new one
+		if err := r.moveDomain(l, nil); err != nil {
+			return err
+		}
+	}
+	switch {
 	case vrf != nil && !vrf.IsVRF():
 		return ErrNotMaster
 	case vrf != nil && l.IsVRF():
 		return ErrEnslaveMaster
 	case vrf != nil && l.IsLoopback():
 		return ErrEnslaveLo
-	case vrf == nil && l.Master() == 0, vrf != nil && l.Master() == vrf.Index:
-		return nil // nothing to change, as do_set_master
 	}
+	return r.moveDomain(l, vrf)
+}
+
+// moveDomain puts l in vrf's domain (nil: the default one), cycling it
+// as cycle_netdev does.
+func (r *Router) moveDomain(l, vrf *dataplane.Link) error {
 	up := l.Up()
 	if up {
 		if err := r.setUp(l, false); err != nil {
