@@ -55,9 +55,10 @@
 //	ra_{modify,show}.go           Router Advertisements
 //	sysctl.go                     sysctl(8): the router's knobs by Linux's names
 //	save.go                       save: the configuration as the commands that make it
+//	                              (each VRF member's master: link_vrf.go)
 //	feeds.go                      fpm show, mirror show
 //	monitor.go                    ip monitor: its words, its events and their printer
 //	capture.go, trace.go          capture's words and filter; trace add and show
-//	status.go                     status: whether the router is ready, and why not
+//	status.go                     status: whether the router is ready, and why not; the VRFs
 //	record.go                     what the state file (package statefile) is given: lines, effects, the replay
 package control

@@ -92,8 +92,7 @@ func (s *Session) printLink(w *printer, l *dataplane.Link, full bool) {
 	}
 	w.text("\n")
 	if s.opt.Details {
-		printVLANDetails(w, l)
-		printVRFDetails(w, l)
+		printLinkInfo(w, l)
 	}
 	if full || w.json() { // ip addr's text leaves the mirror out, its JSON has it
 		s.printMirror(w, l)

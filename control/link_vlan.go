@@ -179,14 +179,13 @@ func vlanName(w *printer, l *dataplane.Link) (string, bool) {
 	return l.Name + "@" + v.Parent.Name, !v.Parent.Up()
 }
 
-// printVLANDetails prints what -d shows of a VLAN link: print_linktype's
-// kind and vlan_print_opt's line.
+// printVLANDetails prints what -d shows of a VLAN link, inside linkinfo:
+// print_linktype's kind and vlan_print_opt's line.
 func printVLANDetails(w *printer, l *dataplane.Link) {
 	v, ok := l.VLAN()
 	if !ok {
 		return
 	}
-	w.openObject("linkinfo")
 	w.str("info_kind", "    %s ", "vlan")
 	w.openObject("info_data")
 	w.str("protocol", "protocol %s ", protoName(v.TPID))
@@ -197,7 +196,6 @@ func printVLANDetails(w *printer, l *dataplane.Link) {
 	}
 	w.strings("flags", "", flags)
 	w.text("<" + strings.Join(flags, ",") + "> ")
-	w.closeObject()
 	w.closeObject()
 	w.text("\n")
 }

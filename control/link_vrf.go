@@ -147,28 +147,34 @@ func printMaster(w *printer, s *Session, l *dataplane.Link) {
 	}
 }
 
-// printVRFDetails prints what -d shows of a VRF (`vrf table N`) and of a
-// member (`vrf_slave table N`), as iplink_vrf.c's print_opt and
-// print_slave_opt.
-func printVRFDetails(w *printer, l *dataplane.Link) {
+// printLinkInfo prints -d's linkinfo as print_linktype does: the kind
+// and its options (a VLAN link's, a VRF's `vrf table N`), then the
+// slave kind and its (a member's `vrf_slave table N`), in one object.
+func printLinkInfo(w *printer, l *dataplane.Link) {
+	_, vlan := l.VLAN()
 	_, t := l.L3()
-	switch {
-	case l.IsVRF():
-		w.openObject("linkinfo")
-		w.str("info_kind", "    %s ", "vrf")
-		w.openObject("info_data")
-		w.uint("table", "table %d ", uint64(t))
-	case l.Master() != 0:
-		w.openObject("linkinfo")
-		w.str("info_slave_kind", "    %s_slave ", "vrf")
-		w.openObject("info_slave_data")
-		w.uint("table", "table %d ", uint64(t))
-	default:
+	if !vlan && t == 0 {
 		return
 	}
+	w.openObject("linkinfo")
+	if vlan {
+		printVLANDetails(w, l)
+	}
+	for _, slave := range []bool{false, true} {
+		if slave && l.Master() == 0 || !slave && !l.IsVRF() {
+			continue
+		}
+		key, data, kind := "info_kind", "info_data", "    %s "
+		if slave {
+			key, data, kind = "info_slave_kind", "info_slave_data", "    %s_slave "
+		}
+		w.str(key, kind, "vrf")
+		w.openObject(data)
+		w.uint("table", "table %d ", uint64(t))
+		w.closeObject()
+		w.text("\n")
+	}
 	w.closeObject()
-	w.closeObject()
-	w.text("\n")
 }
 
 // vrfCmd is `ip vrf` (do_ipvrf): show, the router's VRFs and their

@@ -24,7 +24,9 @@ func TestVRFGrammar(t *testing.T) {
 		{"link add red type vrf table 0", 2, "Error: Invalid VRF table id.\n"},
 		{"link add red type vrf table x", 255, "Error: argument \"x\" is wrong: invalid table ID\n\n"},
 		{"link add red type vrf tabel 10", 255, "vrf: unknown option \"tabel\"?\n" + vrfHelp + "\n"},
+		{"link add red mtu 65576 type vrf table 10", 2, "Error: mtu greater than device maximum.\n"},
 		{"link add red type vrf table 10", 0, ""},
+		{"link set red mtu 65575", 0, ""},
 		{"link add blue type vrf table 20", 0, ""},
 		{"link add green type vrf table 20", 0, ""},
 		{"link del green", 0, ""},
@@ -230,5 +232,24 @@ func TestVRFShow(t *testing.T) {
 	}
 	if out, _, _ := run(r, wire.Options{JSON: true}, "vrf show"); out != "[]\n" {
 		t.Errorf("-j vrf show: %q", out)
+	}
+}
+
+// TestVRFVLANMember: a VLAN link in a VRF has one linkinfo with both
+// kinds, as print_linktype prints it.
+func TestVRFVLANMember(t *testing.T) {
+	r, e0 := newEtherRouter(t)
+	if _, e, st := run(r, wire.Options{Batch: true}, "link add link "+e0+" name v5 type vlan id 5", "link add red type vrf table 10",
+		"link set v5 master red"); st != 0 {
+		t.Fatal(e)
+	}
+	out, _, _ := run(r, wire.Options{JSON: true, Details: true}, "link show v5")
+	if want := `"linkinfo":{"info_kind":"vlan","info_data":{"protocol":"802.1Q","id":5,"flags":["REORDER_HDR"]},` +
+		`"info_slave_kind":"vrf","info_slave_data":{"table":10}}`; !strings.Contains(out, want) {
+		t.Errorf("-j -d link show v5: no %s in\n%s", want, out)
+	}
+	out, _, _ = run(r, wire.Options{Details: true}, "link show v5")
+	if want := "    vlan protocol 802.1Q id 5 <REORDER_HDR> \n    vrf_slave table 10 \n"; !strings.Contains(out, want) {
+		t.Errorf("-d link show v5: no %q in\n%s", want, out)
 	}
 }

@@ -153,7 +153,7 @@ func (s *Session) checkNexthopGateway(sp *nexthop.Spec) *cmdErr {
 	if gw.IsMulticast() || gw.IsUnspecified() {
 		return extack("Invalid gateway address.")
 	}
-	if gw.IsLoopback() || s.r.Decider.IsLocal(gw) {
+	if gw.IsLoopback() || s.r.Decider.IsLocal(gw, sp.Nexthop.Link) {
 		return extack("Gateway can not be a local address.")
 	}
 	rt := fib6.Route{}

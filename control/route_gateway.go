@@ -48,7 +48,7 @@ func (s *Session) checkGateway(rt *fib6.Route, tid uint32, t *fib6.Table) *cmdEr
 		if nh.Link == 0 {
 			return answers(syscall.ENODEV)
 		}
-		if s.r.Decider.IsLocal(gw) {
+		if s.r.Decider.IsLocal(gw, nh.Link) {
 			return extack("Gateway can not be a local address.")
 		}
 		return s.checkOnlink(rt)
@@ -63,7 +63,7 @@ func (s *Session) checkGateway(rt *fib6.Route, tid uint32, t *fib6.Table) *cmdEr
 		return nil
 	}
 	c.gw = netip.Addr{}
-	if s.r.Decider.IsLocal(gw) {
+	if s.r.Decider.IsLocal(gw, nh.Link) {
 		return extack("Gateway can not be a local address.")
 	}
 	ok := false
@@ -101,7 +101,11 @@ func (s *Session) checkGateway(rt *fib6.Route, tid uint32, t *fib6.Table) *cmdEr
 func (s *Session) checkOnlink(rt *fib6.Route) *cmdErr {
 	link := rt.Nexthop.Link
 	score := decide.Prefer(link, false, s.r.Rules.Load().Loopback())
-	pfx, a := s.lookupSeen(s.r.Tables.Main(), rt.Nexthop.Gateway, rt.PrefSrc, score)
+	t := s.r.Tables.Main()
+	if _, id := s.r.Links.L3(link); id != 0 {
+		t = s.r.Tables.Ensure(id) // l3mdev_fib_table_rcu(dev) ?: main
+	}
+	pfx, a := s.lookupSeen(t, rt.Nexthop.Gateway, rt.PrefSrc, score)
 	if a != nil && !a.Type.ViaLoopback() && !pfx.Addr().IsUnspecified() && (a.Type != fib6.Unicast || pathOf(a, link).Link != link) {
 		return extack("Nexthop has invalid gateway or device mismatch.")
 	}

@@ -55,7 +55,7 @@ func (w *worker) icmpError(k *pkt) {
 func (w *worker) errorSource(k *pkt) ([16]byte, bool) {
 	d := w.dp.Decider
 	to := netip.AddrFrom16([16]byte(k.p.SourceAddressSlice()))
-	if a := netip.AddrFrom16([16]byte(k.p.DestinationAddressSlice())); d.IsLocal(a) {
+	if a := netip.AddrFrom16([16]byte(k.p.DestinationAddressSlice())); d.IsLocal(a, w.in.Index) {
 		return a.As16(), true
 	}
 	key := decide.KeyOf(to, netip.Addr{})

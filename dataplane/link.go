@@ -294,11 +294,22 @@ func (ls *Links) SetUp(l *Link, up bool) bool {
 }
 
 // CheckMTU says whether IPv6 can run over a link of this MTU.
-func CheckMTU(mtu int) error {
+func CheckMTU(mtu int) error { return checkMTU(mtu, 65535) }
+
+// CheckMTUOf is CheckMTU for link l, whose maximum is its own: a VRF's
+// is IP6_MAX_MTU, 65575, as vrf_setup sets it.
+func CheckMTUOf(l *Link, mtu int) error {
+	if l.IsVRF() {
+		return checkMTU(mtu, port.VRFMTU)
+	}
+	return CheckMTU(mtu)
+}
+
+func checkMTU(mtu, most int) error {
 	if mtu < MinMTU {
 		return ErrMTU
 	}
-	if mtu > 65535 {
+	if mtu > most {
 		return ErrMTUMax
 	}
 	return nil
@@ -306,7 +317,7 @@ func CheckMTU(mtu int) error {
 
 // SetMTU changes the link's MTU; IPv6 needs at least MinMTU.
 func (ls *Links) SetMTU(l *Link, mtu int) error {
-	if err := CheckMTU(mtu); err != nil {
+	if err := CheckMTUOf(l, mtu); err != nil {
 		return err
 	}
 	ls.mu.Lock()

@@ -381,14 +381,15 @@ func srcOf(a *[16]byte) netip.Addr {
 // it is reset, so that no rule or nexthop is matched against it.
 func (d *Decider) domain(k *Key) {
 	switch {
-	case k.L3Table != 0:
 	case k.Oif != 0:
 		m, t := d.Addrs.L3(k.Oif)
-		k.L3Table = t
+		if k.L3Table == 0 {
+			k.L3Table = t
+		}
 		if m == k.Oif {
 			k.Oif = 0
 		}
-	case k.Iif > 0:
+	case k.Iif > 0 && k.L3Table == 0:
 		_, k.L3Table = d.Addrs.L3(k.Iif)
 	}
 }

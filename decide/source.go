@@ -111,20 +111,40 @@ func (s *score) beats(o *score) bool {
 // multicast destination; the best by Linux's rules in order: the same
 // address (1), the smallest scope that reaches dst (2), the outgoing link
 // (5), the same label (6), the longest common prefix within the address's
-// own prefix length (8); on a tie, the first in Linux's order.
+// own prefix length (8); on a tie, the first in Linux's order. Only
+// addresses of dev's L3 domain are candidates, and in a VRF those of dev
+// and of the VRF itself are tried first, taken if one's scope reaches
+// dst (ipv6_get_saddr_master).
 func (d *Decider) SourceFor(dst netip.Addr, dev int32) (netip.Addr, bool) {
 	dscope := Scope(dst)
 	oifOnly := dev != 0 && (dst.IsMulticast() || dscope <= scopeLink)
+	domain, _ := d.Addrs.L3(dev)
+	if !oifOnly && domain != 0 {
+		// in a VRF, dev's own addresses and its master's first
+		// (ipv6_get_saddr_master), if one's scope reaches dst
+		if a, ok := d.sourceAmong(dst, dev, func(link int32) bool { return link == dev || link == domain }); ok && Scope(a) >= dscope {
+			return a, true
+		}
+	}
+	return d.sourceAmong(dst, dev, func(link int32) bool {
+		if oifOnly {
+			return link == dev
+		}
+		m, _ := d.Addrs.L3(link)
+		return m == domain // only dev's L3 domain's (__ipv6_dev_get_saddr)
+	})
+}
+
+// sourceAmong is SourceFor's choice among the addresses of the links
+// candidate takes.
+func (d *Decider) sourceAmong(dst netip.Addr, dev int32, candidate func(link int32) bool) (netip.Addr, bool) {
+	dscope := Scope(dst)
 	dlabel := labelOf(dst)
 	var best netip.Addr
 	var bestScore score
-	domain, _ := d.Addrs.L3(dev)
 	for _, la := range d.Addrs.AllAddrs() {
-		if oifOnly && la.Link != dev {
+		if !candidate(la.Link) {
 			continue
-		}
-		if m, _ := d.Addrs.L3(la.Link); m != domain {
-			continue // only the addresses of dev's L3 domain (__ipv6_dev_get_saddr)
 		}
 		for _, p := range la.Addrs {
 			a := p.Addr()
@@ -175,10 +195,16 @@ func (d *Decider) RouteSource(r *Result, dst netip.Addr) (netip.Addr, bool) {
 	return d.SourceFor(dst, r.Path.Link)
 }
 
-// IsLocal reports whether a is one of the router's own addresses (Linux's
-// ipv6_chk_addr on any link).
-func (d *Decider) IsLocal(a netip.Addr) bool {
+// IsLocal reports whether a is one of the router's own addresses in the
+// L3 domain of link dev (0: the default domain), as Linux's
+// __ipv6_chk_addr_and_flags counts only the addresses of devices with
+// dev's l3mdev master.
+func (d *Decider) IsLocal(a netip.Addr, dev int32) bool {
+	domain, _ := d.Addrs.L3(dev)
 	for _, la := range d.Addrs.AllAddrs() {
+		if m, _ := d.Addrs.L3(la.Link); m != domain {
+			continue
+		}
 		for _, p := range la.Addrs {
 			if p.Addr() == a {
 				return true

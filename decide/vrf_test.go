@@ -81,4 +81,15 @@ func TestVRFDecision(t *testing.T) {
 			t.Errorf("source towards %s by link %d: %s, want %s", dst, c.dev, got, c.want)
 		}
 	}
+	// with an address of its own, d1 is its own source first, though
+	// d0's shares more of the destination (ipv6_get_saddr_master)
+	addAddr(t, r, ls[1], "2001:db8:2::1/64")
+	for _, c := range []struct {
+		dev  int32
+		want string
+	}{{ls[1].Index, "2001:db8:2::1"}, {ls[0].Index, "2001:db8:1::1"}, {red.Index, "2001:db8:1::1"}} {
+		if got, _ := r.Decider.SourceFor(dst, c.dev); got.String() != c.want {
+			t.Errorf("source towards %s by link %d: %s, want %s", dst, c.dev, got, c.want)
+		}
+	}
 }

@@ -307,7 +307,7 @@ func (r *Router) setIPv6(l *dataplane.Link, on bool) {
 
 // SetMTU changes a link's MTU (and its port's far side's).
 func (r *Router) SetMTU(l *dataplane.Link, mtu int) error {
-	if err := dataplane.CheckMTU(mtu); err != nil {
+	if err := dataplane.CheckMTUOf(l, mtu); err != nil {
 		return err
 	}
 	r.mu.Lock()

@@ -42,6 +42,9 @@ func (r *Router) AddVRF(name string, index int32, table uint32, mtu int, mac net
 	if mtu == 0 {
 		mtu = port.VRFMTU
 	}
+	if mtu > port.VRFMTU {
+		return nil, dataplane.ErrMTUMax
+	}
 	l, err := r.addLink(name, index, mtu, func() (port.Device, error) {
 		if r.sys.vrfStrict != 0 && r.Links.VRFByTable(table) != nil {
 			return nil, ErrVRFTableUsed
