@@ -69,7 +69,8 @@ type Link struct {
 	mirror    atomic.Pointer[Mirror]         // its stand-in in the kernel, if any
 	conf      linkConf
 	copp      coppBuckets   // the limits of what it punts to the router
-	l3        atomic.Uint64 // its VRF's index and table (vrf.go)
+	l3        atomic.Uint64 // a member's: its VRF's index and table (vrf.go)
+	vrfTable  uint32        // a VRF's: its table, fixed with its device
 }
 
 // portRef holds a Port for an atomic pointer.
@@ -246,7 +247,7 @@ func (ls *Links) add(name string, index int32, dev port.Device, mtu int) (*Link,
 	ls.next = max(ls.next, index+1)
 	l.mtu.Store(uint32(mtu))
 	l.port.Store(&portRef{dev})
-	markVRF(l)
+	l.vrfTable, _ = port.VRFTable(dev)
 	s := &linkSnap{byIndex: slices.Clone(old.byIndex), byName: make(map[string]*Link, len(old.byName)+1)}
 	for k, v := range old.byName {
 		s.byName[k] = v

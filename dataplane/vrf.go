@@ -1,36 +1,30 @@
 package dataplane
 
 import (
-	"urouter/dataplane/port"
 	"urouter/decide"
 )
 
 // VRFs (Linux's l3mdev): a VRF link is an L3 master with a table of its
-// own; a link enslaved to it (a member) has its packets routed in that
-// table. A link keeps its domain in one atomic word, read by the packet
-// path once per batch and by the decision for each lookup: the master's
-// index (a VRF's own, for the VRF) and the table.
+// own, fixed when it is made (vrfTable); a link enslaved to it (a member)
+// has its packets routed in that table. A member keeps its VRF in one
+// atomic word, read by the packet path once per batch and by the
+// decision for each lookup: the VRF's index and table.
 
 // L3 is the VRF l is in: the VRF link's index and its table; 0, 0 for
 // none. A VRF link is its own.
 func (l *Link) L3() (master int32, table uint32) {
+	if l.vrfTable != 0 {
+		return l.Index, l.vrfTable
+	}
 	v := l.l3.Load()
 	return int32(v >> 32), uint32(v)
 }
 
 // IsVRF reports whether l is a VRF link.
-func (l *Link) IsVRF() bool {
-	m, _ := l.L3()
-	return m == l.Index && m != 0
-}
+func (l *Link) IsVRF() bool { return l.vrfTable != 0 }
 
 // Master is the VRF link l is enslaved to, 0 for none (and for a VRF).
-func (l *Link) Master() int32 {
-	if m, _ := l.L3(); m != l.Index {
-		return m
-	}
-	return 0
-}
+func (l *Link) Master() int32 { return int32(l.l3.Load() >> 32) }
 
 // flowIif is the link a packet that came in by l is routed as coming in
 // by: its VRF, as Linux's vrf_ip6_rcv makes the VRF device the packet's
@@ -48,8 +42,6 @@ func (l *Link) l3Table() uint32 {
 	return t
 }
 
-func l3Word(master int32, table uint32) uint64 { return uint64(uint32(master))<<32 | uint64(table) }
-
 // L3 is the VRF link i is in (decide.Addresses): 0, 0 for none or no
 // such link.
 func (ls *Links) L3(i int32) (master int32, table uint32) {
@@ -59,25 +51,15 @@ func (ls *Links) L3(i int32) (master int32, table uint32) {
 	return 0, 0
 }
 
-// markVRF makes a new link of a VRF device its own L3 master.
-func markVRF(l *Link) {
-	if t, ok := port.VRFTable(l.hw); ok {
-		l.l3.Store(l3Word(l.Index, t))
-	}
-}
-
 // SetMaster enslaves l to VRF link vrf, or releases it (vrf nil). The
-// caller (the router) moves its routes; the packets read after this are
-// routed in the new domain.
+// caller (the router, under its lock) moves its routes; the packets read
+// after this are routed in the new domain.
 func (ls *Links) SetMaster(l, vrf *Link) {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
 	if vrf == nil {
 		l.l3.Store(0)
 		return
 	}
-	m, t := vrf.L3()
-	l.l3.Store(l3Word(m, t))
+	l.l3.Store(uint64(uint32(vrf.Index))<<32 | uint64(vrf.vrfTable))
 }
 
 // Members are the links enslaved to VRF link vrf, by index.
@@ -94,7 +76,7 @@ func (ls *Links) Members(vrf *Link) []*Link {
 // VRFByTable is the VRF link of table t, nil if none.
 func (ls *Links) VRFByTable(t uint32) *Link {
 	for _, l := range ls.All() {
-		if m, tt := l.L3(); tt == t && m == l.Index {
+		if t != 0 && l.vrfTable == t {
 			return l
 		}
 	}

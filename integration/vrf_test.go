@@ -20,9 +20,12 @@ type vrfLab struct {
 	d     *daemon
 }
 
-// vrfLinks are the lab's links: the VRF (none: the default), the subnet,
-// the host's address in it.
-var vrfLinks = []struct{ link, vrf, net string }{
+// vrfLink is a lab's link: its VRF (none: the default), its subnet (the
+// router ::1, the host ::2).
+type vrfLink struct{ link, vrf, net string }
+
+// vrfLinks are TestVRFTenants' links.
+var vrfLinks = []vrfLink{
 	{"e1", "red", "2001:db8:a"}, {"e2", "red", "2001:db8:b"},
 	{"e3", "blue", "2001:db8:a"}, {"e4", "blue", "2001:db8:b"},
 	{"e5", "", "2001:db8:c"},
@@ -41,21 +44,28 @@ func newVRFLab(t *testing.T) *vrfLab {
 		"route add unreachable default metric 4278198272 vrf blue",
 	}
 	for _, v := range vrfLinks {
-		h := newNetns(t, "uro-fh")
-		l.hosts[v.link] = h
-		mustRun(t, "ip", "-n", l.r, "link", "add", v.link, "type", "veth", "peer", "name", "eth0", "netns", h)
-		mustRun(t, "ip", "netns", "exec", h, "sysctl", "-qw", "net.ipv6.conf.eth0.accept_dad=0")
-		mustRun(t, "ip", "-n", h, "addr", "add", v.net+"::2/64", "dev", "eth0", "nodad")
-		mustRun(t, "ip", "-n", h, "link", "set", "eth0", "up")
-		mustRun(t, "ip", "-n", h, "-6", "route", "add", "default", "via", v.net+"::1")
-		config = append(config, "link add "+v.link+" type host dev "+v.link)
-		if v.vrf != "" {
-			config = append(config, "link set "+v.link+" master "+v.vrf)
-		}
-		config = append(config, "link set "+v.link+" up", "address add "+v.net+"::1/64 dev "+v.link)
+		config = append(config, l.addHost(t, v)...)
 	}
 	l.d = startDaemon(t, l.r, config...)
 	return l
+}
+
+// addHost gives link v a kernel host in a namespace of its own, on a
+// veth from the router's namespace, and returns the router's lines for
+// it: the host link, its VRF, its address.
+func (l *vrfLab) addHost(t *testing.T, v vrfLink) []string {
+	h := newNetns(t, "uro-fh")
+	l.hosts[v.link] = h
+	mustRun(t, "ip", "-n", l.r, "link", "add", v.link, "type", "veth", "peer", "name", "eth0", "netns", h)
+	mustRun(t, "ip", "netns", "exec", h, "sysctl", "-qw", "net.ipv6.conf.eth0.accept_dad=0")
+	mustRun(t, "ip", "-n", h, "addr", "add", v.net+"::2/64", "dev", "eth0", "nodad")
+	mustRun(t, "ip", "-n", h, "link", "set", "eth0", "up")
+	mustRun(t, "ip", "-n", h, "-6", "route", "add", "default", "via", v.net+"::1")
+	config := []string{"link add " + v.link + " type host dev " + v.link}
+	if v.vrf != "" {
+		config = append(config, "link set "+v.link+" master "+v.vrf)
+	}
+	return append(config, "link set "+v.link+" up", "address add "+v.net+"::1/64 dev "+v.link)
 }
 
 // echoes is how many echo requests host (by its router link) has taken.
@@ -226,24 +236,14 @@ func TestVRFBIRD(t *testing.T) {
 	dir := t.TempDir()
 	l := &vrfLab{r: newNetns(t, "uro-fb"), hosts: map[string]string{}}
 	// the peers' links (e1 red, e3 blue, e5 default) and the clients' (e2 red, e4 blue)
-	links := []struct{ link, vrf, net string }{
+	links := []vrfLink{
 		{"e1", "red", "2001:db8:a1"}, {"e2", "red", "2001:db8:b"},
 		{"e3", "blue", "2001:db8:a2"}, {"e4", "blue", "2001:db8:b"}, {"e5", "", "2001:db8:a3"},
 	}
 	config := []string{"link add red type vrf table 10", "link add blue type vrf table 20", "link set red up", "link set blue up"}
 	for i, v := range links {
-		h := newNetns(t, "uro-fbh")
-		l.hosts[v.link] = h
-		mustRun(t, "ip", "-n", l.r, "link", "add", v.link, "type", "veth", "peer", "name", "eth0", "netns", h)
-		mustRun(t, "ip", "netns", "exec", h, "sysctl", "-qw", "net.ipv6.conf.eth0.accept_dad=0")
-		mustRun(t, "ip", "-n", h, "addr", "add", v.net+"::2/64", "dev", "eth0", "nodad")
-		mustRun(t, "ip", "-n", h, "link", "set", "eth0", "up")
-		mustRun(t, "ip", "-n", h, "-6", "route", "add", "default", "via", v.net+"::1")
-		config = append(config, "link add "+v.link+" type host dev "+v.link)
-		if v.vrf != "" {
-			config = append(config, "link set "+v.link+" master "+v.vrf)
-		}
-		config = append(config, "link set "+v.link+" up", "address add "+v.net+"::1/64 dev "+v.link)
+		config = append(config, l.addHost(t, v)...)
+		h := l.hosts[v.link]
 		if i%2 == 1 {
 			continue // a client
 		}
@@ -317,20 +317,13 @@ func startBIRD(t *testing.T, ns, prefix, conf string) {
 func TestKernelOracleVRF(t *testing.T) {
 	parallel(t)
 	needRoot(t)
-	ns := newNetns(t, "uro-vrfo")
-	mustRun(t, "ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0",
-		"net.ipv6.conf.default.addr_gen_mode=1")
-	conf := []string{"sysctl -w net.ipv6.conf.all.keep_addr_on_down=1", "link add red type vrf table 10", "link set red up"}
-	for _, l := range []string{"d0", "d1"} {
-		mustRun(t, "ip", "-n", ns, "link", "add", l, "type", "veth", "peer", "name", l+"peer")
-		mustRun(t, "ip", "-n", ns, "link", "set", l, "up")
-		mustRun(t, "ip", "-n", ns, "link", "set", l+"peer", "up")
-		conf = append(conf, "link add "+l+" type dummy", "link set "+l+" up")
-	}
-	conf = append(conf, "link set d0 master red")
-	for _, a := range [][2]string{{"2001:db8:91::1/64", "d0"}, {"2001:db8:91::2/64", "d1"}, {"2001:db8:92::1/64", "d1"}} {
-		mustRun(t, "ip", "-n", ns, "-6", "addr", "add", a[0], "dev", a[1])
-		conf = append(conf, "address add "+a[0]+" dev "+a[1])
+	ns, d := rulesPair(t, "uro-vrfo") // d0 with 2001:db8:91::1/64, d1 with 2001:db8:92::1/64
+	mustRun(t, "ip", "-n", ns, "-6", "addr", "add", "2001:db8:91::2/64", "dev", "d1")
+	for _, c := range []string{"link add red type vrf table 10", "link set red up", "link set d0 master red",
+		"address add 2001:db8:91::1/64 dev d0", "address add 2001:db8:91::2/64 dev d1"} { // d0's went as it joined red
+		if _, e, st := d.run(strings.Fields(c)...); st != 0 {
+			t.Fatalf("%s: %s", c, e)
+		}
 	}
 	for _, c := range []string{
 		"route del 2001:db8:91::/64 dev d0", "route del local 2001:db8:91::1 dev d0 table local",
@@ -340,7 +333,6 @@ func TestKernelOracleVRF(t *testing.T) {
 	} {
 		mustRun(t, "ip", append([]string{"-n", ns, "-6"}, strings.Fields(c)...)...)
 	}
-	d := startDaemon(t, "", conf...)
 	askBoth(t, ns, d, vrfOracle, func(args []string) []string { return append([]string{"-6"}, args...) })
 }
 

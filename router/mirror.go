@@ -89,12 +89,8 @@ func (r *Router) syncMirror(l *dataplane.Link) {
 // the router's lock, by whoever changed the link (the dataplane only
 // carries the mirror's packets).
 func syncKernel(l *dataplane.Link) error {
-	m := l.Mirror()
-	if m == nil {
-		return nil
-	}
-	kl, err := netlink.LinkByIndex(int(m.Index))
-	if err != nil {
+	m, kl, err := mirrorIface(l)
+	if m == nil || err != nil {
 		return err
 	}
 	var errs []error
@@ -142,4 +138,18 @@ func syncKernel(l *dataplane.Link) error {
 		errs = append(errs, m.SetCarrier(carrier))
 	}
 	return errors.Join(errs...)
+}
+
+// mirrorIface is l's mirror and its kernel interface as netlink has it
+// now; nil, nil, nil for a link without a mirror.
+func mirrorIface(l *dataplane.Link) (*dataplane.Mirror, netlink.Link, error) {
+	m := l.Mirror()
+	if m == nil {
+		return nil, nil, nil
+	}
+	kl, err := netlink.LinkByIndex(int(m.Index))
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, kl, nil
 }

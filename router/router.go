@@ -265,12 +265,16 @@ func (r *Router) setUp(l *dataplane.Link, up bool) error {
 	// paths through it, dead, as Linux does).
 	r.dropRoutesOf(r.Nexthops.RemoveOnLink(l.Index))
 	r.linkChanged(l, fib6.LinkDown)
-	keep := r.keepAddrs(l)
-	r.dropAddrs(l, func(a netip.Prefix) bool {
-		// as addrconf_ifdown: link-local ones go all the same
-		return keep && !a.Addr().IsLinkLocalUnicast()
-	})
+	r.ifdownAddrs(l)
 	return nil
+}
+
+// ifdownAddrs deletes l's addresses as addrconf_ifdown does: all of
+// them but the global ones keep_addr_on_down keeps (link-local ones go
+// all the same).
+func (r *Router) ifdownAddrs(l *dataplane.Link) {
+	keep := r.keepAddrs(l)
+	r.dropAddrs(l, func(a netip.Prefix) bool { return keep && !a.Addr().IsLinkLocalUnicast() })
 }
 
 // dropAddrs deletes the link's addresses but those keep says to keep.
@@ -353,7 +357,7 @@ func (r *Router) deleteLink(l *dataplane.Link) error {
 	if l.IsVRF() {
 		r.dropKernelVRF(l)
 	}
-	r.Links.SetMaster(l, nil) // a VRF's too: a session holding it finds no VRF
+	r.Links.SetMaster(l, nil)
 	r.linkChanged(l, fib6.LinkGone)
 	r.forgetGateways(l)
 	r.sysctlLinkGone(l)

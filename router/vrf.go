@@ -108,12 +108,12 @@ func (r *Router) setMaster(l, vrf *dataplane.Link) error {
 func (r *Router) moveDomain(l, vrf *dataplane.Link) error {
 	up := l.Up()
 	if up {
-		if err := r.setUp(l, false); err != nil {
+		if err := r.setUp(l, false); err != nil { // its addresses go as it goes down
 			return err
 		}
+	} else {
+		r.ifdownAddrs(l) // NETDEV_CHANGEUPPER's addrconf_ifdown
 	}
-	keep := r.keepAddrs(l)
-	r.dropAddrs(l, func(a netip.Prefix) bool { return keep && !a.Addr().IsLinkLocalUnicast() })
 	r.Links.SetMaster(l, vrf)
 	r.tell(LinkChanged, l, netip.Prefix{})
 	if up {

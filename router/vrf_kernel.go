@@ -22,12 +22,8 @@ import (
 // kernelVRF puts l's mirror in the kernel VRF of l's VRF, or out of any
 // when l is in none; under r.mu.
 func (r *Router) kernelVRF(l *dataplane.Link) error {
-	m := l.Mirror()
-	if m == nil {
-		return nil
-	}
-	kl, err := netlink.LinkByIndex(int(m.Index))
-	if err != nil {
+	m, kl, err := mirrorIface(l)
+	if m == nil || err != nil {
 		return err
 	}
 	vrf := r.Links.ByIndex(l.Master())
