@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"urouter/dataplane"
 	"urouter/dataplane/port"
@@ -44,19 +45,21 @@ type vlanArgs struct {
 var vlanWords = []string{"protocol", "id", "reorder_hdr", "gvrp", "mvrp", "loose_binding", "bridge_binding",
 	"ingress-qos-map", "egress-qos-map"}
 
+var vlanKeywords = sync.OnceValue(func() keywords {
+	l := make([]kw, len(vlanWords))
+	for i, w := range vlanWords {
+		l[i] = kw{w, true, i + 1}
+	}
+	return newKeywords(l)
+})
+
 func parseVLANArgs(a *linkArgs) (*vlanArgs, *cmdErr) {
 	v := &vlanArgs{id: -1, tpid: port.EtherTypeVLAN}
 	ws := argv{args: a.typArgs}
 	for ; ws.i < len(a.typArgs); ws.i++ {
 		w := a.typArgs[ws.i]
-		k := ""
-		for _, kw := range vlanWords {
-			if matches(w, kw) {
-				k = kw
-				break
-			}
-		}
-		if k == "" {
+		i := vlanKeywords().of(w)
+		if i == 0 {
 			if matches(w, "help") {
 				return nil, parseErr("%s", vlanHelp)
 			}
@@ -66,7 +69,7 @@ func parseVLANArgs(a *linkArgs) (*vlanArgs, *cmdErr) {
 		if err != nil {
 			return nil, err
 		}
-		if err := v.set(k, val); err != nil {
+		if err := v.set(vlanWords[i-1], val); err != nil {
 			return nil, err
 		}
 	}
@@ -111,7 +114,7 @@ func llProto(s string) (uint16, bool) {
 	for _, p := range []struct {
 		name string
 		id   uint16
-	}{{"802.1Q", port.EtherTypeVLAN}, {"802.1ad", port.EtherTypeQinQ}, {"ip", 0x0800}, {"arp", 0x0806}, {"ipv6", 0x86dd}} {
+	}{{"802.1Q", port.EtherTypeVLAN}, {"802.1ad", port.EtherTypeQinQ}, {"ip", 0x0800}, {"arp", 0x0806}, {"ipv6", port.EtherTypeIPv6}} {
 		if strings.EqualFold(s, p.name) {
 			return p.id, true
 		}

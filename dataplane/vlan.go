@@ -251,10 +251,18 @@ type vlanRuns struct {
 // a batch of its own, in w.bufs' first places; the buffers routed
 // already stay behind the rest, so that w.bufs keeps each of its own.
 func (w *worker) forwardRuns(n int) {
+	by := &w.eth.rxl[w.q]
+	if one := by[0]; one != nil && allBy(by[:n], one) {
+		// the whole batch one VLAN link's (a trunk with one busy VLAN):
+		// routed as it is, with no copy
+		w.in = one.link.Load()
+		w.forward(n)
+		w.in = w.home
+		return
+	}
 	t := w.runs
 	copy(t.bufs[:n], w.bufs[:n])
 	copy(t.sizes[:n], w.sizes[:n])
-	by := &w.eth.rxl[w.q] // read only until the next batch is read
 	all := uint64(1)<<n - 1
 	var done uint64
 	for done != all {
@@ -283,4 +291,14 @@ func (w *worker) forwardRuns(n int) {
 		done |= run
 	}
 	w.in = w.home
+}
+
+// allBy reports whether every frame of a batch came in by link e.
+func allBy(by []*ether, e *ether) bool {
+	for _, b := range by {
+		if b != e {
+			return false
+		}
+	}
+	return true
 }

@@ -44,10 +44,7 @@ func (r *Router) AddVLAN(name string, v dataplane.VLANInfo, mtu int, eo dataplan
 	if err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.Links.SetCarrier(l, v.Parent.Carrier())
-	return l, nil
+	return l, nil // with its root's carrier, as Links.add read it (ether.Carrier)
 }
 
 // vlanUp checks that VLAN link l may be set up: its parent is up.

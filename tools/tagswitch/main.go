@@ -148,10 +148,7 @@ func trunkProgram(ports []accessPort) asm.Instructions {
 				asm.JNE.Imm(asm.R2, 0, next),
 			)
 		}
-		for j, t := range p.tags {
-			if p.untagged() {
-				break
-			}
+		for j, t := range p.popped() {
 			miss := next
 			if j > 0 {
 				miss = "drop" // its outer tag is popped
@@ -179,6 +176,15 @@ func trunkProgram(ports []accessPort) asm.Instructions {
 // a router does not answer with.
 func (p accessPort) untagged() bool {
 	return len(p.tags) == 0 || len(p.tags) == 1 && p.tags[0].vid == 0
+}
+
+// popped are the tags the trunk pops to find the port: none for an
+// untagged one (a priority tag is tested as no tag).
+func (p accessPort) popped() []tag {
+	if p.untagged() {
+		return nil
+	}
+	return p.tags
 }
 
 // labelAfter is the label of port i+1's test, or the drop after the last.
