@@ -113,7 +113,9 @@ func (t *Table) expire(e *Entry, p *Params, now int64) (action, bool) {
 		a.to = e.state
 		return a, true
 	case e.state&Delay != 0:
-		if now <= e.confirmed+int64(p.DelayProbe) {
+		// Run looks up to minScan late: judge as at the time the timer
+		// was due, as Linux's timer fires then (a confirmation since counts)
+		if min(now, e.deadline) <= e.confirmed+int64(p.DelayProbe) {
 			e.set(Reachable, now, e.confirmed+reach)
 			a.to = e.state
 			return a, true

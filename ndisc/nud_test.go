@@ -203,15 +203,18 @@ func (m *model) apply(e event, p Params) {
 }
 
 // timeout is how long until the model's entry's timer fires, after idle
-// time (so REACHABLE ends in STALE).
+// time (so REACHABLE ends in STALE). Run looks at the entries at most
+// every minScan, so a timer fires up to minScan late: a scan just before
+// the deadline (the periodic collection's, say) holds it back.
 func timeout(t *Table, m *model, p Params) time.Duration {
+	const late = minScan + time.Millisecond
 	switch m.state {
 	case Reachable:
-		return t.ReachableTime() + p.DelayProbe + time.Millisecond
+		return t.ReachableTime() + p.DelayProbe + late
 	case Delay:
-		return p.DelayProbe + time.Millisecond
+		return p.DelayProbe + late
 	}
-	return p.Retrans + time.Millisecond
+	return p.Retrans + late
 }
 
 func TestNUDModel(t *testing.T) {
