@@ -35,6 +35,7 @@ const (
 	DropNeighDiscard                      // not held for its neighbour's resolution: refused under a flood, or over its queue's bounds
 	DropPoliced                           // for the router, over its class's limit (copp.go)
 	DropUnknownVLAN                       // tagged for a VLAN no link is on (ether.go)
+	DropSRv6                              // refused by an SRv6 behaviour (no SRH or no segment left, a bad one, no VRF) or encapsulation (no room) (srv6.go)
 	numDropReasons
 )
 
@@ -42,7 +43,7 @@ var dropNames = [numDropReasons]string{
 	"truncated", "version", "length", "martian", "hop_limit", "no_route", "prohibited",
 	"blackhole", "too_big", "link_down", "local", "write", "option", "checksum", "neigh_failed",
 	"nd_invalid", "nd_queue_full", "not_forwarding", "nd_hop_limit", "nd_checksum", "ra_ignored",
-	"redirect_ignored", "dad_conflict", "neigh_discard", "policed", "unknown_vlan",
+	"redirect_ignored", "dad_conflict", "neigh_discard", "policed", "unknown_vlan", "seg6",
 }
 
 func (d DropReason) String() string { return dropNames[d] }

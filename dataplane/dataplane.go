@@ -24,6 +24,9 @@ type Dataplane struct {
 	// redirects are limited per destination and per source
 	redirects redirectLimits
 	noForward atomic.Bool // net.ipv6.conf.all.forwarding is 0
+	// tunSrc is the source of SRv6's outer headers (`sr tunsrc`); nil:
+	// selected for each
+	tunSrc atomic.Pointer[netip.Addr]
 	// controlShare: a control-plane writer's share of one CPU while the
 	// workers forward, in millionths (see Pacer), 0 is no limit; and the
 	// nice value of its threads (NiceIdle: SCHED_IDLE), 0 is unlowered

@@ -35,6 +35,7 @@ const (
 	actForward               // out of egress
 	actLocal                 // for the router itself
 	actError                 // answered with an ICMPv6 error
+	actSRv6                  // its path's SRv6 encapsulation or behaviour first (srv6.go)
 )
 
 // pkt is the packet path's state for one packet of a batch.
@@ -100,6 +101,9 @@ func (w *worker) forward(n int) {
 		act(k, &w.res[j], links, in.Index, forwarding)
 		if k.act == actLookup {
 			w.viaVRF(k, &w.keys[j], &w.res[j], links, in.Index, forwarding)
+		}
+		if k.act == actSRv6 {
+			w.srv6(w.pending[j], k, &w.keys[j], &w.res[j], links, in, forwarding)
 		}
 		if k.tr != nil {
 			w.traceDecision(k, &w.keys[j])
@@ -272,6 +276,10 @@ func act(k *pkt, r *decide.Result, links *linkSnap, in int32, forwarding bool) {
 		k.error(DropProhibited, header.ICMPv6DstUnreachable, header.ICMPv6Prohibited, 0)
 		return
 	}
+	if r.Path.Encap != nil {
+		k.act = actSRv6 // instead of forwarding, as Linux's lwtunnel input
+		return
+	}
 	if !forwarding {
 		k.drop(DropNotForwarding)
 		return
@@ -333,7 +341,7 @@ func (k *pkt) wireSize() int {
 // send queues a forwarded packet for its egress: whole when the egress
 // takes it as it is, else segmented (or its checksum completed).
 func (w *worker) send(k *pkt) {
-	if k.egress.offloads.Takes(&k.vh) {
+	if k.egress.offloads.Takes(&k.vh) && !k.segmentsAlone() {
 		w.queue(k.egress, k.b, k.via, 1)
 		return
 	}

@@ -57,6 +57,12 @@ func (w *worker) segment(k *pkt, out *Link) {
 	}
 	tcp := k.vh.GSOType == unix.VIRTIO_NET_HDR_GSO_TCPV6
 	l4 := int(k.vh.CsumStart)
+	ips, nips, ok := nestedIPv6(k.p, l4)
+	if !ok {
+		w.dropPacket(k, DropLength)
+		return
+	}
+	inner := ips[nips-1] // the IPv6 header the transport's pseudo-header is of
 	payload := k.p[hdr:]
 	var seq uint32
 	var flags header.TCPFlags
@@ -71,7 +77,10 @@ func (w *worker) segment(k *pkt, out *Link) {
 		s := header.IPv6(b[vnetHdrLen:])
 		copy(s, k.p[:hdr])
 		copy(s[hdr:], payload[off:off+n])
-		s.SetPayloadLength(uint16(hdr + n - ipv6Len))
+		for _, at := range ips[:nips] {
+			header.IPv6(s[at:]).SetPayloadLength(uint16(hdr + n - at - ipv6Len))
+		}
+		in := header.IPv6(s[inner:])
 		if tcp {
 			t := header.TCP(s[l4:])
 			t.SetSequenceNumber(seq + uint32(off))
@@ -84,12 +93,12 @@ func (w *worker) segment(k *pkt, out *Link) {
 			}
 			t.SetFlags(uint8(f))
 			t.SetChecksum(0)
-			t.SetChecksum(^transportSum(s, l4, protoTCP))
+			t.SetChecksum(^transportSum(in, l4-inner, protoTCP))
 		} else {
 			u := header.UDP(s[l4:])
 			u.SetLength(uint16(hdr - l4 + n))
 			u.SetChecksum(0)
-			c := ^transportSum(s, l4, protoUDP)
+			c := ^transportSum(in, l4-inner, protoUDP)
 			if c == 0 {
 				c = 0xffff
 			}
@@ -97,6 +106,44 @@ func (w *worker) segment(k *pkt, out *Link) {
 		}
 		w.queue(out, b, k.via, 1)
 	}
+}
+
+// nestedIPv6 are the offsets of the IPv6 headers in front of packet p's
+// transport header at l4, the outer first and one an SRv6 encapsulation
+// put inside after it (four at most), and how many; false if the
+// extension headers do not lead to l4.
+func nestedIPv6(p []byte, l4 int) (at [4]int, n int, ok bool) {
+	next, off := p[6], ipv6Len
+	n = 1
+	for off < l4 {
+		switch next {
+		case protoIPv6:
+			if n == len(at) || off+ipv6Len > l4 {
+				return at, n, false
+			}
+			at[n], next, off = off, p[off+6], off+ipv6Len
+			n++
+		case protoHopByHop, protoRouting, protoDstOpts:
+			if off+8 > l4 {
+				return at, n, false
+			}
+			next, off = p[off], off+(int(p[off+1])+1)*8
+		default:
+			return at, n, false
+		}
+	}
+	return at, n, off == l4
+}
+
+// segmentsAlone reports whether super-packet k must be segmented here
+// whatever its egress takes: one with extension headers or an
+// encapsulated packet in front of its transport header. The kernel
+// segments such a packet in software at any transmit (it takes TSO away
+// from IPv6 with extension headers, gso_features_check), and cannot
+// segment IPv6 in IPv6 that a virtio_net_hdr could not mark as such
+// (SKB_GSO_IPXIP6): it would drop it.
+func (k *pkt) segmentsAlone() bool {
+	return k.vh.GSO() && int(k.vh.CsumStart) != ipv6Len
 }
 
 // transportSum sums a transport segment (at p[l4:]) with its IPv6

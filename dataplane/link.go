@@ -22,6 +22,10 @@
 //   - VRFs (vrf.go): a VRF link and its members' domain (one atomic word
 //     per link), the packets of a member routed as coming in by its VRF,
 //     and a route out of a VRF link routed again in its table;
+//   - SRv6 (srv6.go): a path's seg6 encapsulation or seg6local behaviour
+//     run on a packet coming in (package seg6 does the bytes), in the
+//     room the workers' buffers keep in front of each packet, and the
+//     packet routed again; the tunnel source;
 //   - mirrors (mirror.go): the reader of a link's kernel TUN and the
 //     packets given to it (whose TCP teaches CoPP its session peers);
 //     keeping the kernel interface in step is the router's.

@@ -28,6 +28,7 @@ const (
 	protoDstOpts  = uint8(header.IPv6DestinationOptionsExtHdrIdentifier)
 	protoExp1     = uint8(header.IPv6ExperimentExtHdrIdentifier)
 	protoExp2     = uint8(header.IPv6UnknownExtHdrIdentifier)
+	protoIPv6     = 41 // IPv6 in IPv6 (SRv6's encapsulation)
 	// not in gVisor's header package
 	protoAH       = 51
 	protoSCTP     = 132

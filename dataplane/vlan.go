@@ -242,8 +242,8 @@ func (e *ether) count(why DropReason, n int) {
 
 // vlanRuns is a worker's copy of a batch that came in by several links.
 type vlanRuns struct {
-	bufs  [batchSize][]byte
-	sizes [batchSize]int
+	bufs, base [batchSize][]byte
+	sizes      [batchSize]int
 }
 
 // forwardRuns routes a batch that came in by several links (a trunk's
@@ -262,6 +262,7 @@ func (w *worker) forwardRuns(n int) {
 	}
 	t := w.runs
 	copy(t.bufs[:n], w.bufs[:n])
+	copy(t.base[:n], w.base[:n])
 	copy(t.sizes[:n], w.sizes[:n])
 	all := uint64(1)<<n - 1
 	var done uint64
@@ -278,7 +279,7 @@ func (w *worker) forwardRuns(n int) {
 		for _, m := range [3]uint64{run, all &^ (run | done), done} {
 			for i := 0; i < n; i++ {
 				if m&(1<<i) != 0 {
-					w.bufs[j], w.sizes[j] = t.bufs[i], t.sizes[i]
+					w.bufs[j], w.base[j], w.sizes[j] = t.bufs[i], t.base[i], t.sizes[i]
 					j++
 				}
 			}

@@ -74,9 +74,13 @@ func (ls *Links) Members(vrf *Link) []*Link {
 }
 
 // VRFByTable is the VRF link of table t, nil if none.
-func (ls *Links) VRFByTable(t uint32) *Link {
-	for _, l := range ls.All() {
-		if t != 0 && l.vrfTable == t {
+func (ls *Links) VRFByTable(t uint32) *Link { return ls.snap.Load().vrfByTable(t) }
+
+// vrfByTable is the snapshot's VRF link of table t, nil if none; it
+// allocates nothing (End.DT6 asks for every packet).
+func (s *linkSnap) vrfByTable(t uint32) *Link {
+	for _, l := range s.byIndex {
+		if t != 0 && l != nil && l.vrfTable == t {
 			return l
 		}
 	}

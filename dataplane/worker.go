@@ -53,7 +53,10 @@ type worker struct {
 	traced []*TraceRecord
 	cur    *TraceRecord
 
-	bufs    [batchSize][]byte
+	bufs [batchSize][]byte
+	// base are the buffers bufs read into, with the room in front of
+	// each that SRv6 pushes headers into (srv6.go); base[i] is bufs[i]'s
+	base    [batchSize][]byte
 	sizes   [batchSize]int
 	pk      [batchSize]pkt
 	keys    [batchSize]decide.Key
@@ -89,7 +92,8 @@ func newWorker(dp *Dataplane, l *Link, port port.Port, q, id int) *worker {
 		w.eth, w.runs = e, new(vlanRuns)
 	}
 	for i := range w.bufs {
-		w.bufs[i] = make([]byte, vnetHdrLen+maxPacket)
+		w.base[i] = make([]byte, srv6Room+vnetHdrLen+maxPacket)
+		w.bufs[i] = w.base[i][srv6Room:]
 	}
 	w.area = make([]byte, areaSize)
 	return w

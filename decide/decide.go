@@ -408,3 +408,29 @@ func (c *l3cache) of(d *Decider, link int32) uint32 {
 	}
 	return c.table
 }
+
+// noRule is the rule of a decision made without the rules (DecideIn).
+var noRule rules.Rule
+
+// DecideIn is the decision for k in table id alone, without the rules:
+// Linux's ip6_pol_route on one table, as seg6local's End.T and End.DT6
+// look up. NoRoute if the table does not exist or has no route (or a
+// throw route) for k.
+func (d *Decider) DecideIn(k *Key, id uint32) Result {
+	t := d.Tables.Get(id)
+	if t == nil {
+		return Result{Verdict: NoRoute}
+	}
+	h := howOf(k, d.Rules.Load().Loopback())
+	var score fib6.Score
+	if h.link != 0 {
+		score = h.score
+	}
+	pfx, a, ok := t.Get(netip.AddrFrom16(k.Dst), srcOf(&k.Src), score)
+	var r Result
+	if !ok || !d.settle(&r, &noRule, id, a, k, &h) {
+		return Result{Verdict: NoRoute}
+	}
+	r.Prefix = pfx
+	return r
+}

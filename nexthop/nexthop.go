@@ -12,6 +12,7 @@ package nexthop
 import (
 	"fmt"
 	"net/netip"
+	"urouter/seg6"
 )
 
 // Flags qualify a nexthop the way RTNH_F_* flags do in Linux.
@@ -43,6 +44,9 @@ type Nexthop struct {
 	// Link is the egress link's index; 0 means none (reject routes).
 	Link  int32
 	Flags Flags
+	// Encap is the path's SRv6 encapsulation or behaviour (`encap seg6`,
+	// `encap seg6local`); nil for none. Paths compare it by identity.
+	Encap *seg6.State
 }
 
 // IsZero reports whether n names neither a gateway nor a link.

@@ -153,3 +153,11 @@ func (r *Router) setVRFStrict(v string) error {
 	r.sys.vrfStrict = n
 	return nil
 }
+
+// VRFStrict reports net.vrf.strict_mode: End.DT6 into a VRF asks for it,
+// as Linux's l3mdev_ifindex_lookup_by_table_id does.
+func (r *Router) VRFStrict() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.sys.vrfStrict != 0
+}

@@ -1,0 +1,203 @@
+package dataplane
+
+import (
+	"net/netip"
+
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+
+	"urouter/dataplane/port"
+	"urouter/decide"
+	"urouter/seg6"
+)
+
+// SRv6 on the packet path: a route's seg6 encapsulation or seg6local
+// behaviour (package seg6 does what each does to the bytes), run where
+// Linux's lwtunnel input redirect runs it, instead of forwarding; the
+// packet is then routed again, and forwarded (or handled) as any other.
+
+// srv6Room is the room a worker's buffer keeps in front of each packet
+// for what SRv6 pushes: an outer IPv6 header and an SRH of up to 60
+// segments. A packet with less room left is dropped (seg6).
+const srv6Room = 1024
+
+// maxSRv6Steps bounds the behaviours one packet goes through at one
+// router, as a list that names the router's own SIDs over and over would
+// have it go round.
+const maxSRv6Steps = 8
+
+// SetTunnelSource sets the source of the outer headers SRv6 pushes
+// (`sr tunsrc set`); :: is none: each is then selected for its first
+// segment on the route's link, as Linux's set_tun_src.
+func (dp *Dataplane) SetTunnelSource(a netip.Addr) {
+	if a.IsUnspecified() || !a.IsValid() {
+		dp.tunSrc.Store(nil)
+		return
+	}
+	dp.tunSrc.Store(&a)
+}
+
+// TunnelSource is what SetTunnelSource set, :: for none.
+func (dp *Dataplane) TunnelSource() netip.Addr {
+	if a := dp.tunSrc.Load(); a != nil {
+		return *a
+	}
+	return netip.IPv6Unspecified()
+}
+
+// srv6 runs the encapsulation or behaviour of the path r chose for the
+// packet k of buffer i, routes it again and acts on that as on any
+// decision; again while the route found has one of its own.
+func (w *worker) srv6(i int, k *pkt, key *decide.Key, r *decide.Result, links *linkSnap, in *Link, forwarding bool) {
+	for n := 0; k.act == actSRv6; n++ {
+		st := r.Nexthop().Encap
+		if n == maxSRv6Steps {
+			k.drop(DropSRv6)
+			return
+		}
+		if st.Local != nil {
+			w.seg6local(i, k, key, r, st.Local, links, in, forwarding)
+			continue
+		}
+		if !w.seg6encap(i, k, key, r, st.Encap, links, in) {
+			return
+		}
+		act(k, r, links, in.Index, forwarding)
+		if k.act == actLookup {
+			w.viaVRF(k, key, r, links, in.Index, forwarding)
+		}
+	}
+}
+
+// seg6encap is H.Encaps (H.Encaps.Red, H.Insert) of a packet coming in:
+// the outer header's source is the tunnel source or the selection for
+// the first segment on the route's link; the outer packet is decided as
+// coming in by in. A packet whose outer packet would not fit its egress
+// earns its sender a Packet Too Big of the egress MTU less what the
+// encapsulation adds (Linux sends it to the outer source, itself: the
+// sender would never learn). False: k was dropped or answered.
+func (w *worker) seg6encap(i int, k *pkt, key *decide.Key, r *decide.Result, e *seg6.Encap, links *linkSnap, in *Link) bool {
+	base, at := w.room(i, k)
+	grow := e.Len()
+	if at < grow || !k.vh.GSO() && len(k.p)-ipv6Len+grow > 0xffff {
+		k.drop(DropSRv6)
+		return false
+	}
+	first := e.Dst()
+	src := w.dp.TunnelSource()
+	if e.Mode == seg6.ModeInline {
+		src = netip.AddrFrom16([16]byte(k.p.SourceAddressSlice()))
+	} else if src.IsUnspecified() {
+		src, _ = w.dp.Decider.SourceFor(first, r.Nexthop().Link)
+	}
+	outer := *key
+	outer.Dst, outer.Src, outer.Oif = first.As16(), src.As16(), 0
+	outer.Proto, outer.Sport, outer.Dport = protoRouting, 0, 0
+	if e.Len() == ipv6Len {
+		outer.Proto = seg6.ProtoIPv6 // H.Encaps.Red of one segment: no SRH
+	}
+	*r = w.dp.Decider.Decide(&outer)
+	if r.Verdict == decide.Forward {
+		if out := links.at(r.Nexthop().Link); out != nil && !out.IsVRF() && out.carries() {
+			mtu := out.IPv6MTU()
+			if m := int(r.PathMTU()); m != 0 && m < mtu {
+				mtu = m
+			}
+			if k.wireSize()+grow > mtu {
+				k.error(DropTooBig, header.ICMPv6PacketTooBig, 0, uint32(max(mtu-grow, header.IPv6MinimumMTU)))
+				return false
+			}
+		}
+	}
+	var vh [vnetHdrLen]byte
+	copy(vh[:], k.b)
+	start := e.Apply(base, at+vnetHdrLen, src.As16())
+	w.reframe(k, base, vh, start, len(k.p)+grow, grow)
+	*key = outer
+	return true
+}
+
+// seg6local runs a SID's behaviour on a packet coming in, and decides
+// for what it made of it; the behaviour's counters count it.
+func (w *worker) seg6local(i int, k *pkt, key *decide.Key, r *decide.Result, l *seg6.Local, links *linkSnap, in *Link, forwarding bool) {
+	base, at := w.room(i, k)
+	if at < 0 {
+		l.Count(len(k.p), true)
+		k.drop(DropSRv6)
+		return
+	}
+	size := len(k.p)
+	var vh [vnetHdrLen]byte
+	copy(vh[:], k.b)
+	s := l.Process(base, at+vnetHdrLen)
+	if s.Next == seg6.Drop {
+		l.Count(size, true)
+		k.drop(DropSRv6)
+		return
+	}
+	end := at + vnetHdrLen + size
+	if s.Encap != nil { // End.B6.Encaps: the packet as End left it, encapsulated
+		grow := s.Encap.Len()
+		if s.Start-vnetHdrLen < grow || !k.vh.GSO() && end-s.Start-ipv6Len+grow > 0xffff {
+			l.Count(size, true)
+			k.drop(DropSRv6)
+			return
+		}
+		src := w.dp.TunnelSource()
+		if src.IsUnspecified() {
+			src, _ = w.dp.Decider.SourceFor(s.Encap.Dst(), r.Nexthop().Link)
+		}
+		s.Start = s.Encap.Apply(base, s.Start, src.As16())
+	}
+	w.reframe(k, base, vh, s.Start, end-s.Start, at+vnetHdrLen-s.Start)
+	k.keyInto(key, in.flowIif())
+	switch {
+	case s.Via.IsValid():
+		key.Dst, key.Oif = s.Via.As16(), s.Oif
+	case s.VRF != 0:
+		vrf := links.vrfByTable(s.VRF)
+		if vrf == nil {
+			l.Count(size, true)
+			k.drop(DropSRv6)
+			return
+		}
+		key.Iif, key.L3Table = vrf.Index, s.VRF
+	}
+	if s.Table != 0 {
+		*r = w.dp.Decider.DecideIn(key, s.Table)
+	} else {
+		*r = w.dp.Decider.Decide(key)
+	}
+	if r.Verdict == decide.Local && !s.Local {
+		r.Verdict = decide.Blackhole // seg6_lookup_any_nexthop: no local delivery
+	}
+	act(k, r, links, in.Index, forwarding)
+	if k.act == actLookup {
+		w.viaVRF(k, key, r, links, in.Index, forwarding)
+	}
+	l.Count(size, k.act == actDrop && k.reason != DropBlackhole || k.act == actError && k.reason != DropNoRoute && k.reason != DropProhibited)
+}
+
+// room is the buffer packet k of buffer i is in and where k.b starts in
+// it: the room in front of the packet; -1 if k.b is not in it (a test's
+// buffers of their own).
+func (w *worker) room(i int, k *pkt) ([]byte, int) {
+	base := w.base[i]
+	at := cap(base) - cap(k.b)
+	if at < 0 || at >= len(base) || &base[at] != &k.b[0] {
+		return nil, -1
+	}
+	return base, at
+}
+
+// reframe makes k the packet of size bytes at base[start:] after SRv6
+// grew it by grow bytes (negative: shrank it): its virtio_net_hdr, vh as
+// it was, goes in front of it with its offsets moved, and its headers
+// are walked again.
+func (w *worker) reframe(k *pkt, base []byte, vh [vnetHdrLen]byte, start, size, grow int) {
+	k.b = base[start-vnetHdrLen : start+size]
+	copy(k.b, vh[:])
+	port.ShiftVnet(k.b, grow)
+	k.vh = port.DecodeVnet(k.b)
+	k.p = header.IPv6(k.b[vnetHdrLen:])
+	k.l4 = walk(k.p)
+}
