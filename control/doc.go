@@ -16,7 +16,7 @@
 // direction, nor a thread (see control/server's pausingConn).
 //
 // Its objects are ip's address, link, monitor, neighbour, nexthop (with
-// its buckets), ntable, route, rule and vrf, sysctl(8)'s knobs, and urouter's
+// its buckets), ntable, route, rule, sr and vrf, sysctl(8)'s knobs, and urouter's
 // own ra (Router Advertisements), fpm (zebra's FPM feed) and mirror
 // (kernel tables followed).
 //
@@ -42,6 +42,9 @@
 //	route_show.go, route_print.go, route_print_fast.go  route show/flush/save: the
 //	                              selector, the printer, the cache of routes printed alike
 //	route_get.go, route_explain.go route get, and -d's explanation of the decision
+//	route_encap.go, route_seg6local.go  a path's encap seg6 and encap seg6local: their
+//	                              words (iproute_lwtunnel.c's), Linux's checks, the printer
+//	sr.go                         sr tunsrc: the source of SRv6's outer headers
 //	nexthop_{parse,modify,show}.go, nexthop_bucket.go  nexthop objects and buckets
 //	rule_{parse,modify,show}.go   rules
 //	link_{parse,modify,show}.go   links (TUN, TAP, host, dummy)

@@ -60,6 +60,8 @@ func changes(obj string, args [][]byte) bool {
 	switch obj {
 	case "", "monitor", "fpm", "mirror", "save", "status", "help", "capture", "trace", "vrf":
 		return false
+	case "sr":
+		return len(args) > 1 && matches(args[0], "tunsrc") && matches(args[1], "set")
 	case "sysctl":
 		for _, a := range args {
 			if is(a, "-w") || bytes.IndexByte(a, '=') >= 0 {

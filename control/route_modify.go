@@ -253,7 +253,7 @@ func (q *routeReq) fill(rt *fib6.Route, clock time.Time) {
 func (s *Session) routePaths(q *routeReq, l *dataplane.Link, rt *fib6.Route, tid uint32, t *fib6.Table) *cmdErr {
 	switch {
 	case q.nhidSet:
-		if q.gw.IsValid() || l != nil || len(q.legs) > 0 {
+		if q.gw.IsValid() || l != nil || len(q.legs) > 0 || q.encap != nil {
 			return extack("Nexthop specification and nexthop id are mutually exclusive.")
 		}
 		if rt.Object = s.nexthopObject(q.nhid); rt.Object == nil {
@@ -272,6 +272,13 @@ func (s *Session) routePaths(q *routeReq, l *dataplane.Link, rt *fib6.Route, tid
 		}
 		if err := s.checkGateway(rt, tid, t); err != nil {
 			return err
+		}
+		if q.encap != nil && rt.Type == fib6.Unicast {
+			st, err := s.buildEncap(q.encap)
+			if err != nil {
+				return err
+			}
+			rt.Nexthop.Encap = st
 		}
 	}
 	return nil

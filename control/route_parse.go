@@ -47,6 +47,7 @@ type routeReq struct {
 	nhidSet   bool
 	tosSet    bool  // a traffic class other than 0: Linux has none for IPv6
 	legs      []leg // `nexthop ...` paths, in the parse memo's storage
+	encap     *encapReq
 }
 
 // leg is one `nexthop via A dev D weight W onlink` of a multipath route.
@@ -176,6 +177,8 @@ func parseRouteModify(q *routeReq, args [][]byte, pm *parseMemo) *cmdErr {
 			ws.i = len(args)
 		case mkVia, mkDev, mkOnlink, mkNhid:
 			err = q.parsePath(&ws, k, w, pm)
+		case mkEncap:
+			q.encap, err = parseEncap(&ws)
 		default:
 			err = q.parseNode(&ws, k, pm)
 		}
@@ -471,6 +474,7 @@ const (
 	mkDev
 	mkPref
 	mkTos
+	mkEncap
 	mkUnsupported
 )
 
@@ -488,7 +492,7 @@ var modifyWords = sync.OnceValue(func() keywords {
 		{"ssthresh", true, mkUnsupported}, {"realms", true, mkUnsupported}, {"onlink", false, mkOnlink},
 		{"nexthop", false, mkNexthop}, {"nhid", false, mkNhid}, {"protocol", true, mkProtocol},
 		{"table", true, mkTable}, {"vrf", true, mkVRF}, {"dev", false, mkDev}, {"oif", false, mkDev},
-		{"pref", true, mkPref}, {"encap", false, mkUnsupported}, {"ttl-propagate", false, mkUnsupported},
+		{"pref", true, mkPref}, {"encap", false, mkEncap}, {"ttl-propagate", false, mkUnsupported},
 		{"fastopen_no_cookie", true, mkUnsupported},
 	})
 })

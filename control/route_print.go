@@ -94,6 +94,9 @@ func (p *routePrinter) add(r fib6.Route) {
 	if sh.nhid != 0 {
 		w.uint("nhid", " nhid %d", uint64(sh.nhid))
 	}
+	if sh.single != nil && sh.single.Encap != nil {
+		p.encap(sh.single.Encap)
+	}
 	if sh.single != nil || sh.blackhole {
 		nh := nexthop.Nexthop{}
 		if sh.single != nil {

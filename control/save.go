@@ -73,6 +73,9 @@ func (s *Session) save(all bool, emit func(obj string, line []byte)) {
 	sv := saver{s: s, emit: emit, all: all}
 	links := parentsFirst(s.r.Links.All())
 	sv.sysctls(func(name string) bool { return s.r.Links.ByName(knobDev(name)) == nil })
+	if a := s.r.DP.TunnelSource(); !a.IsUnspecified() {
+		sv.line("sr", "sr", "tunsrc", "set", a.String())
+	}
 	for _, l := range links {
 		sv.link(l)
 	}

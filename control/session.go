@@ -333,6 +333,8 @@ func (s *Session) dispatch(obj string, w []byte, rest [][]byte) *cmdErr {
 		return s.ntableCmd(rest)
 	case "vrf":
 		return s.vrfCmd(rest)
+	case "sr":
+		return s.srCmd(rest)
 	case "ra":
 		return s.raCmd(rest)
 	case "fpm":
@@ -355,7 +357,7 @@ func (s *Session) dispatch(obj string, w []byte, rest [][]byte) *cmdErr {
 		return parseErr("Usage: ip [ OPTIONS ] OBJECT { COMMAND | help }\n" +
 			"       ip [ -force ] -batch filename\n" +
 			"where  OBJECT := { address | capture | fpm | link | mirror | monitor | neighbour | nexthop | ntable | ra |\n" +
-			"                   route | rule | trace | vrf }\n" +
+			"                   route | rule | sr | trace | vrf }\n" +
 			"       urouter sysctl [ -n ] [ -q ] [ -w ] [ -a ] NAME[=VALUE]...\n" +
 			"       OPTIONS := { -6 | -s[tatistics] | -d[etails] | -j[son] | -p[retty] | -force }")
 	case "":
