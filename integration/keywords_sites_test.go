@@ -28,7 +28,7 @@ var sites = []site{
 			"rtt": "route metrics", "rto_min": "route metrics", "window": "route metrics", "cwnd": "route metrics",
 			"initcwnd": "route metrics", "initrwnd": "route metrics", "features": "route metrics", "quickack": "route metrics",
 			"congctl": "route metrics", "rttvar": "route metrics", "ssthresh": "route metrics", "fastopen_no_cookie": "route metrics",
-			"realms": "IPv4 realms", "encap": "lightweight tunnels", "ttl-propagate": "lightweight tunnels", "low": "route preferences", "high": "route preferences",
+			"realms": "IPv4 realms", "ttl-propagate": "lightweight tunnels", "low": "route preferences", "high": "route preferences",
 			"anycast": "IPv4 types"}},
 	{fn: "ip/rtm_map.c:rtnl_rtntype_a2n", line: "route add {p} 2001:db8:{n}::/64 dev d0", flag: true,
 		unsupported: map[string]string{"nat": "IPv4 types", "broadcast": "IPv4 types", "brd": "IPv4 types",
