@@ -293,6 +293,12 @@ func (a *Applier) path(p Path) (nexthop.Nexthop, error) {
 	if p.OnLink {
 		nh.Flags |= nexthop.OnLink
 	}
+	if p.Encap {
+		var err error
+		if nh.Encap, err = encapState(p.EncapType, p.EncapRaw, a.linkOf); err != nil {
+			return nh, err
+		}
+	}
 	return nh, nil
 }
 
@@ -328,6 +334,9 @@ func (a *Applier) addRoute(m *Msg) error {
 			ms := make([]nexthop.Member, len(q.Paths))
 			for i, p := range q.Paths {
 				nh, err := a.path(p)
+				if isEncap(err) {
+					return a.refuseEncap(k, err)
+				}
 				if err != nil {
 					return err
 				}
@@ -336,6 +345,9 @@ func (a *Applier) addRoute(m *Msg) error {
 			rt.Group = nexthop.NewGroup(ms)
 		default:
 			nh, err := a.path(q.Path)
+			if isEncap(err) {
+				return a.refuseEncap(k, err)
+			}
 			if err != nil {
 				return err
 			}

@@ -60,6 +60,7 @@ type Path struct {
 	// is its LWTUNNEL_ENCAP_* (0 if not said).
 	Encap     bool
 	EncapType uint16
+	EncapRaw  []byte // RTA_ENCAP's payload, copied
 }
 
 // RouteMsg is an RTM_NEWROUTE or RTM_DELROUTE.
@@ -87,8 +88,9 @@ type NexthopMsg struct {
 	Blackhole bool
 	Group     []GroupEntry
 	Resilient bool
-	Encap     bool   // NHA_ENCAP or NHA_ENCAP_TYPE: refused (encap.go)
+	Encap     bool   // NHA_ENCAP or NHA_ENCAP_TYPE (encap.go, seg6.go)
 	EncapType uint16 // LWTUNNEL_ENCAP_*
+	EncapRaw  []byte // NHA_ENCAP's payload, copied
 }
 
 // GroupEntry is one member of a nexthop group: an id and its weight.
@@ -323,9 +325,13 @@ func decodeMultipath(b []byte) ([]Path, error) {
 	return ps, nil
 }
 
-// decodeEncap notes RTA_ENCAP or RTA_ENCAP_TYPE on p.
+// decodeEncap notes RTA_ENCAP or RTA_ENCAP_TYPE on p, RTA_ENCAP's
+// payload copied (the message's buffer is the reader's).
 func decodeEncap(typ uint16, v []byte, p *Path) error {
 	p.Encap = true
+	if typ == unix.RTA_ENCAP {
+		p.EncapRaw = append([]byte(nil), v...)
+	}
 	if typ == unix.RTA_ENCAP_TYPE {
 		if len(v) != 2 {
 			return malformed("RTA_ENCAP_TYPE of %d bytes", len(v))
@@ -383,7 +389,7 @@ func decodeNexthop(b []byte, n *NexthopMsg) (string, error) {
 			}
 			n.Resilient = err == nil && nl.NativeEndian().Uint16(v) == nhaGroupRes
 		case unix.NHA_ENCAP:
-			n.Encap = true
+			n.Encap, n.EncapRaw = true, append([]byte(nil), v...)
 		case unix.NHA_ENCAP_TYPE:
 			if len(v) != 2 {
 				err = malformed("NHA_ENCAP_TYPE of %d bytes", len(v))

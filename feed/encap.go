@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"urouter/nexthop"
+	"urouter/seg6"
 )
 
-// Routes and nexthops that ask for a lightweight tunnel (SRv6's seg6 and
-// seg6local, MPLS...: RTA_ENCAP, NHA_ENCAP) are refused: urouter sends
-// nothing encapsulated, and installed without its encapsulation such a
+// Routes and nexthops that ask for a lightweight tunnel other than SRv6's
+// seg6 and seg6local (seg6.go) (MPLS, ip6, bpf...: RTA_ENCAP, NHA_ENCAP)
+// are refused: urouter does not encapsulate so, and installed without its encapsulation such a
 // route would send the traffic out as it came, where zebra meant it to
 // leave in a tunnel (a VPN's traffic into the underlay). The kernel
 // without the tunnel type's support refuses them the same way.
@@ -42,22 +43,25 @@ func isEncap(err error) bool {
 }
 
 // encapOf is the refusal of a route that forwards (unicast) through an
-// encapsulation, on any of its paths; nil if it asks for none. A reject
-// route's encapsulation moves nothing: it is installed without it.
+// encapsulation urouter does not do, on any of its paths; nil if it asks
+// for none or for SRv6 (seg6.go builds that). A reject route's
+// encapsulation moves nothing: it is installed without it.
 func encapOf(q *RouteMsg) error {
 	if q.Type != syscall.RTN_UNICAST {
 		return nil
 	}
-	if q.Encap {
+	if q.Encap && !isSeg6(q.EncapType) {
 		return errEncap(q.EncapType)
 	}
 	for i := range q.Paths {
-		if q.Paths[i].Encap {
+		if q.Paths[i].Encap && !isSeg6(q.Paths[i].EncapType) {
 			return errEncap(q.Paths[i].EncapType)
 		}
 	}
 	return nil
 }
+
+func isSeg6(typ uint16) bool { return typ == seg6.EncapTypeSeg6 || typ == seg6.EncapTypeSeg6Local }
 
 // refuseEncap refuses the route of key k, whose encapsulation urouter
 // cannot do, with err, and takes away the route it replaces: zebra (or the kernel) has

@@ -15,12 +15,22 @@ import (
 	"urouter/fib6"
 )
 
-// encaps are the lightweight tunnels zebra asks for, by iproute2's name:
-// SRv6 (seg6, 5) and its local behaviours (seg6local, 7), and MPLS (1).
+// encaps are the lightweight tunnels zebra asks for that urouter does
+// not do, by iproute2's name: MPLS (1), and SRv6 behaviours Linux would
+// refuse (End.DT6 with no table) or urouter does not do (End.DX4).
 var encaps = map[string]netlink.Encap{
-	"seg6":      &netlink.SEG6Encap{Mode: nl.SEG6_IPTUN_MODE_ENCAP, Segments: []net.IP{net.ParseIP("2001:db8:5::1")}},
-	"seg6local": &netlink.SEG6LocalEncap{Action: nl.SEG6_LOCAL_ACTION_END_DT6, Table: 100},
-	"mpls":      &netlink.MPLSEncap{Labels: []int{100, 200}},
+	"mpls":           &netlink.MPLSEncap{Labels: []int{100, 200}},
+	"seg6local-bad":  &netlink.SEG6LocalEncap{Action: nl.SEG6_LOCAL_ACTION_END_DT6},
+	"seg6local-dx4":  &netlink.SEG6LocalEncap{Action: nl.SEG6_LOCAL_ACTION_END_DX4, InAddr: net.ParseIP("192.0.2.1")},
+	"seg6-hmac-none": &netlink.SEG6Encap{Mode: 7, Segments: []net.IP{net.ParseIP("2001:db8:5::1")}},
+}
+
+// encapRefusals are the last refusal each encap of encaps is logged with.
+var encapRefusals = map[string]string{
+	"mpls":           "lwt encapsulation type not supported: encap mpls",
+	"seg6local-bad":  "table or vrftable must be specified",
+	"seg6local-dx4":  "SRv6 behaviour not supported by this router",
+	"seg6-hmac-none": "invalid SRv6 encapsulation",
 }
 
 // TestEncapRefused: a route with an encapsulation, at its top or on one
@@ -74,7 +84,7 @@ func testEncapRefused(t *testing.T, name string, e netlink.Encap) {
 	if n := ap.Stats.Rejected.Load(); n != 4 {
 		t.Errorf("rejected %d, want 4 (top, a path, a new route, a nexthop): %s", n, ap.LastError())
 	}
-	if le := ap.LastError(); le != "nexthop add id 10: lwt encapsulation type not supported: encap "+name {
+	if le := ap.LastError(); le != "nexthop add id 10: "+encapRefusals[name] {
 		t.Errorf("last error %q", le)
 	}
 	for _, q := range []route{plain, mp, fresh} {
@@ -85,7 +95,7 @@ func testEncapRefused(t *testing.T, name string, e netlink.Encap) {
 	if _, nhs := ap.Owned(); nhs != 0 {
 		t.Errorf("owned %d nexthops, want 0", nhs)
 	}
-	if len(logged) != 1 || !strings.Contains(logged[0], "route add 2001:db8:a::/48: lwt encapsulation type not supported") {
+	if len(logged) != 1 || !strings.Contains(logged[0], "route add 2001:db8:a::/48: "+encapRefusals[name]) {
 		t.Errorf("logged %q, want the first refusal alone", logged)
 	}
 }

@@ -33,10 +33,14 @@ func (g *pendingGroup) on() uint32 { return g.msg.Group[g.at].ID }
 
 func (a *Applier) addNexthop(n *NexthopMsg) error {
 	a.unpend(n.ID) // this message is what the id is now
-	if n.Encap {
+	if n.Encap && !isSeg6(n.EncapType) {
 		return a.refuseEncapNexthop(n.ID, errEncap(n.EncapType))
 	}
-	return a.tryAdd(n, 0)
+	err := a.tryAdd(n, 0)
+	if isEncap(err) {
+		return a.refuseEncapNexthop(n.ID, err)
+	}
+	return err
 }
 
 // tryAdd adds n if its members from n.Group[from] on exist (those before
@@ -116,7 +120,7 @@ func (a *Applier) putNexthop(n *NexthopMsg) error {
 	case n.Blackhole:
 		s.Flags |= nexthop.Blackhole
 	default:
-		nh, err := a.path(Path{Gateway: n.Gateway, OIF: n.OIF, OnLink: n.OnLink})
+		nh, err := a.path(Path{Gateway: n.Gateway, OIF: n.OIF, OnLink: n.OnLink, Encap: n.Encap, EncapType: n.EncapType, EncapRaw: n.EncapRaw})
 		if err != nil {
 			return err
 		}
