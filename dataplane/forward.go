@@ -102,11 +102,11 @@ func (w *worker) forward(n int) {
 		if k.act == actLookup {
 			w.viaVRF(k, &w.keys[j], &w.res[j], links, in.Index, forwarding)
 		}
+		if k.tr != nil {
+			w.traceDecision(k, &w.keys[j]) // the first decision; SRv6's record their own
+		}
 		if k.act == actSRv6 {
 			w.srv6(w.pending[j], k, &w.keys[j], &w.res[j], links, in, forwarding)
-		}
-		if k.tr != nil {
-			w.traceDecision(k, &w.keys[j])
 		}
 	}
 	for i := 0; i < n; i++ {

@@ -59,11 +59,17 @@ func (w *worker) srv6(i int, k *pkt, key *decide.Key, r *decide.Result, links *l
 			continue
 		}
 		if !w.seg6encap(i, k, key, r, st.Encap, links, in) {
+			if k.tr != nil {
+				k.tr.add(StageSRv6, "encap seg6 mode %s: %s", st.Encap.Mode, k.reason)
+			}
 			return
 		}
 		act(k, r, links, in.Index, forwarding)
 		if k.act == actLookup {
 			w.viaVRF(k, key, r, links, in.Index, forwarding)
+		}
+		if k.tr != nil {
+			k.traceSRv6("encap seg6 mode "+st.Encap.Mode.String(), key, r)
 		}
 	}
 }
@@ -128,10 +134,14 @@ func (w *worker) seg6local(i int, k *pkt, key *decide.Key, r *decide.Result, l *
 	size := len(k.p)
 	var vh [vnetHdrLen]byte
 	copy(vh[:], k.b)
+	sid := netip.AddrFrom16([16]byte(k.p.DestinationAddressSlice()))
 	s := l.Process(base, at+vnetHdrLen)
 	if s.Next == seg6.Drop {
 		l.Count(size, true)
 		k.drop(DropSRv6)
+		if k.tr != nil {
+			k.tr.add(StageSRv6, "action %s sid %s: refused (no SRH, none left, or a bad one)", l.Action, sid)
+		}
 		return
 	}
 	end := at + vnetHdrLen + size
@@ -173,6 +183,9 @@ func (w *worker) seg6local(i int, k *pkt, key *decide.Key, r *decide.Result, l *
 	act(k, r, links, in.Index, forwarding)
 	if k.act == actLookup {
 		w.viaVRF(k, key, r, links, in.Index, forwarding)
+	}
+	if k.tr != nil {
+		k.traceSRv6("action "+l.Action.String()+" sid "+sid.String(), key, r)
 	}
 	l.Count(size, k.act == actDrop && k.reason != DropBlackhole || k.act == actError && k.reason != DropNoRoute && k.reason != DropProhibited)
 }

@@ -239,3 +239,31 @@ func TestSRv6EncapGSO(t *testing.T) {
 		t.Errorf("%d bytes of payload through, want %d", total, size)
 	}
 }
+
+// TestSRv6Trace: a trace records each SRv6 step: the encapsulation, the
+// outer packet it made and where that was decided to go; the behaviour,
+// its SID, the Segments Left it left; a refused packet, why.
+func TestSRv6Trace(t *testing.T) {
+	r := newRig(t)
+	withSRv6(t, r)
+	r.dp.ArmTrace(3, r.ta, nil)
+	r.run(craft(t, append([]gopacket.SerializableLayer{ipv6(host1, net.ParseIP("2001:db8:9::1"), layers.IPProtocolUDP, 64)}, udp(100)...)...),
+		srPacket(t, tenant, 1, sidEnd, nextSID), srPacket(t, tenant, 0, sidEnd, nextSID))
+	recs, _ := r.dp.Traces()
+	if len(recs) != 3 {
+		t.Fatalf("%d records, want 3", len(recs))
+	}
+	for i, want := range []string{
+		"encap seg6 mode encap: 2001:db8:2::1 > 2001:db8:2::5 segleft 1 hoplimit 63; lookup 2001:db8:2::5 in table 254: forward dev tb",
+		"action End sid fc00:1::1: 2001:db8:1::2 > 2001:db8:2::7 segleft 0 hoplimit 63; lookup 2001:db8:2::7 in table 254: forward dev tb",
+		"action End sid fc00:1::1: refused (no SRH, none left, or a bad one)",
+	} {
+		found := false
+		for _, st := range recs[i].Steps {
+			found = found || st.Stage == dataplane.StageSRv6 && st.Text == want
+		}
+		if !found {
+			t.Errorf("record %d has no seg6 step %q: %+v", i, want, recs[i].Steps)
+		}
+	}
+}

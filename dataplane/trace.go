@@ -11,6 +11,7 @@ import (
 	"urouter/dataplane/port"
 	"urouter/decide"
 	"urouter/ndisc"
+	"urouter/seg6"
 )
 
 // Packet tracing (`trace add COUNT [dev LINK] [FILTER]`): the next COUNT
@@ -35,9 +36,10 @@ const (
 	StageICMP // the ICMPv6 error the packet earned
 	StageNeighbour
 	StageWrite
+	StageSRv6 // an encapsulation or behaviour, and the decision after it
 )
 
-var stageNames = [...]string{"read", "parse", "decide", "forward", "local", "drop", "icmp6", "neighbour", "write"}
+var stageNames = [...]string{"read", "parse", "decide", "forward", "local", "drop", "icmp6", "neighbour", "write", "seg6"}
 
 func (s TraceStage) String() string { return stageNames[s] }
 
@@ -243,6 +245,40 @@ func (w *worker) traceAct(k *pkt) {
 		}
 		k.tr.add(StageLocal, "for the router (address of %s)", name)
 	}
+}
+
+// traceSRv6 records an SRv6 step of a traced packet: what it did (what),
+// the packet as it left the step, and the decision made for it then.
+func (k *pkt) traceSRv6(what string, key *decide.Key, r *decide.Result) {
+	p := k.p
+	seg := ""
+	if h := seg6.SRHAt(p, seg6.Find(p, false)); h != nil {
+		seg = fmt.Sprintf(" segleft %d", h.SegmentsLeft())
+	}
+	how := fmt.Sprintf("lookup %s: no route", netip.AddrFrom16(key.Dst))
+	if r.Verdict != decide.NoRoute {
+		how = fmt.Sprintf("lookup %s in table %d: %s", netip.AddrFrom16(key.Dst), r.Table, verdictWord(r, k))
+	}
+	k.tr.add(StageSRv6, "%s: %s > %s%s hoplimit %d; %s", what, netip.AddrFrom16([16]byte(p.SourceAddressSlice())),
+		netip.AddrFrom16([16]byte(p.DestinationAddressSlice())), seg, p.HopLimit(), how)
+}
+
+// verdictWord is a decision as an SRv6 step's record words it.
+func verdictWord(r *decide.Result, k *pkt) string {
+	switch r.Verdict {
+	case decide.Forward:
+		if k.egress != nil {
+			return "forward dev " + k.egress.Name
+		}
+		return "forward"
+	case decide.Local:
+		return "local"
+	case decide.Blackhole:
+		return "blackhole"
+	case decide.Prohibit:
+		return "prohibit"
+	}
+	return "unreachable"
 }
 
 // traceICMP records the ICMPv6 error a traced packet earned, sent or held
