@@ -149,3 +149,55 @@ func sendSRH(t *testing.T, ns string, sid netip.Addr, msg string) {
 		}
 	})
 }
+
+// TestSRv6L3VPN: two routers, an L3VPN over SRv6 between them. Host A
+// is on R1; host B on R2, in R2's VRF red (table 10). R1 encapsulates
+// A's traffic to B's prefix towards R2's End.DT6 SID, which
+// decapsulates it into red's table; B's answers leak from red to R1
+// unencapsulated. Ping and TCP reach B; the SID's counters count the
+// packets.
+func TestSRv6L3VPN(t *testing.T) {
+	parallel(t)
+	needRoot(t)
+	r1, r2, a, b := newNetns(t, "uro-v1"), newNetns(t, "uro-v2"), newNetns(t, "uro-va"), newNetns(t, "uro-vb")
+	mustRun(t, "ip", "-n", r1, "link", "add", "e2", "type", "veth", "peer", "name", "e1", "netns", r2)
+	for _, h := range []struct{ ns, r, link, net string }{{a, r1, "e1", "2001:db8:a"}, {b, r2, "e2", "2001:db8:b"}} {
+		mustRun(t, "ip", "-n", h.r, "link", "add", h.link, "type", "veth", "peer", "name", "eth0", "netns", h.ns)
+		mustRun(t, "ip", "netns", "exec", h.ns, "sysctl", "-qw", "net.ipv6.conf.eth0.accept_dad=0")
+		mustRun(t, "ip", "-n", h.ns, "addr", "add", h.net+"::2/64", "dev", "eth0", "nodad")
+		mustRun(t, "ip", "-n", h.ns, "link", "set", "eth0", "up")
+		mustRun(t, "ip", "-n", h.ns, "-6", "route", "add", "default", "via", h.net+"::1")
+	}
+	link := func(name, addr string) []string {
+		return []string{"link add " + name + " type host dev " + name, "link set " + name + " up", "address add " + addr + " dev " + name}
+	}
+	c1 := append(link("e1", "2001:db8:a::1/64"), link("e2", "2001:db8:12::1/64")...)
+	c1 = append(c1, "route add fc00:2::/48 via 2001:db8:12::2 dev e2",
+		"route add 2001:db8:b::/64 encap seg6 mode encap segs fc00:2::d6 dev e2")
+	c2 := []string{"sysctl -w net.vrf.strict_mode=1", "link add red type vrf table 10", "link set red up"}
+	c2 = append(c2, link("e1", "2001:db8:12::2/64")...)
+	c2 = append(c2, "link add e2 type host dev e2", "link set e2 master red", "link set e2 up", "address add 2001:db8:b::1/64 dev e2",
+		"route add fc00:2::d6/128 encap seg6local action End.DT6 vrftable 10 count dev e1",
+		"route add 2001:db8:a::/64 via 2001:db8:12::1 dev e1 vrf red")
+	startDaemon(t, r1, c1...)
+	d2 := startDaemon(t, r2, c2...)
+	if out, _, st := runCmd("ip", "netns", "exec", a, "ping", "-6", "-c", "5", "-i", "0.05", "-W", "2", "2001:db8:b::2"); st != 0 {
+		t.Fatalf("A to B over the VPN:\n%s", out)
+	}
+	out, _, _ := d2.run("-s", "route", "show", "fc00:2::d6")
+	if !strings.Contains(out, "action End.DT6 vrftable 10 packets 5 bytes ") || !strings.Contains(out, " errors 0 ") {
+		t.Errorf("the End.DT6 SID's counters after 5 echoes:\n%s", out)
+	}
+	srv := startIn(t, b, "iperf3", "-s", "-1")
+	defer srv.stop()
+	waitUntil(t, "iperf3 to listen", func() bool {
+		o, _, _ := runCmd("ip", "netns", "exec", b, "ss", "-Htln", "sport", "= :5201")
+		return strings.Contains(o, "5201")
+	})
+	out, errs, st := runCmd("ip", "netns", "exec", a, "iperf3", "-6", "-c", "2001:db8:b::2", "-t", "2", "-J")
+	bps, ok := iperfReceived(out)
+	if st != 0 || !ok || bps < 50e6 {
+		t.Errorf("iperf3 from A to B over the VPN: %.0f bit/s (%d)\n%s%s", bps, st, out, errs)
+	}
+	t.Logf("TCP over the SRv6 L3VPN (H.Encaps, End.DT6 into a VRF): %.2f Gbit/s", bps/1e9)
+}
