@@ -7,7 +7,6 @@ import (
 	"strings"
 	"syscall"
 
-	"urouter/fib6"
 	"urouter/seg6"
 )
 
@@ -191,11 +190,16 @@ func seg6Refused(err error) *cmdErr {
 
 // encap prints a path's encapsulation as lwt_print_encap does.
 func (p *routePrinter) encap(st *seg6.State) {
-	w := &p.out
+	printEncap(&p.out, p.s, st)
+}
+
+// printEncap prints encapsulation st with w; s names the links and says
+// whether counters print (-s).
+func printEncap(w *printer, s *Session, st *seg6.State) {
 	if st.Local == nil {
 		w.str("encap", "  encap %s", "seg6")
 		w.str("mode", " mode %s", st.Encap.Mode.String())
-		p.srh(st.Encap.SRH)
+		printSRH(w, st.Encap.SRH)
 		return
 	}
 	l := st.Local
@@ -203,7 +207,7 @@ func (p *routePrinter) encap(st *seg6.State) {
 	w.str("action", " action %s", l.Action.String())
 	if l.SRH != nil {
 		w.openObject("srh")
-		p.srh(l.SRH)
+		printSRH(w, l.SRH)
 		w.closeObject()
 	}
 	if l.Table != 0 {
@@ -216,9 +220,13 @@ func (p *routePrinter) encap(st *seg6.State) {
 		w.addr("nh6", " nh6 %s", l.NH6)
 	}
 	if l.OIF != 0 {
-		w.str("oif", " oif %s", p.linkName(&fib6.Route{}, l.OIF))
+		name := "if" + strconv.Itoa(int(l.OIF))
+		if ol := s.r.Links.ByIndex(l.OIF); ol != nil {
+			name = ol.Name
+		}
+		w.str("oif", " oif %s", name)
 	}
-	if l.Counted && p.s.opt.Stats > 0 {
+	if l.Counted && s.opt.Stats > 0 {
 		pk, by, er := l.Counters()
 		w.openObject("stats64")
 		w.uint("packets", " packets %d", pk)
@@ -226,13 +234,12 @@ func (p *routePrinter) encap(st *seg6.State) {
 		w.uint("errors", " errors %d", er)
 		w.closeObject()
 	}
-	p.flavors(&l.Flavors)
+	printFlavors(w, &l.Flavors)
 }
 
-// srh prints an SRH's segments, first to last (an SRH with an HMAC is
-// refused, so its key id never prints).
-func (p *routePrinter) srh(h seg6.SRH) {
-	w := &p.out
+// printSRH prints an SRH's segments, first to last (an SRH with an HMAC
+// is refused, so its key id never prints).
+func printSRH(w *printer, h seg6.SRH) {
 	segs := h.Segments()
 	if w.json() {
 		names := make([]string, len(segs))
@@ -240,25 +247,25 @@ func (p *routePrinter) srh(h seg6.SRH) {
 			names[i] = a.String()
 		}
 		w.strings("segs", "", names)
-	} else {
-		var b strings.Builder
-		b.WriteString(" segs ")
-		b.WriteString(strconv.Itoa(len(segs)))
-		b.WriteString(" [")
-		for _, a := range segs {
-			b.WriteString(" " + a.String())
-		}
-		b.WriteString(" ]")
-		w.text(b.String())
+		return
 	}
+	var b strings.Builder
+	b.WriteString(" segs ")
+	b.WriteString(strconv.Itoa(len(segs)))
+	b.WriteString(" [")
+	for _, a := range segs {
+		b.WriteString(" " + a.String())
+	}
+	b.WriteString(" ]")
+	w.text(b.String())
 }
 
-// flavors prints a behaviour's flavors, NEXT-C-SID's lengths with them.
-func (p *routePrinter) flavors(f *seg6.Flavors) {
+// printFlavors prints a behaviour's flavors, NEXT-C-SID's lengths with
+// them.
+func printFlavors(w *printer, f *seg6.Flavors) {
 	if f.Ops == 0 {
 		return
 	}
-	w := &p.out
 	names := flavorNames(f.Ops)
 	if w.json() {
 		w.strings("flavors", "", names)

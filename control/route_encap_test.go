@@ -84,6 +84,15 @@ func checkSRv6Shows(t *testing.T, r *router.Router) {
 			t.Errorf("route show -s: no %q in\n%s", want, out)
 		}
 	}
+	out, _, _ = run(r, wire.Options{}, "route get 2001:db8:9::1", "route get fc00:1::1")
+	for _, want := range []string{
+		"2001:db8:9::1 from ::  encap seg6 mode encap segs 2 [ fc00::1 fc00::2 ] dev d1 src 2001:db8:1::1 metric 1024 pref medium\n",
+		"fc00:1::1 from ::  encap seg6local action End flavors psp dev d1 src 2001:db8:1::1 metric 1024 pref medium\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("route get: no %q in\n%s", want, out)
+		}
+	}
 	out, _, _ = run(r, wire.Options{JSON: true}, "route show fc00:1::5", "route show 2001:db8:9::/64", "route show fc00:1::2", "sr tunsrc show")
 	for _, want := range []string{
 		`"dst":"fc00:1::5","encap":"seg6local","action":"End.B6.Encaps","srh":{"segs":["fc00::7","fc00::8"]},"dev":"d1"`,
