@@ -2,6 +2,7 @@ package control
 
 import (
 	"sync"
+	"syscall"
 	"urouter/fib6"
 	"urouter/nexthop"
 )
@@ -93,6 +94,14 @@ func (s *Session) nexthopModify(args [][]byte, replace bool) *cmdErr {
 		if err := s.checkNexthopGateway(sp); err != nil {
 			return err
 		}
+		if q.encap != nil {
+			if q.encap.local && sp.Family != nexthop.FamilyInet6 {
+				return answers(syscall.EINVAL) // seg6_local_build_state: IPv6 only
+			}
+			if sp.Encap, err = s.buildEncap(q.encap); err != nil {
+				return err
+			}
+		}
 	}
 	o, err := s.r.Nexthops.Add(*sp, replace)
 	if err != nil {
@@ -117,8 +126,11 @@ func (s *Session) nexthopKind(q *nhReq) *cmdErr {
 		if q.blackhole || sp.Gateway.IsValid() || q.dev != nil || s.opt.Inet6 { // a group is AF_UNSPEC
 			return extack("Invalid family for group.")
 		}
+		if q.encap != nil {
+			return extack("No other attributes can be set in nexthop groups.")
+		}
 	case q.blackhole:
-		if sp.Gateway.IsValid() || q.dev != nil {
+		if sp.Gateway.IsValid() || q.dev != nil || q.encap != nil {
 			return extack("Blackhole attribute can not be used with gateway, oif, encap or fdb.")
 		}
 		sp.Flags |= nexthop.Blackhole

@@ -26,6 +26,7 @@ type nhReq struct {
 	dev       []byte
 	blackhole bool
 	idSet     bool
+	encap     *encapReq
 }
 
 // parseNexthop reads ipnexthop_modify's words.
@@ -69,7 +70,9 @@ func (s *Session) parseNexthop(q *nhReq, args [][]byte) *cmdErr {
 				}
 				q.sp.Proto = uint8(p)
 			}
-		case is(w, "encap"), is(w, "fdb"):
+		case is(w, "encap"):
+			q.encap, err = parseEncap(&ws)
+		case is(w, "fdb"):
 			return unsupported(w)
 		case is(w, "help"):
 			return nexthopUsage()

@@ -215,6 +215,10 @@ func (p *nhPrinter) print(v *nexthop.Version) {
 	if v.IsGroup() {
 		p.group(v)
 	}
+	if v.Encap != nil {
+		printEncap(w, p.s, v.Encap, " encap %s") // lwt_print_encap's " encap %s "
+		w.text(" ")
+	}
 	if v.Gateway.IsValid() {
 		w.addr("gateway", "via %s ", v.Gateway)
 	}

@@ -190,20 +190,21 @@ func seg6Refused(err error) *cmdErr {
 
 // encap prints a path's encapsulation as lwt_print_encap does.
 func (p *routePrinter) encap(st *seg6.State) {
-	printEncap(&p.out, p.s, st)
+	printEncap(&p.out, p.s, st, "  encap %s")
 }
 
-// printEncap prints encapsulation st with w; s names the links and says
-// whether counters print (-s).
-func printEncap(w *printer, s *Session, st *seg6.State) {
+// printEncap prints encapsulation st with w, its first words through
+// first (the spaces before them differ from route to nexthop); s names
+// the links and says whether counters print (-s).
+func printEncap(w *printer, s *Session, st *seg6.State, first string) {
 	if st.Local == nil {
-		w.str("encap", "  encap %s", "seg6")
+		w.str("encap", first, "seg6")
 		w.str("mode", " mode %s", st.Encap.Mode.String())
 		printSRH(w, st.Encap.SRH)
 		return
 	}
 	l := st.Local
-	w.str("encap", "  encap %s", "seg6local")
+	w.str("encap", first, "seg6local")
 	w.str("action", " action %s", l.Action.String())
 	if l.SRH != nil {
 		w.openObject("srh")

@@ -52,6 +52,13 @@ func TestSRv6Grammar(t *testing.T) {
 		{"route add fc00:2::/64 encap seg6local action End.X dev d1", 2, "RTNETLINK answers: Invalid argument\n"},
 		{"route add fc00:2::/64 encap seg6 mode encap segs fc00::1 hmac 7 dev d1", 2, "Error: SRv6 HMAC is not supported by this router\n"},
 		{"route add fc00:2::/64 nhid 1 encap seg6 mode encap segs fc00::1", 2, "Error: Nexthop specification and nexthop id are mutually exclusive.\n"},
+		{"nexthop add id 7 encap seg6local action End.T table 20 dev d1", 2, "RTNETLINK answers: Invalid argument\n"}, // an IPv4 nexthop
+		{"-6 nexthop add id 7 encap seg6local action End.T table 20 dev d1", 0, ""},
+		{"nexthop add id 8 encap seg6 mode encap segs fc00::9 via 2001:db8:1::2 dev d1", 0, ""},
+		{"nexthop add id 9 group 7/8", 0, ""},
+		{"route add 2001:db8:c::/64 nhid 8", 0, ""},
+		{"nexthop add id 10 group 7 encap seg6local action End count", 2, "Error: No other attributes can be set in nexthop groups.\n"},
+		{"nexthop add id 10 blackhole encap seg6local action End", 2, "Error: Blackhole attribute can not be used with gateway, oif, encap or fdb.\n"},
 		{"sysctl -w net.vrf.strict_mode=1", 0, ""},
 		{"route add fc00:2::/64 encap seg6local action End.DT6 vrftable 20 dev d1", 2, "Error: Table has no associated VRF device\n"},
 		{"sr tunsrc set fc00::99", 0, ""},
@@ -104,12 +111,22 @@ func checkSRv6Shows(t *testing.T, r *router.Router) {
 			t.Errorf("-j: no %s in\n%s", want, out)
 		}
 	}
+	out, _, _ = run(r, wire.Options{}, "nexthop show id 7", "nexthop show id 8", "route show 2001:db8:c::/64")
+	for _, want := range []string{
+		"id 7  encap seg6local action End.T table 20 dev d1 scope link \n",
+		"id 8  encap seg6 mode encap segs 1 [ fc00::9 ] via 2001:db8:1::2 dev d1 scope link \n",
+		"2001:db8:c::/64 nhid 8  encap seg6 mode encap segs 1 [ fc00::9 ] via 2001:db8:1::2 dev d1 metric 1024 pref medium\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("nexthop show: no %q in\n%s", want, out)
+		}
+	}
 	saved, _, _ := run(r, wire.Options{}, "save")
 	again := router.New()
 	if _, errs, st := run(again, wire.Options{}, strings.Split(strings.TrimSpace(saved), "\n")...); st != 0 {
 		t.Fatalf("save's lines: %d %s\n%s", st, errs, saved)
 	}
-	for _, cmd := range []string{"route show", "sr tunsrc show"} {
+	for _, cmd := range []string{"route show", "sr tunsrc show", "nexthop show"} {
 		a, _, _ := run(r, wire.Options{}, cmd)
 		b, _, _ := run(again, wire.Options{}, cmd)
 		if a != b {

@@ -287,7 +287,7 @@ func (s *Session) printGet(q *getReq, res *decide.Result) {
 	w.addr("dst", "%s", q.dst)
 	w.addr("from", " from %s", from)
 	if res.Path.Encap != nil {
-		printEncap(&w, s, res.Path.Encap)
+		printEncap(&w, s, res.Path.Encap, "  encap %s")
 	}
 	if res.Path.Gateway.IsValid() {
 		w.addr("gateway", " via %s", res.Path.Gateway)

@@ -338,6 +338,9 @@ func (sv *saver) nexthops() {
 		case v.Flags&nexthop.Blackhole != 0:
 			b = append(b, " blackhole"...)
 		default:
+			if v.Encap != nil {
+				b = sv.s.appendEncap(b, v.Encap) // before via and dev, which end its words
+			}
 			b = sv.s.appendPath(b, v.Nexthop, true)
 		}
 		if v.Proto != 0 {

@@ -81,7 +81,7 @@ var sites = []site{
 	{fn: "ip/ipnexthop.c:ipnh_modify", line: "nexthop add id {n} dev d0 {p}",
 		value: map[string]string{"id": "{n}", "dev": "d0", "via": "2001:db8:91::2", "encap": "mpls 100", "blackhole": "-",
 			"fdb": "-", "onlink": "-", "group": "1", "type": "mpath", "protocol": "static", "help": "-"},
-		unsupported: map[string]string{"encap": "lightweight tunnels", "fdb": "bridge FDB nexthops"}},
+		unsupported: map[string]string{"fdb": "bridge FDB nexthops"}},
 	{fn: "ip/ipnexthop.c:parse_nh_group_type_res", line: "nexthop add id {n} group 1 type resilient {p}",
 		value: map[string]string{"buckets": "8", "idle_timer": "10", "unbalanced_timer": "10"}},
 	{fn: "ip/ipnexthop.c:read_nh_group_type", line: "nexthop add id {n} group 1 type {p}", flag: true},
