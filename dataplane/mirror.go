@@ -300,6 +300,12 @@ func (w *worker) forwardOwn(n int) {
 		}
 		r := w.dp.Decider.Decide(key)
 		w.ownLeak(key, &r, links)
+		// a seg6 route encapsulates the kernel's packets too (Linux's
+		// output redirect); a seg6local behaviour is for packets coming in
+		if st := r.Nexthop().Encap; r.Verdict == decide.Forward && st != nil && st.Encap != nil && !w.seg6encap(i, k, key, &r, st.Encap, links) {
+			m.Dropped.Add(1)
+			continue
+		}
 		switch r.Verdict {
 		case decide.Forward:
 			out := links.at(r.Nexthop().Link)

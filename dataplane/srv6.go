@@ -58,7 +58,7 @@ func (w *worker) srv6(i int, k *pkt, key *decide.Key, r *decide.Result, links *l
 			w.seg6local(i, k, key, r, st.Local, links, in, forwarding)
 			continue
 		}
-		if !w.seg6encap(i, k, key, r, st.Encap, links, in) {
+		if !w.seg6encap(i, k, key, r, st.Encap, links) {
 			if k.tr != nil {
 				k.tr.add(StageSRv6, "encap seg6 mode %s: %s", st.Encap.Mode, k.reason)
 			}
@@ -77,11 +77,11 @@ func (w *worker) srv6(i int, k *pkt, key *decide.Key, r *decide.Result, links *l
 // seg6encap is H.Encaps (H.Encaps.Red, H.Insert) of a packet coming in:
 // the outer header's source is the tunnel source or the selection for
 // the first segment on the route's link; the outer packet is decided as
-// coming in by in. A packet whose outer packet would not fit its egress
+// the inner was (its key's way in). A packet whose outer packet would not fit its egress
 // earns its sender a Packet Too Big of the egress MTU less what the
 // encapsulation adds (Linux sends it to the outer source, itself: the
 // sender would never learn). False: k was dropped or answered.
-func (w *worker) seg6encap(i int, k *pkt, key *decide.Key, r *decide.Result, e *seg6.Encap, links *linkSnap, in *Link) bool {
+func (w *worker) seg6encap(i int, k *pkt, key *decide.Key, r *decide.Result, e *seg6.Encap, links *linkSnap) bool {
 	base, at := w.room(i, k)
 	grow := e.Len()
 	if at < grow || !k.vh.GSO() && len(k.p)-ipv6Len+grow > 0xffff {

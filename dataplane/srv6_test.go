@@ -321,3 +321,21 @@ func BenchmarkForwardSRv6(b *testing.B) {
 		})
 	}
 }
+
+// TestSRv6Own: the kernel's packets out of a mirror to a seg6 route's
+// prefix are encapsulated too (Linux's output redirect), keeping the hop
+// limit the kernel gave them.
+func TestSRv6Own(t *testing.T) {
+	r := newRig(t)
+	withSRv6(t, r)
+	mw := dataplane.NewTestMirrorWorker(r.dp, r.ta, 1)
+	mw.ForwardOwn(craft(t, append([]gopacket.SerializableLayer{ipv6(routerAddr, net.ParseIP("2001:db8:9::1"), layers.IPProtocolUDP, 30)}, udp(100)...)...))
+	got := r.recv(r.tb)
+	if len(got) != 1 {
+		t.Fatalf("tb got %d packets, want the kernel's one, encapsulated", len(got))
+	}
+	p := got[0][dataplane.VnetHdrLen:]
+	if h := seg6.SRHAt(p, 40); h == nil || dstOf(p) != netip.MustParseAddr("2001:db8:2::5") || p[7] != 30 || dstOf(p[40+h.Len():]) != netip.MustParseAddr("2001:db8:9::1") {
+		t.Errorf("the kernel's packet left as % x", p[:min(len(p), 80)])
+	}
+}
