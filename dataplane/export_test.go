@@ -122,3 +122,7 @@ func (dp *Dataplane) IsPeer(a netip.Addr, after time.Duration) bool {
 // SetClock gives the limiters and the peers the clock now (nanoseconds),
 // which the test moves.
 func (dp *Dataplane) SetClock(now func() int64) { dp.clock.Store(&now) }
+
+// SwapBuffers swaps the worker's read buffers i and j, as an Ethernet
+// reader does when it keeps a batch's frames together.
+func (t *TestWorker) SwapBuffers(i, j int) { t.w.bufs[i], t.w.bufs[j] = t.w.bufs[j], t.w.bufs[i] }

@@ -190,13 +190,28 @@ func (w *worker) seg6local(i int, k *pkt, key *decide.Key, r *decide.Result, l *
 	l.Count(size, k.act == actDrop && k.reason != DropBlackhole || k.act == actError && k.reason != DropNoRoute && k.reason != DropProhibited)
 }
 
-// room is the buffer packet k of buffer i is in and where k.b starts in
-// it: the room in front of the packet; -1 if k.b is not in it (a test's
-// buffers of their own).
+// room is the buffer packet k is in and where k.b starts in it: the room
+// in front of the packet; -1 if k.b is in none of the worker's buffers (a
+// test's buffers of their own). It is buffer i, unless a port moved the
+// buffers read around (an Ethernet reader keeps a batch's frames
+// together when it takes some for ND), which the others are then
+// searched for.
 func (w *worker) room(i int, k *pkt) ([]byte, int) {
-	base := w.base[i]
-	at := cap(base) - cap(k.b)
-	if at < 0 || at >= len(base) || &base[at] != &k.b[0] {
+	if base, at := inBuffer(w.base[i], k.b); at >= 0 {
+		return base, at
+	}
+	for _, base := range w.base {
+		if b, at := inBuffer(base, k.b); at >= 0 {
+			return b, at
+		}
+	}
+	return nil, -1
+}
+
+// inBuffer is base and where b starts in it, -1 if b is not in it.
+func inBuffer(base, b []byte) ([]byte, int) {
+	at := cap(base) - cap(b)
+	if len(b) == 0 || at < 0 || at >= len(base) || &base[at] != &b[0] {
 		return nil, -1
 	}
 	return base, at

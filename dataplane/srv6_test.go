@@ -339,3 +339,17 @@ func TestSRv6Own(t *testing.T) {
 		t.Errorf("the kernel's packet left as % x", p[:min(len(p), 80)])
 	}
 }
+
+// TestSRv6MovedBuffers: a port that moved its read buffers around (an
+// Ethernet reader keeps a batch's frames together when it takes some
+// for ND) leaves each packet its room all the same.
+func TestSRv6MovedBuffers(t *testing.T) {
+	r := newRig(t)
+	withSRv6(t, r)
+	r.w.SwapBuffers(0, 1)
+	in := craft(t, append([]gopacket.SerializableLayer{ipv6(host1, net.ParseIP("2001:db8:9::1"), layers.IPProtocolUDP, 64)}, udp(100)...)...)
+	r.run(in, srPacket(t, tenant, 1, sidEnd, nextSID))
+	if got := r.recv(r.tb); len(got) != 2 {
+		t.Errorf("tb got %d packets, want both (seg6 drops: %d)", len(got), drops(r.ta, "seg6"))
+	}
+}
