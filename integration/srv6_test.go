@@ -87,7 +87,10 @@ func TestSRv6HeadEnd(t *testing.T) {
 	})
 	out, errs, st := runCmd("ip", "netns", "exec", l.a, "iperf3", "-6", "-c", "2001:db8:b::2", "-t", "2", "-J")
 	bps, ok := iperfReceived(out)
-	if st != 0 || !ok || bps < 50e6 {
+	// a functional check (TCP crosses whole): the speed is the lab's to
+	// measure (bench/README.md); race-built daemons cutting every
+	// super-packet beside seven other labs make some Mbit/s
+	if st != 0 || !ok || bps < 1e6 {
 		links, _, _ := l.d.run("-s", "link", "show")
 		neigh, _, _ := l.d.run("neigh", "show")
 		t.Errorf("iperf3 from A to B through H.Encaps: %.0f bit/s (%d)\n%s%s\nurouter's links:\n%s\nneighbours:\n%s", bps, st, out, errs, links, neigh)
@@ -196,7 +199,7 @@ func TestSRv6L3VPN(t *testing.T) {
 	})
 	out, errs, st := runCmd("ip", "netns", "exec", a, "iperf3", "-6", "-c", "2001:db8:b::2", "-t", "2", "-J")
 	bps, ok := iperfReceived(out)
-	if st != 0 || !ok || bps < 50e6 {
+	if st != 0 || !ok || bps < 1e6 { // functional, as TestSRv6HeadEnd's
 		t.Errorf("iperf3 from A to B over the VPN: %.0f bit/s (%d)\n%s%s", bps, st, out, errs)
 	}
 	t.Logf("TCP over the SRv6 L3VPN (H.Encaps, End.DT6 into a VRF): %.2f Gbit/s", bps/1e9)
