@@ -279,9 +279,13 @@ func printFlavors(w *printer, f *seg6.Flavors) {
 	}
 }
 
-// appendEncap writes a path's encapsulation as the words that make it
-// again (save), before the path's via and dev, which end its words.
+// appendEncap writes a path's encapsulation (nil: none) as the words
+// that make it again (save), before the path's via and dev, which end
+// its words.
 func (s *Session) appendEncap(b []byte, st *seg6.State) []byte {
+	if st == nil {
+		return b
+	}
 	if st.Local == nil {
 		e := st.Encap
 		b = append(append(b, " encap seg6 mode "...), e.Mode.String()...)

@@ -358,10 +358,7 @@ func (s *Session) appendRouteSpec(b []byte, table uint32, r fib6.Route) []byte {
 	if r.Object != nil {
 		b = strconv.AppendUint(append(b, " nhid "...), uint64(r.Object.ID()), 10)
 	}
-	if r.Nexthop.Encap != nil {
-		b = s.appendEncap(b, r.Nexthop.Encap)
-	}
-	b = s.appendPath(b, r.Nexthop, false)
+	b = s.appendPath(s.appendEncap(b, r.Nexthop.Encap), r.Nexthop, false)
 	b = append(append(b, " table "...), tableString(table)...)
 	b = append(append(b, " proto "...), protoString(r.Proto)...)
 	b = strconv.AppendUint(append(b, " metric "...), uint64(r.Metric), 10)

@@ -73,9 +73,7 @@ func (s *Session) save(all bool, emit func(obj string, line []byte)) {
 	sv := saver{s: s, emit: emit, all: all}
 	links := parentsFirst(s.r.Links.All())
 	sv.sysctls(func(name string) bool { return s.r.Links.ByName(knobDev(name)) == nil })
-	if a := s.r.DP.TunnelSource(); !a.IsUnspecified() {
-		sv.line("sr", "sr", "tunsrc", "set", a.String())
-	}
+	sv.tunsrc()
 	for _, l := range links {
 		sv.link(l)
 	}
@@ -338,10 +336,7 @@ func (sv *saver) nexthops() {
 		case v.Flags&nexthop.Blackhole != 0:
 			b = append(b, " blackhole"...)
 		default:
-			if v.Encap != nil {
-				b = sv.s.appendEncap(b, v.Encap) // before via and dev, which end its words
-			}
-			b = sv.s.appendPath(b, v.Nexthop, true)
+			b = sv.s.appendPath(sv.s.appendEncap(b, v.Encap), v.Nexthop, true) // via and dev end encap's words
 		}
 		if v.Proto != 0 {
 			b = append(append(b, " proto "...), protoString(fib6.Proto(v.Proto))...)

@@ -54,3 +54,10 @@ func (s *Session) srCmd(args [][]byte) *cmdErr {
 	}
 	return invarg("unknown", args[0])
 }
+
+// tunsrc writes sr tunsrc set, when it is set.
+func (sv *saver) tunsrc() {
+	if a := sv.s.r.DP.TunnelSource(); !a.IsUnspecified() {
+		sv.line("sr", "sr", "tunsrc", "set", a.String())
+	}
+}
