@@ -89,11 +89,9 @@ func (w *worker) seg6encap(i int, k *pkt, key *decide.Key, r *decide.Result, e *
 		return false
 	}
 	first := e.Dst()
-	src := w.dp.TunnelSource()
-	if e.Mode == seg6.ModeInline {
-		src = netip.AddrFrom16([16]byte(k.p.SourceAddressSlice()))
-	} else if src.IsUnspecified() {
-		src, _ = w.dp.Decider.SourceFor(first, r.Nexthop().Link)
+	src := netip.AddrFrom16([16]byte(k.p.SourceAddressSlice())) // inline keeps the packet's
+	if e.Mode != seg6.ModeInline {
+		src = w.outerSource(first, r.Nexthop().Link)
 	}
 	outer := *key
 	outer.Dst, outer.Src, outer.Oif = first.As16(), src.As16(), 0
@@ -152,11 +150,7 @@ func (w *worker) seg6local(i int, k *pkt, key *decide.Key, r *decide.Result, l *
 			k.drop(DropSRv6)
 			return
 		}
-		src := w.dp.TunnelSource()
-		if src.IsUnspecified() {
-			src, _ = w.dp.Decider.SourceFor(s.Encap.Dst(), r.Nexthop().Link)
-		}
-		s.Start = s.Encap.Apply(base, s.Start, src.As16())
+		s.Start = s.Encap.Apply(base, s.Start, w.outerSource(s.Encap.Dst(), r.Nexthop().Link).As16())
 	}
 	w.reframe(k, base, vh, s.Start, end-s.Start, at+vnetHdrLen-s.Start)
 	k.keyInto(key, in.flowIif())
@@ -188,6 +182,16 @@ func (w *worker) seg6local(i int, k *pkt, key *decide.Key, r *decide.Result, l *
 		k.traceSRv6("action "+l.Action.String()+" sid "+sid.String(), key, r)
 	}
 	l.Count(size, k.act == actDrop && k.reason != DropBlackhole || k.act == actError && k.reason != DropNoRoute && k.reason != DropProhibited)
+}
+
+// outerSource is the source of an outer header to first, pushed for a
+// route out of link: the tunnel source, else the selection (set_tun_src).
+func (w *worker) outerSource(first netip.Addr, link int32) netip.Addr {
+	if src := w.dp.TunnelSource(); !src.IsUnspecified() {
+		return src
+	}
+	src, _ := w.dp.Decider.SourceFor(first, link)
+	return src
 }
 
 // room is the buffer packet k is in and where k.b starts in it: the room

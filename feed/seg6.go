@@ -2,7 +2,6 @@ package feed
 
 import (
 	"errors"
-	"net/netip"
 	"strconv"
 	"syscall"
 
@@ -25,7 +24,6 @@ const (
 	seg6LocalAction   = 1
 	seg6LocalSRH      = 2
 	seg6LocalTable    = 3
-	seg6LocalNH4      = 4
 	seg6LocalNH6      = 5
 	seg6LocalOIF      = 7
 	seg6LocalVRFTable = 9
@@ -105,8 +103,6 @@ func seg6Local(raw []byte, linkOf func(int32) int32) (*seg6.State, error) {
 			l.VRFTable, err = u32(v, "SEG6_LOCAL_VRFTABLE")
 		case seg6LocalNH6:
 			l.NH6, err = addr16(v, "SEG6_LOCAL_NH6")
-		case seg6LocalNH4:
-			l.NH6 = netip.Addr{} // End.DX4's: refused with the action
 		case seg6LocalOIF:
 			if n, err = u32(v, "SEG6_LOCAL_OIF"); err == nil && linkOf != nil {
 				l.OIF = linkOf(int32(n))

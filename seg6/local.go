@@ -109,9 +109,8 @@ func (l *Local) Count(n int, failed bool) {
 // and the actions' builders give them: the errno, and the extack
 // message where Linux sets one.
 var (
-	ErrAction     = &Error{Errno: 22, Msg: ""}                                            // EINVAL: an action Linux lacks
 	ErrActionHere = &Error{Errno: 95, Msg: "SRv6 behaviour not supported by this router"} // EOPNOTSUPP
-	ErrMissing    = &Error{Errno: 22, Msg: ""}                                            // a required attribute
+	ErrInvalid    = &Error{Errno: 22, Msg: ""}                                            // EINVAL: a missing attribute, an action Linux lacks
 	ErrFlavorOps  = &Error{Errno: 95, Msg: "Unsupported Flavor operation(s)"}
 	ErrCSIDLens   = &Error{Errno: 22, Msg: "Invalid Locator Block/Node Function lengths"}
 	ErrDT6Table   = &Error{Errno: 22, Msg: "table or vrftable must be specified"}
@@ -141,11 +140,11 @@ func (l *Local) Check() error {
 	case ActionEnd:
 	case ActionEndX, ActionEndDX6:
 		if !l.NH6.IsValid() {
-			return ErrMissing
+			return ErrInvalid
 		}
 	case ActionEndT:
 		if l.Table == 0 {
-			return ErrMissing
+			return ErrInvalid
 		}
 	case ActionEndDT6:
 		if (l.Table == 0) == (l.VRFTable == 0) {
@@ -153,7 +152,7 @@ func (l *Local) Check() error {
 		}
 	case ActionEndB6Encaps:
 		if l.SRH == nil {
-			return ErrMissing
+			return ErrInvalid
 		}
 		e, err := NewEncap(ModeEncap, l.SRH)
 		if err != nil {
@@ -163,7 +162,7 @@ func (l *Local) Check() error {
 	case ActionEndDX2, ActionEndDX4, ActionEndDT4, ActionEndDT46, ActionEndB6, ActionEndBPF:
 		return ErrActionHere
 	default:
-		return ErrAction
+		return ErrInvalid
 	}
 	return l.checkFlavors()
 }
@@ -195,6 +194,3 @@ func (l *Local) checkFlavors() error {
 	}
 	return nil
 }
-
-// Encap is End.B6.Encaps's encapsulation (nil for other actions).
-func (l *Local) Encap() *Encap { return l.push }

@@ -21,14 +21,3 @@ func (s *State) Type() uint16 {
 	}
 	return EncapTypeSeg6
 }
-
-// Headroom is how many bytes the state may add in front of a packet.
-func (s *State) Headroom() int {
-	switch {
-	case s.Encap != nil:
-		return s.Encap.Len()
-	case s.Local != nil && s.Local.push != nil:
-		return s.Local.push.Len()
-	}
-	return 0
-}
