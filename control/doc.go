@@ -39,6 +39,7 @@
 //	route_parse.go                route add/del/...'s words, the route parser's memo
 //	route_modify.go, route_gateway.go  route's commands, a route checked and applied; its
 //	                              gateway checked as Linux's ip6_validate_gw
+//	route_legs.go                 a multipath route's paths: parsed, checked, grouped
 //	route_show.go, route_print.go, route_print_fast.go  route show/flush/save: the
 //	                              selector, the printer, the cache of routes printed alike
 //	route_get.go, route_explain.go route get, and -d's explanation of the decision

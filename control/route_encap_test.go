@@ -31,6 +31,12 @@ func TestSRv6Grammar(t *testing.T) {
 		{"route add fc00:1::5/128 encap seg6local action End.B6.Encaps srh segs fc00::7,fc00::8 dev d1", 0, ""},
 		{"route add fc00:1::6/128 encap seg6local action End.T table 10 dev d1", 0, ""},
 		{"route add fc00:1::7/128 encap seg6local action End.DX6 nh6 2001:db8:1::9 dev d1", 0, ""},
+		{"route add 2001:db8:d::/64 nexthop encap seg6 mode encap segs fc00::a via 2001:db8:1::2 dev d1 " +
+			"nexthop encap seg6 mode encap.red segs fc00::b,fc00::c via 2001:db8:1::3 dev d1 weight 2", 0, ""},
+		{"route add 2001:db8:e::/64 nexthop encap seg6 mode encap segs fc00::a dev d1 nexthop via 2001:db8:1::3 dev d1", 2,
+			"Error: Device only routes can not be added for IPv6 using the multipath API.\n"},
+		{"route add 2001:db8:e::/64 nexthop encap seg6 mode encap segs fc00::a hmac 3 via 2001:db8:1::2 dev d1 nexthop via 2001:db8:1::3 dev d1", 2,
+			"Error: SRv6 HMAC is not supported by this router\n"},
 		// refusals: iproute2's
 		{"route add fc00:2::/64 encap seg6 segs fc00::1 mode encap dev d1", 255, "Error: argument \"fc00::1\" is wrong: \"segs\" provided before \"mode\"\n\n"},
 		{"route add fc00:2::/64 encap seg6 mode tunnel segs fc00::1 dev d1", 255, "Error: argument \"tunnel\" is wrong: \"mode\" value is invalid\n\n"},
@@ -86,6 +92,9 @@ func checkSRv6Shows(t *testing.T, r *router.Router) {
 		"fc00:1::3  encap seg6local action End.DT6 table 100 packets 0 bytes 0 errors 0 dev d1 metric 1024 pref medium\n",
 		"fc00:1::4  encap seg6local action End.X nh6 2001:db8:1::2 oif d1 dev d1 metric 1024 pref medium\n",
 		"fc00:1::5  encap seg6local action End.B6.Encaps segs 2 [ fc00::7 fc00::8 ] dev d1 metric 1024 pref medium\n",
+		"2001:db8:d::/64 metric 1024 pref medium\n" +
+			"\tnexthop  encap seg6 mode encap segs 1 [ fc00::a ] via 2001:db8:1::2 dev d1 weight 1 \n" +
+			"\tnexthop  encap seg6 mode encap.red segs 2 [ fc00::b fc00::c ] via 2001:db8:1::3 dev d1 weight 2 \n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("route show -s: no %q in\n%s", want, out)

@@ -8,7 +8,6 @@ import (
 	"urouter/dataplane"
 	"urouter/fib6"
 	"urouter/nexthop"
-	"urouter/rules"
 )
 
 // route runs one route command.
@@ -317,86 +316,6 @@ func (s *Session) nexthopObject(id uint32) *nexthop.Object {
 	}
 	s.routes.obj = s.r.Nexthops.Get(id)
 	return s.routes.obj
-}
-
-// legGroup validates the paths of a multipath route, each as a route of
-// its own (its link, its gateway), and returns them as a group. A batch
-// repeats the same paths on every line: the group checked last is reused
-// while the tables it was checked in are unchanged.
-func (s *Session) legGroup(q *routeReq, tid uint32, t *fib6.Table) (*nexthop.Group, *cmdErr) {
-	c := &s.routes.legs
-	rs, gen := s.r.Rules.Load(), s.r.Tables.Generation()
-	if c.g != nil && c.tid == tid && c.rules == rs && c.gen == gen && (t == nil || c.tidGen == t.Generation()) &&
-		sameLegs(c.legs, q.legs) {
-		return c.g, nil
-	}
-	c.g = nil
-	ms := make([]nexthop.Member, len(q.legs))
-	for i, lg := range q.legs {
-		rt := fib6.Route{}
-		rt.Nexthop.Gateway = lg.gw
-		if lg.onlink {
-			rt.Nexthop.Flags |= nexthop.OnLink
-		}
-		if lg.dev != nil {
-			l, err := s.routeLink(lg.dev)
-			if err != nil {
-				return nil, err
-			}
-			rt.Nexthop.Link = l.Index
-		}
-		if err := s.checkGateway(&rt, tid, t); err != nil {
-			return nil, err
-		}
-		if !lg.gw.IsValid() { // Linux's rt6_qualify_for_ecmp, after the path's own checks
-			return nil, extack("Device only routes can not be added for IPv6 using the multipath API.")
-		}
-		ms[i] = nexthop.Member{Nexthop: rt.Nexthop, Weight: lg.weight}
-	}
-	g := nexthop.NewGroup(ms)
-	*c = legCheck{g: g, tid: tid, rules: rs, gen: gen, legs: c.legs[:0]}
-	if t != nil {
-		c.tidGen = t.Generation()
-	}
-	for _, lg := range q.legs {
-		c.legs = append(c.legs, leg{gw: lg.gw, dev: append([]byte(nil), lg.dev...), weight: lg.weight, onlink: lg.onlink})
-	}
-	return g, nil
-}
-
-func sameLegs(a, b []leg) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i].gw != b[i].gw || string(a[i].dev) != string(b[i].dev) || a[i].weight != b[i].weight || a[i].onlink != b[i].onlink {
-			return false
-		}
-	}
-	return true
-}
-
-// legCheck remembers the paths legGroup accepted last; none while g is nil.
-type legCheck struct {
-	g           *nexthop.Group
-	legs        []leg
-	tid         uint32
-	rules       *rules.Set
-	gen, tidGen uint64 // the tables' publishes, table tid's
-}
-
-// changed forgets the paths when the session's open transaction changes
-// a prefix that holds one of their gateways.
-func (c *legCheck) changed(p netip.Prefix) {
-	if c.g == nil {
-		return
-	}
-	for _, lg := range c.legs {
-		if p.Contains(lg.gw) {
-			c.g = nil
-			return
-		}
-	}
 }
 
 // changed forgets the gateways and paths checked when the session's open

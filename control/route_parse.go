@@ -50,14 +50,6 @@ type routeReq struct {
 	encap     *encapReq
 }
 
-// leg is one `nexthop via A dev D weight W onlink` of a multipath route.
-type leg struct {
-	gw     netip.Addr
-	dev    []byte
-	weight uint32
-	onlink bool
-}
-
 // str views b as a string without copying; the string must not outlive b.
 func str(b []byte) string {
 	if len(b) == 0 {
@@ -341,66 +333,6 @@ func (pm *parseMemo) table(v []byte) (uint32, *cmdErr) {
 	}
 	pm.tab, pm.tabID = append(pm.tab[:0], v...), t
 	return t, nil
-}
-
-// parseLegs parses the `nexthop ...` paths that end a route command, as
-// iproute2's parse_nexthops and parse_one_nh do.
-func parseLegs(q *routeReq, args [][]byte, pm *parseMemo) *cmdErr {
-	q.legs = pm.legs[:0]
-	for i := 0; i < len(args); {
-		if !is(args[i], "nexthop") {
-			return parseErr("Error: \"nexthop\" or end of line is expected instead of \"%s\"", args[i])
-		}
-		if i+1 >= len(args) {
-			return parseErr("Error: unexpected end of line after \"nexthop\"")
-		}
-		n := len(q.legs)
-		q.legs = append(q.legs, leg{weight: 1})
-		l := &q.legs[n]
-		for i++; i < len(args); i++ {
-			w := args[i]
-			switch {
-			case is(w, "via"):
-				ws := argv{args: args, i: i}
-				v, err := ws.nextVia()
-				if err != nil {
-					return err
-				}
-				i = ws.i
-				for len(pm.legGw) <= n {
-					pm.legGw = append(pm.legGw, addrMemo{})
-				}
-				if l.gw, err = pm.legGw[n].parse(v); err != nil {
-					return err
-				}
-			case is(w, "dev"):
-				if i+1 >= len(args) {
-					return incomplete()
-				}
-				i++
-				l.dev = args[i]
-			case is(w, "weight"):
-				if i+1 >= len(args) {
-					return incomplete()
-				}
-				i++
-				n, ok := parseUint32(args[i])
-				if !ok || n == 0 || n > nexthop.MaxWeight {
-					return invarg("\"weight\" is invalid\n", args[i])
-				}
-				l.weight = n
-			case is(w, "onlink"):
-				l.onlink = true
-			case matches(w, "realms"), is(w, "encap"), is(w, "as"):
-				return unsupported(w)
-			default:
-				goto next
-			}
-		}
-	next:
-	}
-	pm.legs = q.legs
-	return nil
 }
 
 // mayBeKeyword says whether w can be a keyword or a route type: a word

@@ -158,6 +158,9 @@ func (p *routePrinter) paths(r *fib6.Route, ms []nexthop.Member) {
 	for _, m := range ms {
 		w.openObject("")
 		w.text("\tnexthop")
+		if m.Encap != nil {
+			printEncap(w, p.s, m.Encap, "  encap %s")
+		}
 		if m.Gateway.IsValid() {
 			w.addr("gateway", " via %s", m.Gateway)
 		}

@@ -376,7 +376,7 @@ func (s *Session) appendRouteSpec(b []byte, table uint32, r fib6.Route) []byte {
 	}
 	if r.Group != nil { // the paths end the command
 		for _, m := range r.Group.Members() {
-			b = s.appendPath(append(b, " nexthop"...), m.Nexthop, true)
+			b = s.appendPath(s.appendEncap(append(b, " nexthop"...), m.Encap), m.Nexthop, true)
 			b = strconv.AppendUint(append(b, " weight "...), uint64(m.Weight), 10)
 		}
 	}
