@@ -113,9 +113,18 @@ func (w *worker) originate(b []byte, src, dst [16]byte, tclass, proto uint8, spo
 		return
 	}
 	out := w.dp.Links.ByIndex(r.Nexthop().Link)
-	if out == nil || !out.carries() || len(p) > out.IPv6MTU() {
+	if out == nil || !out.carries() {
 		return
 	}
 	p.SetHopLimit(out.HopLimit())
+	if st := r.Nexthop().Encap; st != nil && st.Encap != nil {
+		if b, out = w.ownEncap(b, &key, &r); out == nil {
+			return
+		}
+		p = header.IPv6(b[vnetHdrLen:])
+	}
+	if len(p) > out.IPv6MTU() {
+		return
+	}
 	w.queue(out, b, neighbourOf(&r, p), 1)
 }

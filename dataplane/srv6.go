@@ -184,6 +184,48 @@ func (w *worker) seg6local(i int, k *pkt, key *decide.Key, r *decide.Result, l *
 	l.Count(size, k.act == actDrop && k.reason != DropBlackhole || k.act == actError && k.reason != DropNoRoute && k.reason != DropProhibited)
 }
 
+// ownEncap is the seg6 encapsulation of a packet the router made, in b
+// behind its virtio_net_hdr, for the path r chose (Linux's seg6_output,
+// the output redirect; again while the outer packet's route has one):
+// the packet is copied behind the encapsulation's room in the worker's
+// area, and the outer packet decided, key and r becoming its. The link
+// it leaves by, nil if none takes it.
+func (w *worker) ownEncap(b []byte, key *decide.Key, r *decide.Result) ([]byte, *Link) {
+	for n := 0; n < maxSRv6Steps; n++ {
+		e := r.Nexthop().Encap.Encap
+		size, grow := len(b)-vnetHdrLen, e.Len()
+		if size+grow > maxPacket {
+			return nil, nil
+		}
+		first := e.Dst()
+		src := netip.AddrFrom16([16]byte(b[vnetHdrLen+8 : vnetHdrLen+24]))
+		if e.Mode != seg6.ModeInline {
+			src = w.outerSource(first, r.Nexthop().Link)
+		}
+		nb := w.scratch(vnetHdrLen + grow + size)
+		copy(nb[vnetHdrLen+grow:], b[vnetHdrLen:]) // b may be in the area scratch just flushed: copy first
+		clear(nb[:vnetHdrLen])
+		e.Apply(nb, vnetHdrLen+grow, src.As16())
+		b = nb
+		key.Dst, key.Src, key.Oif = first.As16(), src.As16(), 0
+		key.Proto, key.Sport, key.Dport = protoRouting, 0, 0
+		if grow == ipv6Len {
+			key.Proto = seg6.ProtoIPv6 // H.Encaps.Red of one segment: no SRH
+		}
+		*r = w.dp.Decider.Decide(key)
+		if r.Verdict != decide.Forward {
+			return nil, nil
+		}
+		if st := r.Nexthop().Encap; st == nil || st.Encap == nil {
+			if out := w.dp.Links.ByIndex(r.Nexthop().Link); out != nil && out.carries() {
+				return b, out
+			}
+			return nil, nil
+		}
+	}
+	return nil, nil
+}
+
 // outerSource is the source of an outer header to first, pushed for a
 // route out of link: the tunnel source, else the selection (set_tun_src).
 func (w *worker) outerSource(first netip.Addr, link int32) netip.Addr {
