@@ -2,10 +2,12 @@ package dataplane
 
 import (
 	"golang.org/x/sys/unix"
+	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 
 	"urouter/dataplane/port"
+	"urouter/seg6"
 )
 
 // Segmentation, for an egress that does not take a super-packet whole:
@@ -81,6 +83,7 @@ func (w *worker) segment(k *pkt, out *Link) {
 			header.IPv6(s[at:]).SetPayloadLength(uint16(hdr + n - at - ipv6Len))
 		}
 		in := header.IPv6(s[inner:])
+		dst := finalDst(s, inner, l4)
 		if tcp {
 			t := header.TCP(s[l4:])
 			t.SetSequenceNumber(seq + uint32(off))
@@ -93,12 +96,12 @@ func (w *worker) segment(k *pkt, out *Link) {
 			}
 			t.SetFlags(uint8(f))
 			t.SetChecksum(0)
-			t.SetChecksum(^transportSum(in, l4-inner, protoTCP))
+			t.SetChecksum(^checksum.Checksum(s[l4:], segmentPseudoSum(in, dst, len(s)-l4, protoTCP)))
 		} else {
 			u := header.UDP(s[l4:])
 			u.SetLength(uint16(hdr - l4 + n))
 			u.SetChecksum(0)
-			c := ^transportSum(in, l4-inner, protoUDP)
+			c := ^checksum.Checksum(s[l4:], segmentPseudoSum(in, dst, len(s)-l4, protoUDP))
 			if c == 0 {
 				c = 0xffff
 			}
@@ -136,14 +139,41 @@ func nestedIPv6(p []byte, l4 int) (at [4]int, n int, ok bool) {
 }
 
 // segmentsAlone reports whether super-packet k must be segmented here
-// whatever its egress takes: one with extension headers or an
-// encapsulated packet in front of its transport header. The kernel
-// segments such a packet in software at any transmit (it takes TSO away
-// from IPv6 with extension headers, gso_features_check), and cannot
-// segment IPv6 in IPv6 that a virtio_net_hdr could not mark as such
-// (SKB_GSO_IPXIP6): it would drop it.
+// whatever its egress takes: an encapsulated packet (IPv6 in IPv6, an
+// SRv6 encapsulation's) in front of its transport header, or headers
+// that do not lead to it. The kernel cannot segment IPv6 in IPv6 that a
+// virtio_net_hdr could not mark as such (SKB_GSO_IPXIP6): it drops it at
+// the write (measured on 6.18: sendto fails, ENOMEM). Extension headers
+// alone (an SRH inserted inline) it takes whole, and forwards whole.
 func (k *pkt) segmentsAlone() bool {
-	return k.vh.GSO() && int(k.vh.CsumStart) != ipv6Len
+	if !k.vh.GSO() || int(k.vh.CsumStart) == ipv6Len {
+		return false
+	}
+	_, n, ok := nestedIPv6(k.p, int(k.vh.CsumStart))
+	return !ok || n > 1
+}
+
+// finalDst is the destination of the transport's pseudo-header in packet
+// p whose innermost IPv6 header is at inner and transport header at l4:
+// that header's, or behind an SRH the final destination, its first
+// segment (RFC 8200 8.1, RFC 8754 2).
+func finalDst(p []byte, inner, l4 int) []byte {
+	next, off := p[inner+6], inner+ipv6Len
+	for off+2 <= l4 {
+		if next == protoRouting {
+			if h := seg6.SRHAt(p[:l4], off); h != nil {
+				return h.Segment(0)
+			}
+		}
+		next, off = p[off], off+(int(p[off+1])+1)*8
+	}
+	return p[inner+24 : inner+40]
+}
+
+// segmentPseudoSum sums the pseudo-header of a transport segment of n
+// bytes under IPv6 header in, to destination dst.
+func segmentPseudoSum(in header.IPv6, dst []byte, n int, proto byte) uint16 {
+	return header.PseudoHeaderChecksum(tcpipProto(proto), in.SourceAddress(), tcpip.AddrFrom16Slice(dst), uint16(n))
 }
 
 // transportSum sums a transport segment (at p[l4:]) with its IPv6

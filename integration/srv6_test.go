@@ -91,6 +91,23 @@ func TestSRv6HeadEnd(t *testing.T) {
 	t.Logf("TCP through H.Encaps to the kernel's decapsulation: %.2f Gbit/s", bps/1e9)
 }
 
+// TestSRv6Inline: H.Insert towards B's second SID: B's kernel advances
+// the SRH to its service address and delivers; TCP's super-packets
+// cross whole (the kernel takes IPv6 with an SRH whole through a
+// virtio_net_hdr, and B checks the checksum over the final destination).
+func TestSRv6Inline(t *testing.T) {
+	parallel(t)
+	l := newSRv6Lab(t, "route add 2001:db8:b::/64 encap seg6 mode inline segs 2001:db8:2::3 dev e2")
+	if out, _, st := runCmd("ip", "netns", "exec", l.a, "ping", "-6", "-c", "3", "-i", "0.05", "-W", "2", "2001:db8:b::2"); st != 0 {
+		t.Fatalf("A to B's service address through the inserted SRH:\n%s", out)
+	}
+	bps, ok, out := iperfTo(t, l.a, l.b, "2001:db8:b::2")
+	if !ok || bps < 1e6 { // functional, as TestSRv6HeadEnd's
+		t.Errorf("iperf3 from A to B through H.Insert: %.0f bit/s\n%s", bps, out)
+	}
+	t.Logf("TCP through H.Insert to the kernel's End: %.2f Gbit/s", bps/1e9)
+}
+
 // TestSRv6End: A's kernel sends UDP to B with an SRH (IPV6_RTHDR) whose
 // first segment is urouter's SID; urouter's End (and End with PSP)
 // moves it on to B, whose kernel delivers it; a SID whose SRH has no
