@@ -95,10 +95,7 @@ func (w *worker) seg6encap(i int, k *pkt, key *decide.Key, r *decide.Result, e *
 	}
 	outer := *key
 	outer.Dst, outer.Src, outer.Oif = first.As16(), src.As16(), 0
-	outer.Proto, outer.Sport, outer.Dport = protoRouting, 0, 0
-	if e.Len() == ipv6Len {
-		outer.Proto = seg6.ProtoIPv6 // H.Encaps.Red of one segment: no SRH
-	}
+	outerFlow(&outer, e)
 	*r = w.dp.Decider.Decide(&outer)
 	if r.Verdict == decide.Forward {
 		if out := links.at(r.Nexthop().Link); out != nil && !out.IsVRF() && out.carries() {
@@ -208,10 +205,7 @@ func (w *worker) ownEncap(b []byte, key *decide.Key, r *decide.Result) ([]byte, 
 		e.Apply(nb, vnetHdrLen+grow, src.As16())
 		b = nb
 		key.Dst, key.Src, key.Oif = first.As16(), src.As16(), 0
-		key.Proto, key.Sport, key.Dport = protoRouting, 0, 0
-		if grow == ipv6Len {
-			key.Proto = seg6.ProtoIPv6 // H.Encaps.Red of one segment: no SRH
-		}
+		outerFlow(key, e)
 		*r = w.dp.Decider.Decide(key)
 		if r.Verdict != decide.Forward {
 			return nil, nil
@@ -224,6 +218,17 @@ func (w *worker) ownEncap(b []byte, key *decide.Key, r *decide.Result) ([]byte, 
 		}
 	}
 	return nil, nil
+}
+
+// outerFlow gives the key of a packet e encapsulates the protocol and
+// ports its rules see, as the walk of the packet made would (Linux's
+// flow dissector, for rules with ipproto or ports: past the SRH, and
+// stopping at an encapsulation): IPv6 and none for the encap modes; the
+// packet's own for inline.
+func outerFlow(key *decide.Key, e *seg6.Encap) {
+	if e.Mode != seg6.ModeInline {
+		key.Proto, key.Sport, key.Dport = seg6.ProtoIPv6, 0, 0
+	}
 }
 
 // outerSource is the source of an outer header to first, pushed for a

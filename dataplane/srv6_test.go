@@ -2,6 +2,7 @@ package dataplane_test
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -17,6 +18,7 @@ import (
 	"urouter/dataplane"
 	"urouter/fib6"
 	"urouter/nexthop"
+	"urouter/rules"
 	"urouter/seg6"
 )
 
@@ -466,6 +468,47 @@ func TestSRv6Multipath(t *testing.T) {
 	}
 	if len(seen) != 2 {
 		t.Errorf("32 flows took %v, want both paths' SIDs", seen)
+	}
+}
+
+// TestSRv6RulesSeeOuter: rules with ipproto see an encapsulated packet
+// as Linux's flow dissector does (past the SRH, stopping at the inner
+// IPv6): H.Encaps's outer packet is ipproto ipv6, and goes by the table
+// a rule on that gives it; H.Insert's keeps the packet's own, udp.
+func TestSRv6RulesSeeOuter(t *testing.T) {
+	r := newRig(t)
+	withSRv6(t, r)
+	ins, err := seg6.NewEncap(seg6.ModeInline, seg6.BuildSRH([]netip.Addr{netip.MustParseAddr("2001:db8:2::5"), netip.IPv6Unspecified()}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for table, rt := range map[uint32]fib6.Route{
+		300: {Dst: netip.MustParsePrefix("2001:db8:2::5/128"), Attrs: fib6.Attrs{Metric: 1, Nexthop: nexthop.Nexthop{Link: r.tc.Index}}},
+		254: {Dst: netip.MustParsePrefix("2001:db8:7c::/64"), Attrs: fib6.Attrs{Metric: 1, Nexthop: nexthop.Nexthop{Link: r.tb.Index, Encap: &seg6.State{Encap: ins}}}},
+	} {
+		x := r.r.Tables.Ensure(table).Begin()
+		err := x.Add(rt)
+		x.Commit()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// the first segment's own route is main's (tb); table 300's (tc) is
+	// for what the rules give it
+	rx := r.r.Rules.Begin()
+	_, err1 := rx.Add(rules.Rule{Pref: 100, IPProto: seg6.ProtoIPv6, Action: rules.ToTable, Table: 300}, true)
+	_, err2 := rx.Add(rules.Rule{Pref: 101, IPProto: 17, Dst: netip.MustParsePrefix("2001:db8:2::5/128"), Action: rules.ToTable, Table: 300}, true)
+	rx.Commit()
+	if err := errors.Join(err1, err2); err != nil {
+		t.Fatal(err)
+	}
+	r.run(udpTo(t, net.ParseIP("2001:db8:9::1"), 100))
+	if got := r.recv(r.tc); len(got) != 1 || dstOf(got[0]) != netip.MustParseAddr("2001:db8:2::5") {
+		t.Errorf("H.Encaps's outer packet: %d on tc, want 1 by table 300 (ipproto ipv6)", len(got))
+	}
+	r.run(udpTo(t, net.ParseIP("2001:db8:7c::1"), 100))
+	if got := r.recv(r.tc); len(got) != 1 || dstOf(got[0]) != netip.MustParseAddr("2001:db8:2::5") {
+		t.Errorf("H.Insert's packet: %d on tc, want 1 by table 300 (ipproto udp past the SRH)", len(got))
 	}
 }
 
