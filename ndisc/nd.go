@@ -167,6 +167,13 @@ func (n *ND) run() {
 		case <-n.quit:
 			return
 		case m := <-n.in:
+			// an address added before the message came must be known to
+			// it: select takes ready cases in no order
+			select {
+			case <-n.kick:
+				n.syncAddrs()
+			default:
+			}
 			n.handle(m.src, header.IPv6(m.p))
 		case <-n.table.Kick():
 		case <-n.kick:
