@@ -130,7 +130,9 @@ func (w *worker) seg6local(i int, k *pkt, key *decide.Key, r *decide.Result, l *
 	var vh [vnetHdrLen]byte
 	copy(vh[:], k.b)
 	sid := netip.AddrFrom16([16]byte(k.p.DestinationAddressSlice()))
-	s := l.Process(base, at+vnetHdrLen)
+	end := at + vnetHdrLen + size
+	s := l.Process(base[:end], at+vnetHdrLen) // the packet's end: the buffer goes on with what an earlier read left
+
 	if s.Next == seg6.Drop {
 		l.Count(size, true)
 		k.drop(DropSRv6)
@@ -139,7 +141,6 @@ func (w *worker) seg6local(i int, k *pkt, key *decide.Key, r *decide.Result, l *
 		}
 		return
 	}
-	end := at + vnetHdrLen + size
 	if s.Encap != nil { // End.B6.Encaps: the packet as End left it, encapsulated
 		grow := s.Encap.Len()
 		if s.Start-vnetHdrLen < grow || !k.vh.GSO() && end-s.Start-ipv6Len+grow > 0xffff {

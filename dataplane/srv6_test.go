@@ -2,8 +2,6 @@ package dataplane_test
 
 import (
 	"encoding/binary"
-	"errors"
-	"fmt"
 	"net"
 	"net/netip"
 	"testing"
@@ -11,14 +9,10 @@ import (
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 	"golang.org/x/sys/unix"
-	"gvisor.dev/gvisor/pkg/tcpip"
-	"gvisor.dev/gvisor/pkg/tcpip/checksum"
-	"gvisor.dev/gvisor/pkg/tcpip/header"
 
 	"urouter/dataplane"
 	"urouter/fib6"
 	"urouter/nexthop"
-	"urouter/rules"
 	"urouter/seg6"
 )
 
@@ -190,6 +184,54 @@ func TestSRv6Allocs(t *testing.T) {
 	}
 }
 
+// TestSRv6BadSRH: what a SID's behaviour drops, as Linux's seg6local
+// does (seg6_get_srh, seg6_validate_srh, decap_and_validate): no ICMPv6
+// error (those are ipv6_srh_rcv's, for an SRH to an address of the
+// router's, not a SID), a seg6 drop on the link, an error in the route's
+// counters.
+func TestSRv6BadSRH(t *testing.T) {
+	r := newRig(t)
+	withSRv6(t, r)
+	sid := netip.MustParseAddr("fc00:1::9")
+	end := &seg6.Local{Action: seg6.ActionEnd, Counted: true}
+	x := r.r.Tables.Main().Begin()
+	err := x.Add(fib6.Route{Dst: netip.PrefixFrom(sid, 128), Attrs: fib6.Attrs{Metric: 1024, Nexthop: nexthop.Nexthop{Link: r.tb.Index, Encap: &seg6.State{Local: end}}}})
+	x.Commit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mangled := func(sl int, f func(srh []byte)) []byte {
+		b := srPacket(t, tenant, sl, sid, nextSID)
+		f(b[dataplane.VnetHdrLen+40:])
+		return b
+	}
+	for _, c := range []struct {
+		name string
+		pkt  []byte
+	}{
+		{"no SRH", udpTo(t, net.IP(sid.AsSlice()), 100)},
+		{"no segment left", srPacket(t, tenant, 0, sid, nextSID)},
+		{"Segments Left past the list", srPacket(t, tenant, 5, sid, nextSID)},
+		{"an HMAC", mangled(1, func(h []byte) { h[5] = seg6.FlagHMAC })},
+		{"longer than the packet", mangled(1, func(h []byte) { h[1] = 200 })},
+		{"a type 0 routing header", mangled(1, func(h []byte) { h[2] = 0 })},
+		{"a bad list length", mangled(1, func(h []byte) { h[1] = 3 })},
+		{"End.DT6 with a segment left", srPacket(t, tenant, 1, sidDT6, nextSID)},
+	} {
+		before := drops(r.ta, "seg6")
+		r.run(c.pkt)
+		if n := len(r.recv(r.tb)) + len(r.recv(r.tc)) + len(r.recv(r.ta)); n != 0 {
+			t.Errorf("%s: %d packets out, want none", c.name, n)
+		}
+		if drops(r.ta, "seg6") != before+1 {
+			t.Errorf("%s: not counted a seg6 drop", c.name)
+		}
+	}
+	if packets, _, errs := end.Counters(); packets != 0 || errs != 7 {
+		t.Errorf("End's counters: %d packets, %d errors; want 0 and 7", packets, errs)
+	}
+}
+
 func drops(l *dataplane.Link, reason string) uint64 {
 	for _, d := range l.Stats().Drops {
 		if d.Reason == reason {
@@ -197,111 +239,6 @@ func drops(l *dataplane.Link, reason string) uint64 {
 		}
 	}
 	return 0
-}
-
-// TestSRv6EncapGSO: a TCP super-packet of almost 64 KiB to a seg6 route
-// (its outer packet longer than an IPv6 payload length can say) leaves
-// tb cut into segments, each encapsulated: the outer and inner payload
-// lengths its own, the TCP checksum over the inner pseudo-header, the
-// sequence numbers in order. The kernel could not cut IPv6 in IPv6 that
-// a virtio_net_hdr cannot mark so.
-func TestSRv6EncapGSO(t *testing.T) {
-	r := newRig(t)
-	withSRv6(t, r)
-	const mss, size = 1200, 65400
-	r.run(superTCP(t, net.ParseIP("2001:db8:9::1"), mss, size))
-	segs := r.recv(r.tb)
-	if want := (size + mss - 1) / mss; len(segs) != want {
-		t.Fatalf("%d segments on tb, want %d", len(segs), want)
-	}
-	seq, total := uint32(7), 0
-	for i, s := range segs {
-		p := s[dataplane.VnetHdrLen:]
-		h := seg6.SRHAt(p, 40)
-		if h == nil || int(binary.BigEndian.Uint16(p[4:])) != len(p)-40 {
-			t.Fatalf("segment %d: SRH % x, outer payload length %d of %d", i, []byte(h), binary.BigEndian.Uint16(p[4:]), len(p)-40)
-		}
-		in := p[40+h.Len():]
-		if int(binary.BigEndian.Uint16(in[4:])) != len(in)-40 || dataplane.TransportSum(in, 40, 6) != 0xffff {
-			t.Fatalf("segment %d: inner payload length %d of %d, checksum bad: %v", i, binary.BigEndian.Uint16(in[4:]), len(in)-40,
-				dataplane.TransportSum(in, 40, 6) != 0xffff)
-		}
-		if got := binary.BigEndian.Uint32(in[44:]); got != seq {
-			t.Errorf("segment %d: seq %d, want %d", i, got, seq)
-		}
-		seq += uint32(len(in) - 60)
-		total += len(in) - 60
-	}
-	if total != size {
-		t.Errorf("%d bytes of payload through, want %d", total, size)
-	}
-}
-
-// superTCP is a TCP super-packet of size bytes from host1 to dst, its
-// segments mss bytes, its checksum left to offload as a sender leaves it
-// (the pseudo-header's sum in the field).
-func superTCP(t testing.TB, dst net.IP, mss, size int) []byte {
-	tcp := &layers.TCP{SrcPort: 5555, DstPort: 80, Seq: 7, ACK: true, Window: 100, DataOffset: 5}
-	b := craft(t, ipv6(host1, dst, layers.IPProtocolTCP, 64), tcp, gopacket.Payload(make([]byte, size)))
-	b[0], b[1] = unix.VIRTIO_NET_HDR_F_NEEDS_CSUM, unix.VIRTIO_NET_HDR_GSO_TCPV6
-	binary.LittleEndian.PutUint16(b[2:], 60)
-	binary.LittleEndian.PutUint16(b[4:], uint16(mss))
-	binary.LittleEndian.PutUint16(b[6:], 40)
-	binary.LittleEndian.PutUint16(b[8:], 16)
-	binary.BigEndian.PutUint16(b[dataplane.VnetHdrLen+40+16:], ^dataplane.TransportSum(b[dataplane.VnetHdrLen:dataplane.VnetHdrLen+40], 40, 6))
-	return b
-}
-
-// TestSRv6InlineGSO: a super-packet that H.Insert gave an SRH leaves
-// whole by a link that takes super-packets (the kernel segments IPv6
-// with extension headers itself), its offsets moved past the SRH; by one
-// that does not, cut by urouter, each segment's checksum over the final
-// destination's pseudo-header (RFC 8200 8.1), not the first segment's.
-func TestSRv6InlineGSO(t *testing.T) {
-	r := newRig(t)
-	for _, rr := range []struct {
-		dst, seg string
-		l        *dataplane.Link
-	}{{"2001:db8:7a::/64", "2001:db8:2::5", r.tb}, {"2001:db8:7b::/64", "2001:db8:3::5", r.tc}} {
-		e, err := seg6.NewEncap(seg6.ModeInline, seg6.BuildSRH([]netip.Addr{netip.MustParseAddr(rr.seg), netip.IPv6Unspecified()}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		x := r.r.Tables.Main().Begin()
-		err = x.Add(fib6.Route{Dst: netip.MustParsePrefix(rr.dst), Attrs: fib6.Attrs{Metric: 1024, Nexthop: nexthop.Nexthop{Link: rr.l.Index, Encap: &seg6.State{Encap: e}}}})
-		x.Commit()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	const mss, size = 1200, 30000
-	r.run(superTCP(t, net.ParseIP("2001:db8:7a::1"), mss, size))
-	whole := r.recv(r.tb)
-	if len(whole) != 1 {
-		t.Fatalf("%d packets on tb, want the super-packet whole", len(whole))
-	}
-	vh, p := whole[0][:dataplane.VnetHdrLen], whole[0][dataplane.VnetHdrLen:]
-	h := seg6.SRHAt(p, 40)
-	if h == nil || vh[1] != unix.VIRTIO_NET_HDR_GSO_TCPV6 || int(binary.LittleEndian.Uint16(vh[6:])) != 40+h.Len() || len(p) != 40+h.Len()+20+size {
-		t.Errorf("on tb: virtio_net_hdr % x, SRH % x, %d bytes", vh, []byte(h), len(p))
-	}
-	r.run(superTCP(t, net.ParseIP("2001:db8:7b::1"), mss, size))
-	segs := r.recv(r.tc)
-	if want := (size + mss - 1) / mss; len(segs) != want {
-		t.Fatalf("%d segments on tc, want %d", len(segs), want)
-	}
-	final := tcpip.AddrFrom16Slice(net.ParseIP("2001:db8:7b::1"))
-	for i, p := range segs { // tc has no virtio_net_hdr
-		h := seg6.SRHAt(p, 40)
-		if h == nil || dstOf(p) != netip.MustParseAddr("2001:db8:3::5") {
-			t.Fatalf("segment %d: to %v, SRH % x", i, dstOf(p), []byte(h))
-		}
-		l4 := p[40+h.Len():]
-		sum := header.PseudoHeaderChecksum(6, tcpip.AddrFrom16Slice(host1), final, uint16(len(l4)))
-		if checksum.Checksum(l4, sum) != 0xffff {
-			t.Fatalf("segment %d: TCP checksum not over the final destination's pseudo-header", i)
-		}
-	}
 }
 
 // TestSRv6Trace: a trace records each SRv6 step: the encapsulation, the
@@ -383,132 +320,6 @@ func BenchmarkForwardSRv6(b *testing.B) {
 				}
 			}
 		})
-	}
-}
-
-// TestSRv6Own: the kernel's packets out of a mirror to a seg6 route's
-// prefix are encapsulated too (Linux's output redirect), keeping the hop
-// limit the kernel gave them.
-func TestSRv6Own(t *testing.T) {
-	r := newRig(t)
-	withSRv6(t, r)
-	mw := dataplane.NewTestMirrorWorker(r.dp, r.ta, 1)
-	mw.ForwardOwn(craft(t, append([]gopacket.SerializableLayer{ipv6(routerAddr, net.ParseIP("2001:db8:9::1"), layers.IPProtocolUDP, 30)}, udp(100)...)...))
-	got := r.recv(r.tb)
-	if len(got) != 1 {
-		t.Fatalf("tb got %d packets, want the kernel's one, encapsulated", len(got))
-	}
-	p := got[0][dataplane.VnetHdrLen:]
-	if h := seg6.SRHAt(p, 40); h == nil || dstOf(p) != netip.MustParseAddr("2001:db8:2::5") || p[7] != 30 || dstOf(p[40+h.Len():]) != netip.MustParseAddr("2001:db8:9::1") {
-		t.Errorf("the kernel's packet left as % x", p[:min(len(p), 80)])
-	}
-}
-
-// TestSRv6OwnAnswers: the router's own answers to a source behind a seg6
-// route leave encapsulated (Linux's seg6_output): an echo reply and a
-// Time Exceeded, each inside an outer header to the route's first
-// segment, whose hop limit is the inner's (tb's 64: not forwarded).
-func TestSRv6OwnAnswers(t *testing.T) {
-	r := newRig(t)
-	withSRv6(t, r)
-	far := net.ParseIP("2001:db8:9::1")
-	expired := craft(t, append([]gopacket.SerializableLayer{ipv6(far, net.ParseIP("2001:db8:3::9"), layers.IPProtocolUDP, 1)}, udp(100)...)...)
-	r.run(echoRequest(t, far, net.ParseIP("2001:db8:1::1")), expired)
-	got := r.recv(r.tb)
-	if len(got) != 2 {
-		t.Fatalf("tb got %d packets, want the echo reply and the Time Exceeded", len(got))
-	}
-	for i, want := range []layers.ICMPv6TypeCode{layers.CreateICMPv6TypeCode(129, 0), layers.CreateICMPv6TypeCode(3, 0)} {
-		p := got[i][dataplane.VnetHdrLen:]
-		h := seg6.SRHAt(p, seg6.Find(p, false))
-		if h == nil || dstOf(p) != netip.MustParseAddr("2001:db8:2::5") || p[7] != 64 || h.SegmentsLeft() != 1 {
-			t.Errorf("answer %d left as % x", i, p[:min(len(p), 80)])
-			continue
-		}
-		inner := append(make([]byte, dataplane.VnetHdrLen), p[40+h.Len():]...)
-		ip, ic := icmpOf(t, inner)
-		if ic.TypeCode != want || !ip.DstIP.Equal(far) || ip.HopLimit != 64 {
-			t.Errorf("answer %d inside: %v to %v, hop limit %d; want %v to %v", i, ic.TypeCode, ip.DstIP, ip.HopLimit, want, far)
-		}
-	}
-}
-
-// TestSRv6Multipath: each path of a multipath route has its own
-// encapsulation; a flow keeps to one path, and flows take both.
-func TestSRv6Multipath(t *testing.T) {
-	r := newRig(t)
-	var ms []nexthop.Member
-	for _, sid := range []string{"2001:db8:2::8a", "2001:db8:2::8b"} {
-		e, err := seg6.NewEncap(seg6.ModeEncap, seg6.BuildSRH([]netip.Addr{netip.MustParseAddr(sid)}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ms = append(ms, nexthop.Member{Nexthop: nexthop.Nexthop{Link: r.tb.Index, Encap: &seg6.State{Encap: e}}, Weight: 1})
-	}
-	x := r.r.Tables.Main().Begin()
-	err := x.Add(fib6.Route{Dst: netip.MustParsePrefix("2001:db8:8::/64"), Attrs: fib6.Attrs{Metric: 1024, Group: nexthop.NewGroup(ms)}})
-	x.Commit()
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[netip.Addr]int{}
-	for i := range 32 {
-		src := net.ParseIP(fmt.Sprintf("2001:db8:1::%x", 0x100+i)) // the default hash is L3's
-		var sids []netip.Addr
-		for range 2 {
-			r.run(udpPorts(t, src, net.ParseIP("2001:db8:8::1"), 1000, 53))
-			for _, b := range r.recv(r.tb) {
-				sids = append(sids, dstOf(b[dataplane.VnetHdrLen:]))
-			}
-		}
-		if len(sids) != 2 || sids[0] != sids[1] {
-			t.Fatalf("flow from %v left by %v, want twice the same SID", src, sids)
-		}
-		seen[sids[0]]++
-	}
-	if len(seen) != 2 {
-		t.Errorf("32 flows took %v, want both paths' SIDs", seen)
-	}
-}
-
-// TestSRv6RulesSeeOuter: rules with ipproto see an encapsulated packet
-// as Linux's flow dissector does (past the SRH, stopping at the inner
-// IPv6): H.Encaps's outer packet is ipproto ipv6, and goes by the table
-// a rule on that gives it; H.Insert's keeps the packet's own, udp.
-func TestSRv6RulesSeeOuter(t *testing.T) {
-	r := newRig(t)
-	withSRv6(t, r)
-	ins, err := seg6.NewEncap(seg6.ModeInline, seg6.BuildSRH([]netip.Addr{netip.MustParseAddr("2001:db8:2::5"), netip.IPv6Unspecified()}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for table, rt := range map[uint32]fib6.Route{
-		300: {Dst: netip.MustParsePrefix("2001:db8:2::5/128"), Attrs: fib6.Attrs{Metric: 1, Nexthop: nexthop.Nexthop{Link: r.tc.Index}}},
-		254: {Dst: netip.MustParsePrefix("2001:db8:7c::/64"), Attrs: fib6.Attrs{Metric: 1, Nexthop: nexthop.Nexthop{Link: r.tb.Index, Encap: &seg6.State{Encap: ins}}}},
-	} {
-		x := r.r.Tables.Ensure(table).Begin()
-		err := x.Add(rt)
-		x.Commit()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	// the first segment's own route is main's (tb); table 300's (tc) is
-	// for what the rules give it
-	rx := r.r.Rules.Begin()
-	_, err1 := rx.Add(rules.Rule{Pref: 100, IPProto: seg6.ProtoIPv6, Action: rules.ToTable, Table: 300}, true)
-	_, err2 := rx.Add(rules.Rule{Pref: 101, IPProto: 17, Dst: netip.MustParsePrefix("2001:db8:2::5/128"), Action: rules.ToTable, Table: 300}, true)
-	rx.Commit()
-	if err := errors.Join(err1, err2); err != nil {
-		t.Fatal(err)
-	}
-	r.run(udpTo(t, net.ParseIP("2001:db8:9::1"), 100))
-	if got := r.recv(r.tc); len(got) != 1 || dstOf(got[0]) != netip.MustParseAddr("2001:db8:2::5") {
-		t.Errorf("H.Encaps's outer packet: %d on tc, want 1 by table 300 (ipproto ipv6)", len(got))
-	}
-	r.run(udpTo(t, net.ParseIP("2001:db8:7c::1"), 100))
-	if got := r.recv(r.tc); len(got) != 1 || dstOf(got[0]) != netip.MustParseAddr("2001:db8:2::5") {
-		t.Errorf("H.Insert's packet: %d on tc, want 1 by table 300 (ipproto udp past the SRH)", len(got))
 	}
 }
 

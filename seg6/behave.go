@@ -41,8 +41,9 @@ type Step struct {
 	Encap *Encap
 }
 
-// Process runs l's behaviour on the IPv6 packet at buf[at:] (Linux's
-// seg6_local_input_core and the actions' input functions), in place.
+// Process runs l's behaviour on the IPv6 packet at buf[at:], which ends
+// where buf does (Linux's seg6_local_input_core and the actions' input
+// functions), in place; what is in front of it is room.
 func (l *Local) Process(buf []byte, at int) Step {
 	p := buf[at:]
 	switch l.Action {
