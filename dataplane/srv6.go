@@ -176,6 +176,9 @@ func (w *worker) seg6local(i int, k *pkt, key *decide.Key, r *decide.Result, l *
 	if k.act == actLookup {
 		w.viaVRF(k, key, r, links, in.Index, forwarding)
 	}
+	if k.act == actForward && s.Via.IsValid() && !r.Nexthop().Gateway.IsValid() {
+		k.via = s.Via // FLOWI_FLAG_KNOWN_NH: nh6 is the neighbour, whatever the destination
+	}
 	if k.tr != nil {
 		k.traceSRv6("action "+l.Action.String()+" sid "+sid.String(), key, r)
 	}

@@ -109,14 +109,17 @@ func TestSRv6Inline(t *testing.T) {
 }
 
 // TestSRv6End: A's kernel sends UDP to B with an SRH (IPV6_RTHDR) whose
-// first segment is urouter's SID; urouter's End (and End with PSP)
-// moves it on to B, whose kernel delivers it; a SID whose SRH has no
-// segment left drops it and counts it.
+// first segment is urouter's SID; urouter's End (End with PSP, End.X,
+// End.T) moves it on to B, whose kernel delivers it; a SID whose SRH has
+// no segment left drops it and counts it.
 func TestSRv6End(t *testing.T) {
 	parallel(t)
 	l := newSRv6Lab(t, "route add 2001:db8:b::/64 via 2001:db8:2::2 dev e2",
 		"route add fc00:1::1/128 encap seg6local action End count dev e2",
-		"route add fc00:1::2/128 encap seg6local action End flavors psp dev e2")
+		"route add fc00:1::2/128 encap seg6local action End flavors psp dev e2",
+		"route add fc00:1::3/128 encap seg6local action End.X nh6 2001:db8:2::2 dev e2",
+		"route add 2001:db8:b::/64 via 2001:db8:2::2 dev e2 table 100",
+		"route add fc00:1::4/128 encap seg6local action End.T table 100 dev e2")
 	var rx *net.UDPConn
 	inNetns(t, l.b, func() {
 		c, err := net.ListenUDP("udp6", &net.UDPAddr{IP: net.ParseIP("2001:db8:b::2"), Port: 7000})
@@ -126,7 +129,7 @@ func TestSRv6End(t *testing.T) {
 		rx = c
 	})
 	defer func() { _ = rx.Close() }()
-	for _, sid := range []string{"fc00:1::1", "fc00:1::2"} {
+	for _, sid := range []string{"fc00:1::1", "fc00:1::2", "fc00:1::3", "fc00:1::4"} {
 		sendSRH(t, l.a, netip.MustParseAddr(sid), "through "+sid)
 		buf := make([]byte, 100)
 		_ = rx.SetReadDeadline(time.Now().Add(3 * time.Second))
@@ -135,9 +138,23 @@ func TestSRv6End(t *testing.T) {
 			t.Errorf("B's socket through %s: %q from %v, %v", sid, buf[:n], from, err)
 		}
 	}
-	out, _, _ := l.d.run("-s", "route", "show", "fc00:1::1")
-	if !strings.Contains(out, "action End packets 1 bytes ") || !strings.Contains(out, " errors 0") {
-		t.Errorf("End's counters after one packet:\n%s", out)
+	// to the SID without an SRH: End drops it, and counts it an error
+	inNetns(t, l.a, func() {
+		c, err := net.DialUDP("udp6", nil, &net.UDPAddr{IP: net.ParseIP("fc00:1::1"), Port: 7000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = c.Close() }()
+		if _, err := c.Write([]byte("no SRH")); err != nil {
+			t.Fatal(err)
+		}
+	})
+	waitUntil(t, "End to count the packet without an SRH", func() bool {
+		out, _, _ := l.d.run("-s", "route", "show", "fc00:1::1")
+		return strings.Contains(out, "action End packets 1 bytes ") && strings.Contains(out, " errors 1 ")
+	})
+	if links, _, _ := l.d.run("-s", "link", "show", "e1"); !strings.Contains(links, "drop seg6 1") {
+		t.Errorf("e1's drops after the packet without an SRH:\n%s", links)
 	}
 }
 
