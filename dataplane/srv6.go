@@ -16,9 +16,11 @@ import (
 // packet is then routed again, and forwarded (or handled) as any other.
 
 // srv6Room is the room a worker's buffer keeps in front of each packet
-// for what SRv6 pushes: an outer IPv6 header and an SRH of up to 60
-// segments. A packet with less room left is dropped (seg6).
-const srv6Room = 1024
+// for what SRv6 pushes: an outer IPv6 header and the longest SRH Linux
+// takes, 127 segments (its length is a byte of 8-byte units). A packet
+// with less room left (pushed again in the same router) is dropped
+// (seg6).
+const srv6Room = ipv6Len + 8 + 127*16
 
 // maxSRv6Steps bounds the behaviours one packet goes through at one
 // router, as a list that names the router's own SIDs over and over would

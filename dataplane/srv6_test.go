@@ -117,6 +117,38 @@ func TestSRv6Encap(t *testing.T) {
 	}
 }
 
+// TestSRv6LongestList: the longest segment list Linux takes (127
+// segments) is pushed whole on a packet, by a link whose MTU holds it.
+func TestSRv6LongestList(t *testing.T) {
+	r := newRig(t)
+	if err := r.r.SetMTU(r.tc, 9000); err != nil {
+		t.Fatal(err)
+	}
+	segs := []netip.Addr{netip.MustParseAddr("2001:db8:3::5")}
+	for i := range 126 {
+		segs = append(segs, netip.AddrFrom16([16]byte{0xfc, 15: byte(i + 1)}))
+	}
+	e, err := seg6.NewEncap(seg6.ModeEncap, seg6.BuildSRH(segs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := r.r.Tables.Main().Begin()
+	err = x.Add(fib6.Route{Dst: netip.MustParsePrefix("2001:db8:7d::/64"), Attrs: fib6.Attrs{Metric: 1024, Nexthop: nexthop.Nexthop{Link: r.tc.Index, Encap: &seg6.State{Encap: e}}}})
+	x.Commit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := udpTo(t, net.ParseIP("2001:db8:7d::1"), 100)
+	r.run(in)
+	got := r.recv(r.tc)
+	if len(got) != 1 {
+		t.Fatalf("tc got %d packets, want 1 (seg6 drops %d)", len(got), drops(r.ta, "seg6"))
+	}
+	if h := seg6.SRHAt(got[0], 40); h == nil || h.LastEntry() != 126 || string(got[0][40+h.Len():]) != string(in[dataplane.VnetHdrLen:]) {
+		t.Errorf("the packet with 127 segments: % x", got[0][:min(len(got[0]), 64)])
+	}
+}
+
 // TestSRv6End: End moves the destination to the next segment and
 // decrements Segments Left (and the hop limit, by forwarding); with none
 // left it drops the packet and counts it; PSP pops the SRH at the
