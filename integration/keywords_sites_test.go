@@ -37,7 +37,7 @@ var sites = []site{
 		value: map[string]string{"via": "2001:db8:91::2", "dev": "d0", "weight": "2", "onlink": "-", "realms": "5",
 			"encap": "mpls 100", "as": "2001:db8::1", "to": "-"},
 		skip:        set("to"), // the value of as (MPLS)
-		unsupported: map[string]string{"realms": "IPv4 realms", "encap": "lightweight tunnels", "as": "MPLS"}},
+		unsupported: map[string]string{"realms": "IPv4 realms", "as": "MPLS"}},
 	{fn: "ip/iproute.c:parse_nexthops", line: "route add 2001:db8:{n}::/64 nexthop via 2001:db8:91::2 dev d0 {p} via 2001:db8:91::3 dev d0", flag: true},
 	{fn: "ip/iproute.c:iproute_list_flush_or_save", line: "route show {p} proto 177",
 		value: map[string]string{"table": "100", "vrf": "blue", "cached": "-", "cloned": "-", "tos": "0", "dsfield": "0",
