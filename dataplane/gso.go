@@ -65,6 +65,7 @@ func (w *worker) segment(k *pkt, out *Link) {
 		return
 	}
 	inner := ips[nips-1] // the IPv6 header the transport's pseudo-header is of
+	dst := finalDst(k.p, inner, l4)
 	payload := k.p[hdr:]
 	var seq uint32
 	var flags header.TCPFlags
@@ -83,7 +84,6 @@ func (w *worker) segment(k *pkt, out *Link) {
 			header.IPv6(s[at:]).SetPayloadLength(uint16(hdr + n - at - ipv6Len))
 		}
 		in := header.IPv6(s[inner:])
-		dst := finalDst(s, inner, l4)
 		if tcp {
 			t := header.TCP(s[l4:])
 			t.SetSequenceNumber(seq + uint32(off))

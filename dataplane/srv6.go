@@ -134,7 +134,6 @@ func (w *worker) seg6local(i int, k *pkt, key *decide.Key, r *decide.Result, l *
 	sid := netip.AddrFrom16([16]byte(k.p.DestinationAddressSlice()))
 	end := at + vnetHdrLen + size
 	s := l.Process(base[:end], at+vnetHdrLen) // the packet's end: the buffer goes on with what an earlier read left
-
 	if s.Next == seg6.Drop {
 		l.Count(size, true)
 		k.drop(DropSRv6)
