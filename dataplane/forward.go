@@ -61,6 +61,7 @@ type pkt struct {
 func (w *worker) forward(n int) {
 	in := w.in
 	w.now = w.dp.now()
+	w.batchSeq++
 	c := w.ctr(in)
 	up := in.carries()
 	w.loadTaps(true) // one atomic load: nil when nothing watches

@@ -267,6 +267,7 @@ func (w *worker) forwardOwn(n int) {
 	w.loadTaps(false) // captured as they leave; not traced
 	links := w.dp.Links.snap.Load()
 	w.now = w.dp.now()
+	w.batchSeq++
 	now := coarse(w.now)
 	for i := 0; i < n; i++ {
 		k := &w.pk[i]

@@ -95,6 +95,7 @@ func (n *ndLink) Unreachable(target netip.Addr, pkts [][]byte) {
 	n.tx.loadTaps(false)
 	defer n.tx.dropTaps()
 	n.tx.now = n.dp.now() // its batch: the limiters' clock, as a worker's
+	n.tx.batchSeq++
 	for _, b := range pkts {
 		k := pkt{b: b}
 		if !n.tx.parse(&k) {

@@ -237,13 +237,28 @@ func outerFlow(key *decide.Key, e *seg6.Encap) {
 }
 
 // outerSource is the source of an outer header to first, pushed for a
-// route out of link: the tunnel source, else the selection (set_tun_src).
+// route out of link: the tunnel source, else the selection
+// (set_tun_src). The selection walks the router's addresses: it is
+// made once a batch for each first segment and link (addresses change
+// between batches, as the tables do), not once a packet.
 func (w *worker) outerSource(first netip.Addr, link int32) netip.Addr {
 	if src := w.dp.TunnelSource(); !src.IsUnspecified() {
 		return src
 	}
-	src, _ := w.dp.Decider.SourceFor(first, link)
-	return src
+	m := &w.outerSrc
+	if m.batch != w.batchSeq || m.first != first || m.link != link {
+		src, _ := w.dp.Decider.SourceFor(first, link)
+		*m = outerSrcMemo{batch: w.batchSeq, first: first, link: link, src: src}
+	}
+	return m.src
+}
+
+// outerSrcMemo is a selection outerSource made, for a batch.
+type outerSrcMemo struct {
+	batch uint64
+	first netip.Addr
+	link  int32
+	src   netip.Addr
 }
 
 // room is the buffer packet k is in and where k.b starts in it: the room

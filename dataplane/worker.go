@@ -35,6 +35,13 @@ type worker struct {
 	// read once a batch, not once for each packet punted or answered
 	// (set by forward, forwardOwn, and a sender's ndLink.Unreachable)
 	now int64
+	// batchSeq counts the batches begun (forward, forwardOwn, an ND
+	// sender's Unreachable): what is remembered for one batch is keyed
+	// by it
+	batchSeq uint64
+	// outerSrc is the outer source SRv6 selected last in this batch
+	// (srv6.go's outerSource)
+	outerSrc outerSrcMemo
 	// in is the link the batch being routed came in by: home, the link
 	// whose port the worker reads, or one of its VLAN links (forwardRuns)
 	in    *Link
