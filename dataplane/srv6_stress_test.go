@@ -5,8 +5,6 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/gopacket/gopacket"
-	"github.com/gopacket/gopacket/layers"
 	"golang.org/x/sys/unix"
 
 	"urouter/dataplane"
@@ -23,7 +21,7 @@ import (
 func TestSRv6ChurnStress(t *testing.T) {
 	r := newRig(t)
 	withSRv6(t, r)
-	encapped := craft(t, append([]gopacket.SerializableLayer{ipv6(host1, net.ParseIP("2001:db8:9::1"), layers.IPProtocolUDP, 64)}, udp(100)...)...)
+	encapped := udpTo(t, net.ParseIP("2001:db8:9::1"), 100)
 	end, dt6 := srPacket(t, tenant, 1, sidEnd, nextSID), srPacket(t, tenant, 0, sidDT6)
 	stop, done := make(chan struct{}), make(chan int)
 	go func() {

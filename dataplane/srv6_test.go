@@ -87,7 +87,7 @@ func dstOf(p []byte) netip.Addr { return netip.AddrFrom16([16]byte(p[24:40])) }
 func TestSRv6Encap(t *testing.T) {
 	r := newRig(t)
 	withSRv6(t, r)
-	in := craft(t, append([]gopacket.SerializableLayer{ipv6(host1, net.ParseIP("2001:db8:9::1"), layers.IPProtocolUDP, 64)}, udp(100)...)...)
+	in := udpTo(t, net.ParseIP("2001:db8:9::1"), 100)
 	r.run(in)
 	got := r.recv(r.tb)
 	if len(got) != 1 {
@@ -106,7 +106,7 @@ func TestSRv6Encap(t *testing.T) {
 		t.Errorf("the inner packet changed")
 	}
 	// tb's MTU is 1400: 1320 bytes fit with the 80 the encapsulation adds
-	big := craft(t, append([]gopacket.SerializableLayer{ipv6(host1, net.ParseIP("2001:db8:9::1"), layers.IPProtocolUDP, 64)}, udp(1321-48)...)...)
+	big := udpTo(t, net.ParseIP("2001:db8:9::1"), 1321-48)
 	r.run(big)
 	back := r.recv(r.ta)
 	if len(back) != 1 {
@@ -196,7 +196,7 @@ func TestSRv6Allocs(t *testing.T) {
 	r := newRig(t)
 	withSRv6(t, r)
 	pkts := [][]byte{
-		craft(t, append([]gopacket.SerializableLayer{ipv6(host1, net.ParseIP("2001:db8:9::1"), layers.IPProtocolUDP, 64)}, udp(100)...)...),
+		udpTo(t, net.ParseIP("2001:db8:9::1"), 100),
 		srPacket(t, tenant, 1, sidEnd, nextSID),
 		srPacket(t, tenant, 0, sidDT6),
 	}
@@ -280,7 +280,7 @@ func TestSRv6Trace(t *testing.T) {
 	r := newRig(t)
 	withSRv6(t, r)
 	r.dp.ArmTrace(3, r.ta, nil)
-	r.run(craft(t, append([]gopacket.SerializableLayer{ipv6(host1, net.ParseIP("2001:db8:9::1"), layers.IPProtocolUDP, 64)}, udp(100)...)...),
+	r.run(udpTo(t, net.ParseIP("2001:db8:9::1"), 100),
 		srPacket(t, tenant, 1, sidEnd, nextSID), srPacket(t, tenant, 0, sidEnd, nextSID))
 	recs, _ := r.dp.Traces()
 	if len(recs) != 3 {
@@ -362,7 +362,7 @@ func TestSRv6MovedBuffers(t *testing.T) {
 	r := newRig(t)
 	withSRv6(t, r)
 	r.w.SwapBuffers(0, 1)
-	in := craft(t, append([]gopacket.SerializableLayer{ipv6(host1, net.ParseIP("2001:db8:9::1"), layers.IPProtocolUDP, 64)}, udp(100)...)...)
+	in := udpTo(t, net.ParseIP("2001:db8:9::1"), 100)
 	r.run(in, srPacket(t, tenant, 1, sidEnd, nextSID))
 	if got := r.recv(r.tb); len(got) != 2 {
 		t.Errorf("tb got %d packets, want both (seg6 drops: %d)", len(got), drops(r.ta, "seg6"))

@@ -208,6 +208,6 @@ func (r *rig) sysctl(t *testing.T, name, v string) {
 }
 
 // udpTo is a datagram from host1 with size bytes of payload.
-func udpTo(t *testing.T, dst net.IP, size int) []byte {
+func udpTo(t testing.TB, dst net.IP, size int) []byte {
 	return craft(t, append([]gopacket.SerializableLayer{ipv6(host1, dst, layers.IPProtocolUDP, 64)}, udp(size)...)...)
 }
