@@ -28,7 +28,9 @@
 //     packet routed again; the tunnel source;
 //   - mirrors (mirror.go): the reader of a link's kernel TUN and the
 //     packets given to it (whose TCP teaches CoPP its session peers);
-//     keeping the kernel interface in step is the router's.
+//     keeping the kernel interface in step is the router's;
+//   - links on paper (paper.go): a TAP, a host link and a mirror with
+//     nothing in the kernel, for a router that is never started.
 //
 // What a link is made of (TUN, TAP, AF_PACKET, frames, the virtio-net
 // header) is package port's; Neighbour Discovery is package ndisc's.

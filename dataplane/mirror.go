@@ -80,7 +80,12 @@ type mirrorPort interface {
 // SetCarrier makes the kernel's side dormant while its link has no
 // carrier (port.SetDormant), and up again when it has: the daemons there
 // see a cable pulled as Linux shows it them.
-func (m *Mirror) SetCarrier(on bool) error { return port.SetDormant(m.Index, !on) }
+func (m *Mirror) SetCarrier(on bool) error {
+	if m.port == nil { // on paper
+		return nil
+	}
+	return port.SetDormant(m.Index, !on)
+}
 
 // Mirror is the link's kernel mirror, nil if it has none.
 func (l *Link) Mirror() *Mirror { return l.mirror.Load() }
@@ -147,7 +152,7 @@ func (dp *Dataplane) ClearMirror(l *Link) error {
 	dp.mu.Lock()
 	defer dp.mu.Unlock()
 	m := l.mirror.Swap(nil)
-	if m == nil {
+	if m == nil || m.port == nil { // none, or one on paper
 		return nil
 	}
 	merr := allMulti(l, false)

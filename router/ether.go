@@ -23,7 +23,11 @@ func (r *Router) AddTAP(name string, o port.TAPOptions, eo dataplane.EtherOption
 		o.MTU = 1500
 	}
 	eo.Neigh, eo.Held = r.defaultNeigh(eo.Neigh), r.held
-	return r.addLink(name, eo.Index, o.MTU, func() (port.Device, error) { return dataplane.OpenTAP(name, o, eo) })
+	open := func() (port.Device, error) { return dataplane.OpenTAP(name, o, eo) }
+	if r.paper {
+		open = func() (port.Device, error) { return dataplane.PaperTAP(o, eo) }
+	}
+	return r.addLink(name, eo.Index, o.MTU, open)
 }
 
 // AddHost attaches link name to interface dev, down; the link's MTU is
@@ -32,7 +36,11 @@ func (r *Router) AddTAP(name string, o port.TAPOptions, eo dataplane.EtherOption
 func (r *Router) AddHost(name, dev string, eo dataplane.EtherOptions) (*dataplane.Link, error) {
 	eo.Neigh, eo.Held = r.defaultNeigh(eo.Neigh), r.held
 	return r.addLinkMTU(name, eo.Index, func() (port.Device, int, error) {
-		d, mtu, err := dataplane.OpenHost(dev, eo)
+		openHost := dataplane.OpenHost
+		if r.paper {
+			openHost = dataplane.PaperHost
+		}
+		d, mtu, err := openHost(dev, eo)
 		if mtu == 0 {
 			mtu = 1500
 		}

@@ -29,6 +29,9 @@ func (r *Router) SetMirror(l *dataplane.Link, kname, kind string) error {
 		return nil
 	}
 	defer r.publishMirrors()
+	if r.paper {
+		return r.DP.SetPaperMirror(l, kname, kind)
+	}
 	if _, err := r.DP.SetMirror(l, kname, kind); err != nil {
 		return err
 	}
@@ -144,7 +147,7 @@ func syncKernel(l *dataplane.Link) error {
 // now; nil, nil, nil for a link without a mirror.
 func mirrorIface(l *dataplane.Link) (*dataplane.Mirror, netlink.Link, error) {
 	m := l.Mirror()
-	if m == nil {
+	if m == nil || m.Paper() {
 		return nil, nil, nil
 	}
 	kl, err := netlink.LinkByIndex(int(m.Index))

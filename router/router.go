@@ -13,7 +13,9 @@
 // with their routes moved between tables, strict_mode (vrf.go), and
 // the kernel VRF device a member's mirror joins where the kernel has
 // VRFs (vrf_kernel.go); for mirrors, the kernel interface kept in step
-// with its link by netlink (mirror.go).
+// with its link by netlink (mirror.go). A router on paper (paper.go)
+// has links with no kernel device and is never started: `apply` reads a
+// config and tries its changes on one.
 //
 // control parses commands and calls the router (or a table, for routes);
 // it never goes around it. Link and address changes, which touch several
@@ -75,6 +77,8 @@ type Router struct {
 	// held bounds the bytes the links' caches hold for resolution
 	// together (unres_total_bytes)
 	held *ndisc.Budget
+	// paper: its links are on paper (paper.go)
+	paper bool
 	// vrfRules: the l3mdev rule was added, with the first VRF (vrf.go)
 	vrfRules bool
 	// kernelVRFs are the kernel VRF devices made for the VRFs' mirrors,
@@ -168,7 +172,11 @@ func (r *Router) AddTUNAt(name string, index int32, o port.TUNOptions) (*datapla
 	if o.MTU == 0 {
 		o.MTU = 1500
 	}
-	return r.addLink(name, index, o.MTU, func() (port.Device, error) { return port.OpenTUN(name, o) })
+	open := func() (port.Device, error) { return port.OpenTUN(name, o) }
+	if r.paper {
+		open = func() (port.Device, error) { return port.PaperTUN(o), nil }
+	}
+	return r.addLink(name, index, o.MTU, open)
 }
 
 // AddDummy creates link name as a dummy link, down.

@@ -6,8 +6,9 @@
 // name that waits while there is none (host.go), and the kernel's IPv6
 // switched off on an interface the router takes (ipv6switch.go), a
 // mirror's kernel TUN (mirror.go), the loopback and
-// dummy links, a VRF device (vrf.go: no I/O of its own, its table), and
-// the virtio-net header every buffer begins with (vnet.go).
+// dummy links, a VRF device (vrf.go: no I/O of its own, its table), a
+// TUN's, a TAP's and a host link's devices on paper, with no kernel side
+// (paper.go), and the virtio-net header every buffer begins with (vnet.go).
 //
 // It is called port because that is what the packet path sees of a link:
 // a port it reads batches from and writes batches to, as wireguard-go
