@@ -60,6 +60,10 @@
 //	sysctl.go                     sysctl(8): the router's knobs by Linux's names
 //	save.go                       save: the configuration as the commands that make it
 //	                              (each VRF member's master: link_vrf.go)
+//	apply.go                      apply: a config read on paper, its changes tried on
+//	                              paper, then run as one record
+//	apply_plan.go, apply_change.go  apply's plan: save's lines keyed, what differs
+//	                              changed in place, made again or undone, in load order
 //	feeds.go                      fpm show, mirror show
 //	monitor.go                    ip monitor: its words, its events and their printer
 //	capture.go, trace.go          capture's words and filter; trace add and show

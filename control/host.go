@@ -28,6 +28,9 @@ type Daemon struct {
 	Feeds   *Feeds
 	State   *statefile.State
 	Startup *Startup
+	// Paper makes a router on paper as the daemon makes its own (its
+	// flags' knobs): apply's trials (nil: router.NewPaper)
+	Paper func() *router.Router
 }
 
 // AheadConn is a client's connection, which a long batch's reader
@@ -64,7 +67,7 @@ func (w *ReadWaits) idleSince(seen uint64) (now uint64, idle bool) {
 // its changes are recorded in d's state file, and a batch's lines yield
 // to the data plane once they run (see takePace).
 func (s *Session) Attach(d Daemon, c AheadConn) {
-	s.feeds, s.state, s.startup, s.conn = d.Feeds, d.State, d.Startup, c
+	s.feeds, s.state, s.startup, s.conn, s.paper = d.Feeds, d.State, d.Startup, c, d.Paper
 	if d.State != nil {
 		s.rec = d.State.Recorder()
 	}

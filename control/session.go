@@ -64,7 +64,8 @@ type Session struct {
 	// the line being run, when it was parsed ahead (see runAhead)
 	conn   AheadConn
 	ahead  *aheadLine
-	shaped fib6.Route // the route of a run of lines shaped alike (see runShaped)
+	shaped fib6.Route            // the route of a run of lines shaped alike (see runShaped)
+	paper  func() *router.Router // the daemon's (see Daemon.Paper)
 }
 
 // txnFor returns the open transaction of table t, committing any other.
@@ -117,6 +118,9 @@ const paceEvery = 32
 // comes, and whenever the session would wait on its client (its caller's
 // part: control/server's pausingConn asks Holding and calls Commit).
 func (s *Session) Run(in *bufio.Reader) int {
+	if s.opt.Apply {
+		return s.applyInput(in)
+	}
 	status := 0
 	defer s.commit()
 	read := 0
