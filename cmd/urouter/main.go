@@ -66,7 +66,9 @@ func daemon(args []string) int {
 	}
 	tuneRuntime(nice)
 	r := router.New()
+	flagged := map[string]string{} // the knobs as the flags set them
 	for i, k := range knobs {
+		flagged[k.knob] = *values[i]
 		if err := r.SetSysctl(k.knob, *values[i]); err != nil {
 			fmt.Fprintf(os.Stderr, "urouter daemon: --%s %q (%s): %v\n", k.flag, *values[i], k.knob, err)
 			return 2
@@ -95,8 +97,7 @@ func daemon(args []string) int {
 		releaseLinks(r)
 		return 1
 	}
-	srv.MaxSessions = *maxSessions
-	srv.Status.Started = time.Now()
+	srv.MaxSessions, srv.Paper, srv.Status.Started = *maxSessions, paperOf(flagged), time.Now()
 	var fpmApplier *feed.Applier
 	if *fpmAddr != "" {
 		fpmApplier = feed.NewApplier(r, r.LinkOfKernel)
@@ -127,16 +128,36 @@ func daemon(args []string) int {
 		}
 		defer func() { _ = ms.Close() }() // at exit: nobody is left to hear of it
 	}
-	return serve(r, srv)
+	return serve(r, srv, *config)
 }
 
-// serve starts the router and serves its socket until SIGTERM or SIGINT.
-func serve(r *router.Router, srv *server.Server) int {
+// paperOf makes apply's routers on paper as the daemon made its own:
+// with the knobs its flags set.
+func paperOf(knobs map[string]string) func() *router.Router {
+	return func() *router.Router {
+		p := router.NewPaper()
+		for k, v := range knobs {
+			_ = p.SetSysctl(k, v) // taken by the daemon's own router already
+		}
+		return p
+	}
+}
+
+// serve starts the router and serves its socket until SIGTERM or SIGINT;
+// SIGHUP applies config again, as `urouter apply` does.
+func serve(r *router.Router, srv *server.Server, config string) int {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	go func() {
 		<-sig
 		srv.Close()
+	}()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		for range hup {
+			srv.Reload(config)
+		}
 	}()
 	r.Start()
 	defer r.Close()

@@ -2,10 +2,12 @@
 // options, sends a command or a batch to the daemon over its socket (the
 // format is package wire's) and prints the answer as it comes; `capture`
 // streams a pcapng capture to a file, to stdout, or printed a line per
-// packet. It knows the command language only through Words.
+// packet; `apply` sends a config file for the daemon to converge to. It
+// knows the command language only through Words.
 //
 //	client.go   the options, the request, the answer
 //	capture.go  the capture client
+//	apply.go    apply FILE's words and file
 package client
 
 import (
@@ -73,6 +75,8 @@ func Main(args []string, words Words) int {
 		o.Batch, o.Restore, o.BatchName, input = true, true, "-", os.Stdin
 	case words.Object(args[0]) == "capture":
 		return captureMain(o, socket, args)
+	case args[0] == "apply":
+		return applyMain(o, socket, args[1:])
 	default:
 		w := []byte(args[0])
 		keepOpen = wire.Matches(w, "monitor") && !wire.Matches(w, "maddress")

@@ -3,7 +3,8 @@
 // connection run as a control.Session, at most Server.MaxSessions at
 // once, and what a session's command streams once it has run: a
 // monitor's events and a capture's packets. It runs the --config file
-// too (ApplyConfig).
+// too (ApplyConfig), and applies it again on SIGHUP as `apply` does
+// (Reload).
 //
 // A connection pauses its session (pausingConn): a read or a write that
 // waits on the client longer than control.IdleCommit publishes the
@@ -15,4 +16,5 @@
 //	conn.go      pausingConn, a client's connection as its session uses it
 //	monitor.go   the hub: the router's changes handed to each monitor
 //	capture.go   a capture's pcapng stream
+//	reload.go    SIGHUP: the --config file applied again, what it ran logged
 package server

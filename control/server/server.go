@@ -33,11 +33,15 @@ type Server struct {
 	// MaxSessions: set before Serve, how many clients are served at once
 	// at most (0: DefaultMaxSessions); one more is refused.
 	MaxSessions int
-	sessions    atomic.Int64 // the sessions running
-	hub         *hub
-	ln          *net.UnixListener
-	stop        chan struct{}
-	closing     sync.Once
+	// Paper: set before Serve, makes a router on paper as the daemon
+	// made its own (see control.Daemon.Paper)
+	Paper     func() *router.Router
+	reloading sync.Mutex   // a SIGHUP's apply at a time
+	sessions  atomic.Int64 // the sessions running
+	hub       *hub
+	ln        *net.UnixListener
+	stop      chan struct{}
+	closing   sync.Once
 }
 
 // Listen claims the control socket at path (mode 0600). It refuses if
