@@ -107,7 +107,7 @@ func TestApplyCrash(t *testing.T) {
 		if err := d.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		_ = d.cmd.Wait()  // killed
+		_ = d.cmd.Wait() // killed
 		_ = apply.Wait() // cut off
 		again := startDaemonFlags(t, newNetns(t, "apK"), []string{"--state", state})
 		now, _, _ := again.run("save")
