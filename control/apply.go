@@ -35,6 +35,10 @@ func (s *Session) applyInput(in *bufio.Reader) int {
 	case len(content) > maxApply:
 		s.errOut(fmt.Sprintf("Error: the config %q is longer than %d bytes.", s.opt.BatchName, maxApply))
 		return 1
+	case int64(len(content)) != s.opt.Size:
+		// the client said how much: less is a client gone mid-send
+		s.errOut(fmt.Sprintf("Error: the config %q was cut short (%d of %d bytes): nothing changed.", s.opt.BatchName, len(content), s.opt.Size))
+		return 1
 	}
 	return s.Apply(s.opt.BatchName, content, s.opt.DryRun, s.opt.All)
 }

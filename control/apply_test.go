@@ -14,7 +14,9 @@ import (
 
 // applyOn runs `apply` of config on r (dry: --dry-run).
 func applyOn(r *router.Router, config string, dry bool) (stdout, stderr string, status int) {
-	return runIn(&Session{r: r, opt: wire.Options{Apply: true, DryRun: dry, BatchName: "b.conf"}}, strings.TrimSuffix(config, "\n"))
+	config = strings.TrimSuffix(config, "\n")
+	o := wire.Options{Apply: true, DryRun: dry, BatchName: "b.conf", Size: int64(len(config) + 1)}
+	return runIn(&Session{r: r, opt: o}, config)
 }
 
 // paperWith is a router on paper with config's lines.
@@ -172,5 +174,15 @@ func TestApplyInPlace(t *testing.T) {
 		if now, _, _ := run(live, wire.Options{}, "save"); now != after {
 			t.Errorf("a config that failed changed the router:\n%s", textdiff.Lines(after, now))
 		}
+	}
+	// a client gone mid-send: what came reads as a whole config (here,
+	// an empty one, which would delete everything), but is less than the
+	// size it said
+	cut := &Session{r: live, opt: wire.Options{Apply: true, BatchName: "b.conf", Size: int64(len(b) + 1)}}
+	if out, e, st := runIn(cut, ""); st == 0 || out != "" || !strings.Contains(e, "cut short") {
+		t.Errorf("a config cut short: %d %q %q", st, out, e)
+	}
+	if now, _, _ := run(live, wire.Options{}, "save"); now != after {
+		t.Errorf("a config cut short changed the router:\n%s", textdiff.Lines(after, now))
 	}
 }

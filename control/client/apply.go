@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -38,16 +39,32 @@ func applyMain(o wire.Options, socket string, args []string) int {
 		fmt.Fprintln(os.Stderr, applyUsage)
 		return 255
 	}
-	var input io.Reader = os.Stdin
+	content, err := readConfig(file)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "Cannot open file \"%s\" for reading: %s\n", file, strerrorOf(err))
+		return 1
+	}
+	// The size goes ahead of the config: a daemon that gets less (this
+	// client killed while it sends) applies nothing, where a config cut
+	// at a line's end would read whole and delete what its rest says.
+	o.Apply, o.BatchName, o.Size = true, file, int64(len(content))
+	return Talk(wire.SocketPath(socket), o, bytes.NewReader(content), false, os.Stdout, os.Stderr)
+}
+
+// readConfig reads file ("-": stdin) whole, ending in a newline.
+func readConfig(file string) ([]byte, error) {
+	var in io.Reader = os.Stdin
 	if file != "-" {
 		f, err := os.Open(file)
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "Cannot open file \"%s\" for reading: %s\n", file, strerrorOf(err))
-			return 1
+			return nil, err
 		}
 		defer func() { _ = f.Close() }() // read only: nothing to lose
-		input = f
+		in = f
 	}
-	o.Apply, o.BatchName = true, file
-	return Talk(wire.SocketPath(socket), o, input, false, os.Stdout, os.Stderr)
+	b, err := io.ReadAll(in)
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		b = append(b, '\n')
+	}
+	return b, err
 }
