@@ -77,7 +77,8 @@ func (s *Session) applyPlan(name string, content []byte, all bool) ([]string, er
 		}
 		return nil, fmt.Errorf("%s\nError: %s not applied: nothing changed.", msg, name)
 	}
-	target := parseConfig(saveOf(file, nil, true))
+	// what the feeds own now is the feeds' (unless all), in the file too
+	target := parseConfig(saveOf(file, s.feeds, all))
 	free := freeLinks(content)
 	running := s.saveLines(all)
 	copied := paper()

@@ -127,3 +127,36 @@ func TestApplyCrash(t *testing.T) {
 	}
 	t.Logf("the restarts had: %v", outcomes)
 }
+
+// TestApplyLeavesFeeds: what a feed owns (a kernel table followed by
+// --mirror-table) is neither compared nor changed by apply, unless
+// --all; then a config that lacks it deletes it.
+func TestApplyLeavesFeeds(t *testing.T) {
+	parallel(t)
+	needRoot(t)
+	ns := newNetns(t, "apF")
+	mustRun(t, "ip", "-n", ns, "-6", "route", "add", "blackhole", "2001:db8:e0::/48", "table", "100")
+	d := startDaemonFlags(t, ns, []string{"--mirror-table", "100"}, "link add t0 type tun", "link set t0 up")
+	waitUntil(t, "the kernel table's route", func() bool {
+		out, _, _ := d.run("route", "show", "table", "100")
+		return strings.Contains(out, "2001:db8:e0::/48")
+	})
+	file := filepath.Join(t.TempDir(), "c.conf")
+	writeFile(t, file, "link add t0 type tun\nlink set t0 up\nroute add 2001:db8:1::/48 dev t0\n")
+	if out, errs, st := d.run("apply", file); st != 0 || out != "route add 2001:db8:1::/48 dev t0 table main proto boot metric 1024\n" {
+		t.Errorf("apply beside a feed: %d %q %s", st, out, errs)
+	}
+	if out, _, _ := d.run("route", "show", "table", "100"); !strings.Contains(out, "2001:db8:e0::/48") {
+		t.Errorf("apply took the feed's route away:\n%s", out)
+	}
+	// a config that says the feed's route too leaves it to the feed
+	withFeed := filepath.Join(t.TempDir(), "f.conf")
+	writeFile(t, withFeed, "link add t0 type tun\nlink set t0 up\nroute add 2001:db8:1::/48 dev t0\nroute add blackhole 2001:db8:e0::/48 table 100\n")
+	if out, errs, st := d.run("apply", withFeed); st != 0 || out != "" {
+		t.Errorf("apply of a config with the feed's route: %d %q %s", st, out, errs)
+	}
+	out, errs, st := d.run("apply", file, "--all", "--dry-run")
+	if st != 0 || !strings.HasPrefix(out, "route del blackhole 2001:db8:e0::/48 table 100") {
+		t.Errorf("apply --all --dry-run: %d %q %s", st, out, errs)
+	}
+}
