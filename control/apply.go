@@ -44,22 +44,35 @@ func (s *Session) applyInput(in *bufio.Reader) int {
 }
 
 // Apply makes the router say what config content (named name) says and
-// prints the commands that do it, as they run (dryRun: only prints them).
-// Without all, what the feeds own is neither compared nor changed. It
-// returns the exit status.
+// prints the commands that did it (dryRun: that would). Without all,
+// what the feeds own is neither compared nor changed. It returns the
+// exit status.
 func (s *Session) Apply(name string, content []byte, dryRun, all bool) int {
+	ran, status := s.applyLocked(name, content, dryRun, all)
+	for _, c := range ran {
+		s.out.WriteString(c + "\n")
+	}
+	return status
+}
+
+// applyLocked plans and runs apply under the daemon's lock on applies,
+// and returns the commands that ran: its client is told once the lock
+// is let go (one that does not read holds up no other apply).
+func (s *Session) applyLocked(name string, content []byte, dryRun, all bool) ([]string, int) {
+	if s.applying != nil {
+		s.applying.Lock()
+		defer s.applying.Unlock()
+	}
 	cmds, err := s.applyPlan(name, content, all)
 	if err != nil {
 		s.errOut(err.Error())
-		return 1
+		return nil, 1
 	}
 	if dryRun {
-		for _, c := range cmds {
-			s.out.WriteString(c + "\n")
-		}
-		return 0
+		return cmds, 0
 	}
-	return s.runApplied(name, cmds)
+	n, status := s.runApplied(name, cmds, all)
+	return cmds[:n], status
 }
 
 // applyPlan is the commands that make the router say content.
@@ -93,18 +106,17 @@ func (s *Session) applyPlan(name string, content []byte, all bool) ([]string, er
 	return pl.cmds, nil
 }
 
-// runApplied runs cmds in the session as one batch, printing each first.
-// The lines' gateways were checked on paper (the order that changes
+// runApplied runs cmds in the session as one batch, and says how many
+// ran. The lines' gateways were checked on paper (the order that changes
 // converge in is not the order a config loads in): they are not checked
 // again. One that fails stops them, and the router is brought back to
 // what it said before, as far as it goes.
-func (s *Session) runApplied(name string, cmds []string) int {
-	before := s.saveLines(s.opt.All)
+func (s *Session) runApplied(name string, cmds []string, all bool) (int, int) {
+	before := s.saveLines(all)
 	restoring, batch, bname := s.restoring, s.opt.Batch, s.opt.BatchName
 	s.restoring, s.opt.Batch, s.opt.BatchName = true, true, name
 	defer func() { s.restoring, s.opt.Batch, s.opt.BatchName = restoring, batch, bname }()
-	for _, c := range cmds {
-		s.out.WriteString(c + "\n")
+	for i, c := range cmds {
 		s.line++
 		e := s.exec([]byte(c + "\n"))
 		s.step()
@@ -112,21 +124,20 @@ func (s *Session) runApplied(name string, cmds []string) int {
 			continue
 		}
 		s.commit()
-		s.flush()
 		s.errOut(e.msg)
 		s.errOut(fmt.Sprintf("Error: apply %s: %q failed; bringing the router back", name, c))
-		if err := s.revert(before); err != nil {
+		if err := s.revert(before, all); err != nil {
 			s.errOut(err.Error())
 		}
-		return 1
+		return i, 1
 	}
 	s.commit()
-	return 0
+	return len(cmds), 0
 }
 
 // revert applies before, the configuration the router had.
-func (s *Session) revert(before []string) error {
-	cmds, err := s.applyPlan("the configuration before", []byte(saveHeader+strings.Join(before, "")), s.opt.All)
+func (s *Session) revert(before []string, all bool) error {
+	cmds, err := s.applyPlan("the configuration before", []byte(saveHeader+strings.Join(before, "")), all)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 
 	"urouter/control/wire"
@@ -184,5 +185,50 @@ func TestApplyInPlace(t *testing.T) {
 	}
 	if now, _, _ := run(live, wire.Options{}, "save"); now != after {
 		t.Errorf("a config cut short changed the router:\n%s", textdiff.Lines(after, now))
+	}
+}
+
+// TestApplyStress: four clients apply A and B in turn to one router
+// while another reads it (run it with -race): the applies take turns,
+// each ends with A or B whole, and so does the router.
+func TestApplyStress(t *testing.T) {
+	a, b := randomConfig(rand.New(rand.NewPCG(7, 1))), randomConfig(rand.New(rand.NewPCG(7, 2)))
+	var saves [2]string
+	for i, c := range [][]string{a, b} {
+		saves[i], _, _ = run(paperWith(t, c), wire.Options{}, "save")
+	}
+	live := paperWith(t, a)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				_, _, _ = run(live, wire.Options{}, "route", "show", "table", "all")
+			}
+		}
+	}()
+	for c := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range racebuild.Sized(20, 5) {
+				cfg := saves[(c+i)%2]
+				o := wire.Options{Apply: true, BatchName: "x.conf", Size: int64(len(cfg))}
+				s := &Session{r: live, opt: o, applying: &mu}
+				if _, e, st := runIn(s, strings.TrimSuffix(cfg, "\n")); st != 0 {
+					t.Errorf("client %d apply %d: %s", c, i, e)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	if got, _, _ := run(live, wire.Options{}, "save"); got != saves[0] && got != saves[1] {
+		t.Errorf("after the applies the router is neither A nor B:\n%s", textdiff.Lines(saves[1], got))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -31,6 +32,8 @@ type Daemon struct {
 	// Paper makes a router on paper as the daemon makes its own (its
 	// flags' knobs): apply's trials (nil: router.NewPaper)
 	Paper func() *router.Router
+	// Applying is held by an apply while it plans and runs (nil: none)
+	Applying *sync.Mutex
 }
 
 // AheadConn is a client's connection, which a long batch's reader
@@ -67,7 +70,7 @@ func (w *ReadWaits) idleSince(seen uint64) (now uint64, idle bool) {
 // its changes are recorded in d's state file, and a batch's lines yield
 // to the data plane once they run (see takePace).
 func (s *Session) Attach(d Daemon, c AheadConn) {
-	s.feeds, s.state, s.startup, s.conn, s.paper = d.Feeds, d.State, d.Startup, c, d.Paper
+	s.feeds, s.state, s.startup, s.conn, s.paper, s.applying = d.Feeds, d.State, d.Startup, c, d.Paper, d.Applying
 	if d.State != nil {
 		s.rec = d.State.Recorder()
 	}

@@ -62,10 +62,11 @@ type Session struct {
 	paceBy *dataplane.Dataplane
 	// conn is the client's connection (nil for a config file); ahead
 	// the line being run, when it was parsed ahead (see runAhead)
-	conn   AheadConn
-	ahead  *aheadLine
-	shaped fib6.Route            // the route of a run of lines shaped alike (see runShaped)
-	paper  func() *router.Router // the daemon's (see Daemon.Paper)
+	conn     AheadConn
+	ahead    *aheadLine
+	shaped   fib6.Route            // the route of a run of lines shaped alike (see runShaped)
+	paper    func() *router.Router // the daemon's (see Daemon.Paper)
+	applying *sync.Mutex           // the daemon's (see Daemon.Applying)
 }
 
 // txnFor returns the open transaction of table t, committing any other.

@@ -12,7 +12,7 @@ import (
 
 // Reload applies the daemon's config file (kill -HUP) as `urouter apply`
 // does, logging each command it runs and how it ended. Reloads run one
-// at a time, beside the clients' sessions.
+// at a time with the clients' applies.
 func (srv *Server) Reload(path string) {
 	if path == "" {
 		log.Printf("SIGHUP: no --config to apply")
@@ -23,12 +23,10 @@ func (srv *Server) Reload(path string) {
 		log.Printf("SIGHUP: %v", err)
 		return
 	}
-	srv.reloading.Lock()
-	defer srv.reloading.Unlock()
 	out := bufio.NewWriter(&logLines{prefix: "SIGHUP: " + path + ": "})
 	s := control.NewSession(srv.R, wire.Options{Batch: true, BatchName: path}, out,
 		func(m string) { log.Printf("SIGHUP: %s", m) })
-	s.Attach(control.Daemon{Feeds: srv.Feeds, State: srv.State, Startup: &srv.Status, Paper: srv.Paper}, nil)
+	s.Attach(control.Daemon{Feeds: srv.Feeds, State: srv.State, Startup: &srv.Status, Paper: srv.Paper, Applying: &srv.applying}, nil)
 	defer s.EndPace()
 	status := s.Finish(s.Apply(path, content, false, false))
 	_ = out.Flush() // to the log

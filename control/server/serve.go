@@ -30,7 +30,7 @@ func (srv *Server) serveConn(c net.Conn) {
 	s := control.NewSession(srv.R, opt, bufio.NewWriterSize(&wire.FrameWriter{W: pc, Kind: 'o'}, control.WriteBuf),
 		func(m string) { _, _ = ew.Write([]byte(m + "\n")) }) // a client gone: nobody to tell
 	pc.s = s
-	s.Attach(control.Daemon{Feeds: srv.Feeds, State: srv.State, Startup: &srv.Status, Paper: srv.Paper}, pc)
+	s.Attach(control.Daemon{Feeds: srv.Feeds, State: srv.State, Startup: &srv.Status, Paper: srv.Paper, Applying: &srv.applying}, pc)
 	defer s.EndPace()
 	status := s.Finish(s.Run(in))
 	if s.Monitor() != nil {

@@ -35,13 +35,13 @@ type Server struct {
 	MaxSessions int
 	// Paper: set before Serve, makes a router on paper as the daemon
 	// made its own (see control.Daemon.Paper)
-	Paper     func() *router.Router
-	reloading sync.Mutex   // a SIGHUP's apply at a time
-	sessions  atomic.Int64 // the sessions running
-	hub       *hub
-	ln        *net.UnixListener
-	stop      chan struct{}
-	closing   sync.Once
+	Paper    func() *router.Router
+	applying sync.Mutex   // one apply at a time, a client's or a SIGHUP's
+	sessions atomic.Int64 // the sessions running
+	hub      *hub
+	ln       *net.UnixListener
+	stop     chan struct{}
+	closing  sync.Once
 }
 
 // Listen claims the control socket at path (mode 0600). It refuses if
