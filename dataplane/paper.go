@@ -53,6 +53,8 @@ func (dp *Dataplane) SetPaperMirror(l *Link, kname, kind string) error {
 			return fmt.Errorf("%s: %w", kname, ErrLinkExists) // as the kernel's name is taken
 		}
 	}
-	l.mirror.Store(&Mirror{Name: kname, Kind: kind, link: l, done: make(chan struct{})})
+	m := &Mirror{Name: kname, Kind: kind, link: l, done: make(chan struct{})}
+	m.closing.Store(true) // nothing is given a mirror on paper (see enter)
+	l.mirror.Store(m)
 	return nil
 }
