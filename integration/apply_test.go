@@ -81,7 +81,9 @@ func applyPair(t *testing.T, seedA, seedB int64, hand bool) {
 	if st != 0 || dry == "" {
 		t.Fatalf("apply --dry-run: %d %q\n%s", st, dry, errs)
 	}
-	if now, _, _ := a.run("save"); now != before {
+	// as sets: the router's own events (a host link's carrier heard
+	// late) may list routes of one destination in another order
+	if now, _, _ := a.run("save"); setDiff(before, now) != "" {
 		t.Fatalf("apply --dry-run changed the router:\n%s", setDiff(before, now))
 	}
 	ran, errs, st := a.run("apply", file)
