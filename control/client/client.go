@@ -31,7 +31,7 @@ const usage = `Usage: urouter [ OPTIONS ] OBJECT { COMMAND | help }
        urouter capture [ dev LINK ]... [ drops ] [ in | out ] [ count N ] [ -w FILE | - ] [ FILTER ]
 where  OBJECT := { route | link | address | monitor | trace | ... }
        OPTIONS := { -6 | -s[tatistics] | -d[etails] | -j[son] | -p[retty] |
-                    -force | --socket PATH }
+                    -br[ief] | -o[neline] | -force | --socket PATH }
 The daemon is found at --socket PATH, $UROUTER_SOCKET, or ` + wire.DefaultSocket + "."
 
 // Words is what the client asks of the command language: the object a
@@ -128,7 +128,8 @@ func option(o *wire.Options, opt string, args []string) ([]string, int) {
 		return args[0], true
 	}
 	switch {
-	case wire.Matches(w, "loops"), wire.Matches(w, "rcvbuf"):
+	// ip checks -resolve before -rcvbuf: -r is resolve, a flag
+	case wire.Matches(w, "loops"), wire.Matches(w, "rcvbuf") && !wire.Matches(w, "resolve"):
 		if _, ok := next(); !ok {
 			fmt.Fprintf(os.Stderr, "Error: argument \"%s\" is required\n", opt)
 			return args, 255
@@ -170,15 +171,17 @@ func flag(o *wire.Options, opt string, w []byte, arg string) int {
 		o.Stats++
 	case wire.Matches(w, "details"):
 		o.Details = true
-	case wire.Matches(w, "resolve"), wire.Matches(w, "oneline"), wire.Matches(w, "timestamp"), wire.Matches(w, "tshort"):
+	case wire.Matches(w, "resolve"):
+	case wire.Matches(w, "oneline"):
+		o.Oneline = true
+	case wire.Matches(w, "timestamp"), wire.Matches(w, "tshort"):
 	case wire.Matches(w, "Version"):
 		fmt.Println("urouter, iproute2-compatible command language (ip utility 6.x words)")
 		return 0
 	case wire.Matches(w, "force"):
 		o.Force = true
 	case wire.Matches(w, "brief"):
-		fmt.Fprintln(os.Stderr, "Error: -brief is not supported.")
-		return 255
+		o.Brief = true
 	case wire.Matches(w, "json"):
 		o.JSON = true
 	case wire.Matches(w, "pretty"):

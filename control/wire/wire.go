@@ -19,8 +19,9 @@ import (
 //
 //	urouter/1 OPTIONS BATCHNAME
 //
-// (OPTIONS: letters j p d f b r 6, a n l (apply, --dry-run, --all), the
-// stats count as digits, and z and the batch file's size in bytes; or "-"),
+// (OPTIONS: letters j p d f b r 6 B o (-brief, -oneline), a n l (apply,
+// --dry-run, --all), the stats count as digits, and z and the batch
+// file's size in bytes; or "-"),
 // then command lines, each ending in '\n', then closes its side. The daemon
 // answers with frames: a type byte ('o' stdout, 'e' stderr, 'x' exit
 // status), a big-endian uint32 length and the payload.
@@ -40,6 +41,9 @@ type Options struct {
 	// Size is the batch file's size in bytes, if known: how big a load
 	// is coming (see control.Session.txnFor)
 	Size int64
+	// Brief and Oneline are ip's -brief and -oneline: a link, an address
+	// or a neighbour on one short line; each record on one line
+	Brief, Oneline bool
 	// Apply: the input is a config (BatchName) the router is to be made
 	// to say (`urouter apply FILE`); DryRun: only say how; All: what the
 	// feeds own too
@@ -52,7 +56,7 @@ func (o Options) Header() string {
 		on bool
 		c  string
 	}{{o.JSON, "j"}, {o.Pretty, "p"}, {o.Details, "d"}, {o.Force, "f"}, {o.Batch, "b"}, {o.Restore, "r"}, {o.Inet6, "6"},
-		{o.Apply, "a"}, {o.DryRun, "n"}, {o.All, "l"}} {
+		{o.Brief, "B"}, {o.Oneline, "o"}, {o.Apply, "a"}, {o.DryRun, "n"}, {o.All, "l"}} {
 		if x.on {
 			f += x.c
 		}
@@ -123,6 +127,10 @@ func ParseHeader(line string) (Options, error) {
 			o.Restore = true
 		case c == '6':
 			o.Inet6 = true
+		case c == 'B':
+			o.Brief = true
+		case c == 'o':
+			o.Oneline = true
 		case c == 'a':
 			o.Apply = true
 		case c == 'n':

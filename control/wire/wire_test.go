@@ -15,6 +15,8 @@ func TestHeaderRoundTrip(t *testing.T) {
 		{Force: true, Batch: true, BatchName: "/tmp/a b.batch", Size: 123456},
 		{Batch: true, Restore: true, Inet6: true, BatchName: "-"},
 		{Batch: true, Apply: true, DryRun: true, All: true, BatchName: "r1.conf", Size: 42},
+		{Brief: true, JSON: true},
+		{Oneline: true, Stats: 1},
 	} {
 		got, err := ReadHeader(bufio.NewReader(strings.NewReader(o.Header() + "route show\n")))
 		if o.BatchName == "" {
