@@ -76,7 +76,11 @@ func (s *Session) printLink(w *printer, l *dataplane.Link, full bool) {
 	w.strings("flags", "", names)
 	w.text("<" + strings.Join(names, ",") + ">")
 	w.uint("mtu", " mtu %d", uint64(l.MTU()))
-	w.str("qdisc", " qdisc %s", "noqueue")
+	qdisc := "noqueue"
+	if !l.Activated() {
+		qdisc = "noop" // Linux's qdisc of a device never up
+	}
+	w.str("qdisc", " qdisc %s", qdisc)
 	printMaster(w, s, l)
 	w.str("operstate", " state %s ", operstate(l))
 	if full {

@@ -68,6 +68,9 @@ type Link struct {
 	port atomic.Pointer[portRef] // nil once removed
 	mtu  atomic.Uint32
 	up   atomic.Bool
+	// activated: the link has been up (Linux gives a device its qdisc
+	// as it first comes up, and keeps it: `qdisc noop` till then)
+	activated atomic.Bool
 	// noCarrier: the interface under it has lost its carrier (Carrier)
 	noCarrier atomic.Bool
 	addrs     atomic.Pointer[[]netip.Prefix] // the router's addresses, Linux's order
@@ -115,6 +118,9 @@ func (l *Link) MTU() int { return int(l.mtu.Load()) }
 
 // Up reports whether the link is administratively up.
 func (l *Link) Up() bool { return l.up.Load() }
+
+// Activated reports whether the link has ever been up.
+func (l *Link) Activated() bool { return l.activated.Load() }
 
 // Addrs returns the router's addresses on the link in the order Linux
 // keeps and lists them: higher scope first, newest first within a scope.
@@ -297,6 +303,9 @@ func (ls *Links) remove(l *Link) {
 func (ls *Links) SetUp(l *Link, up bool) bool {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
+	if up {
+		l.activated.Store(true)
+	}
 	return l.up.Swap(up) != up
 }
 
