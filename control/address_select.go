@@ -28,9 +28,10 @@ func (f *addrSel) selects(a netip.Prefix) bool {
 }
 
 // shown reports whether link l is listed: once addresses are filtered,
-// only a link with a selected address is, as ipaddr_list does.
-func (f *addrSel) shown(l *dataplane.Link) bool {
-	if !f.none && !f.to.IsValid() && f.scope == "" {
+// or their family is (inet6: ip -6 addr), only a link with a selected
+// address is, as ipaddr_filter does.
+func (f *addrSel) shown(l *dataplane.Link, inet6 bool) bool {
+	if !inet6 && !f.none && !f.to.IsValid() && f.scope == "" {
 		return true
 	}
 	for _, a := range l.Addrs() {

@@ -16,18 +16,44 @@ func (s *Session) linkShow(args [][]byte) *cmdErr {
 	if err != nil {
 		return err
 	}
-	w := s.newPrinter()
+	w := s.recordPrinter()
 	w.begin()
 	for _, l := range f.links {
-		if !f.shown(l) {
+		if !f.shown(l, false) { // ip link's family is AF_PACKET, whatever -6 says
 			continue
 		}
 		w.openObject("")
-		s.printLink(&w, l, true)
+		if s.opt.Brief {
+			printLinkBrief(&w, l, true)
+		} else {
+			s.printLink(&w, l, true, true)
+			w.endRecord()
+		}
 		w.closeObject()
 	}
 	w.end()
 	return nil
+}
+
+// printLinkBrief prints a link as print_linkinfo_brief does (-brief): its
+// name and operstate in columns, then, for ip link (withLL), its MAC and
+// flags and the line's end; ip addr's addresses end it there.
+func printLinkBrief(w *printer, l *dataplane.Link, withLL bool) {
+	name, mdown := vlanName(w, l)
+	w.column("ifname", name, 16)
+	w.column("operstate", operstate(l), 14)
+	if !withLL {
+		return
+	}
+	if mac := l.Hardware().HardwareAddr(); mac != nil {
+		w.str("address", "%s ", mac.String())
+	}
+	names := flagNames(l)
+	if mdown {
+		names = append(names, "M-DOWN")
+	}
+	w.strings("flags", "", names)
+	w.text("<" + strings.Join(names, ",") + "> \n")
 }
 
 // operstate: an Ethernet link up has its carrier (UP) or not (a veth
@@ -64,8 +90,9 @@ func flagNames(l *dataplane.Link) []string {
 
 // printLink prints a link as iplink.c's print_linkinfo does; full is
 // `ip link show`'s, with its mode and its statistics (`ip addr show`
-// leaves them out).
-func (s *Session) printLink(w *printer, l *dataplane.Link, full bool) {
+// leaves them out); withLL prints its link/ line (ip -6 addr's text
+// leaves it out, but with -d).
+func (s *Session) printLink(w *printer, l *dataplane.Link, full, withLL bool) {
 	w.uint("ifindex", "%d: ", uint64(l.Index))
 	name, mdown := vlanName(w, l)
 	w.str("ifname", "%s: ", name)
@@ -88,11 +115,13 @@ func (s *Session) printLink(w *printer, l *dataplane.Link, full bool) {
 	}
 	w.str("group", "group %s", "default")
 	hw := l.Hardware()
-	w.uint("txqlen", " qlen %d\n", uint64(hw.TxQueueLen()))
-	w.str("link_type", "    link/%s ", hw.LinkType())
-	if hw.HardwareAddr() != nil {
-		w.str("address", "%s", hw.HardwareAddr().String())
-		w.str("broadcast", " brd %s", hw.Broadcast().String())
+	w.uint("txqlen", " qlen %d", uint64(hw.TxQueueLen()))
+	if withLL {
+		w.str("link_type", "\n    link/%s ", hw.LinkType())
+		if hw.HardwareAddr() != nil {
+			w.str("address", "%s", hw.HardwareAddr().String())
+			w.str("broadcast", " brd %s", hw.Broadcast().String())
+		}
 	}
 	w.text("\n")
 	if s.opt.Details {

@@ -181,7 +181,7 @@ func (ep *EventPrinter) Print(ev Event) bool {
 	default:
 		label("[LINK]")
 		w.text(del)
-		s.printLink(&w, ev.Link, false)
+		s.printLink(&w, ev.Link, false, true)
 	}
 	return true
 }

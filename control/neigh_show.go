@@ -188,6 +188,11 @@ func (s *Session) printNeigh(w *printer, l *dataplane.Link, i ndisc.Info, withDe
 	showMAC := i.HasMAC && i.State&(ndisc.Failed|ndisc.Incomplete) == 0 && i.State != ndisc.None
 	secs := func(d interface{ Seconds() float64 }) uint64 { return uint64(max(d.Seconds(), 0)) }
 	w.openObject("")
+	if s.opt.Brief {
+		printNeighBrief(w, l, i, withDev, showMAC)
+		w.closeObject()
+		return
+	}
 	w.addr("dst", "%s ", i.Addr)
 	if withDev {
 		w.str("dev", "dev %s ", l.Name)
@@ -218,4 +223,17 @@ func stateWords(st ndisc.State) []string {
 		return nil
 	}
 	return strings.Split(st.String(), ",")
+}
+
+// printNeighBrief prints an entry as print_neigh_brief does (-brief): the
+// address and the link in columns, then the MAC.
+func printNeighBrief(w *printer, l *dataplane.Link, i ndisc.Info, withDev, showMAC bool) {
+	w.column("dst", i.Addr.String(), 39)
+	if withDev {
+		w.column("dev", l.Name, 16)
+	}
+	if showMAC {
+		w.str("lladdr", "%s", i.MAC.String())
+	}
+	w.text("\n")
 }

@@ -2,6 +2,7 @@ package control
 
 import (
 	"bufio"
+	"bytes"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -163,6 +164,9 @@ type printer struct {
 	w   *bufio.Writer
 	j   *jsonw // nil: text
 	buf [64]byte
+	// one joins a record's lines under -oneline (nil: none), w writing
+	// to it; endRecord ends a record
+	one *joiner
 }
 
 func (s *Session) newPrinter() printer {
@@ -171,6 +175,60 @@ func (s *Session) newPrinter() printer {
 		p.j = &jsonw{w: s.out, pretty: s.opt.Pretty}
 	}
 	return p
+}
+
+// recordPrinter is newPrinter for a show whose records -oneline prints
+// a line each (links, addresses: ipaddress.c's _SL_), which calls
+// endRecord after each. JSON has no lines, -brief's records are lines.
+func (s *Session) recordPrinter() printer {
+	p := s.newPrinter()
+	if s.opt.Oneline && !s.opt.JSON && !s.opt.Brief {
+		p.one = &joiner{out: s.out}
+		p.w = bufio.NewWriterSize(p.one, 512)
+	}
+	return p
+}
+
+// endRecord ends a record: under -oneline, its last newline is one.
+func (p *printer) endRecord() {
+	if p.one == nil {
+		return
+	}
+	_ = p.w.Flush() // the joiner takes everything
+	p.one.end()
+}
+
+// joiner writes a record on one line as ip -oneline does: each newline
+// but the record's last becomes "\" (ip's _SL_), so the line goes on.
+type joiner struct {
+	out  *bufio.Writer
+	held bool // a newline, a "\" if more of the record comes
+}
+
+func (j *joiner) Write(b []byte) (int, error) {
+	n := len(b)
+	for len(b) > 0 {
+		if j.held {
+			j.out.WriteByte('\\')
+			j.held = false
+		}
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			j.out.Write(b)
+			break
+		}
+		j.out.Write(b[:i])
+		j.held, b = true, b[i+1:]
+	}
+	return n, nil
+}
+
+// end writes the record's last newline.
+func (j *joiner) end() {
+	if j.held {
+		j.out.WriteByte('\n')
+		j.held = false
+	}
 }
 
 func (p *printer) json() bool { return p.j != nil }
@@ -206,6 +264,20 @@ func (p *printer) textf(format string, v string) {
 	p.w.WriteString(format[:i])
 	p.w.WriteString(v)
 	p.w.WriteString(format[i+2:])
+}
+
+// column prints a value as ip's "%-Ns " does in text (-brief's
+// columns): padded to width, then a space; in JSON, as str.
+func (p *printer) column(key, v string, width int) {
+	if p.j != nil {
+		p.j.str(key, v)
+		return
+	}
+	p.w.WriteString(v)
+	for n := len(v); n < width; n++ {
+		p.w.WriteByte(' ')
+	}
+	p.w.WriteByte(' ')
 }
 
 // flag prints a flag that is set: its word in text, key true in JSON
