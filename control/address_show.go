@@ -38,17 +38,20 @@ func (s *Session) addrShow(args [][]byte) *cmdErr {
 		case s.opt.Brief:
 			printLinkBrief(&w, l, false)
 		case !s.opt.Oneline:
-			s.printLink(&w, l, false, !s.opt.Inet6 || s.opt.Details)
+			// ip -6 dumps the links in the inet6 family, but for a link it
+			// names, which it gets whole
+			s.printLink(&w, l, linkMsg{inet6: s.opt.Inet6 && f.dev == nil, noLL: s.opt.Inet6 && !s.opt.Details})
 		}
 		w.openArray("addr_info")
 		for _, a := range l.Addrs() {
-			if !f.selects(a) {
-				continue
-			}
+			// an object for each of the link's addresses, as
+			// print_selected_addrinfo opens: one not selected is {}
 			w.openObject("")
-			if s.opt.Brief {
+			switch {
+			case !f.selects(a):
+			case s.opt.Brief:
 				s.printAddrBrief(&w, l, a)
-			} else {
+			default:
 				s.printAddr(&w, l, a)
 				w.endRecord()
 			}

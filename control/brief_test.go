@@ -29,8 +29,10 @@ func briefRouter(t *testing.T) *router.Router {
 // joins a record's lines with "\" and prints an address a line, after
 // its link's index and name, without the link's own lines; -6 addr
 // leaves out the links without an address and, but with -d, the link/
-// line. integration/brief_oracle_test.go holds the same to the kernel's
-// ip.
+// line, and prints the links from the inet6 family's message (no qdisc,
+// group nor brd) unless it names one; in JSON, an address a selector
+// passes over is {}, as print_selected_addrinfo leaves it. integration/brief_oracle_test.go
+// holds the same to the kernel's ip.
 func TestBriefAndOneline(t *testing.T) {
 	r := briefRouter(t)
 	lo := "1: lo: <LOOPBACK,UP,LOWER_UP> mtu 65536 qdisc noqueue state UNKNOWN mode DEFAULT group default qlen 1000"
@@ -76,16 +78,28 @@ func TestBriefAndOneline(t *testing.T) {
 				`2: d0    inet6 2001:db8:2::1/64 metric 5 scope global \` + valid + "\n" +
 				`2: d0    inet6 2001:db8:1::1/64 scope global \` + valid + "\n"},
 		{wire.Options{Oneline: true, JSON: true}, "address show dev d0 to 2001:db8:1::/48",
-			`[{"addr_info":[{"index":2,"dev":"d0","family":"inet6","local":"2001:db8:1::1","prefixlen":64,"scope":"global",` +
+			`[{"addr_info":[{},{"index":2,"dev":"d0","family":"inet6","local":"2001:db8:1::1","prefixlen":64,"scope":"global",` +
 				`"valid_life_time":4294967295,"preferred_life_time":4294967295}]}]` + "\n"},
 		{wire.Options{Oneline: true, JSON: true}, "address show dev d1", `[{"addr_info":[]}]` + "\n"},
 		{wire.Options{Inet6: true}, "address show",
-			"1: lo: <LOOPBACK,UP,LOWER_UP> mtu 65536 qdisc noqueue state UNKNOWN group default qlen 1000\n" +
+			"1: lo: <LOOPBACK,UP,LOWER_UP> mtu 65536 state UNKNOWN qlen 1000\n" +
 				"    inet6 ::1/128 scope host \n" + valid + "\n" +
-				"2: d0: <BROADCAST,NOARP,UP,LOWER_UP> mtu 9000 qdisc noqueue state UNKNOWN group default qlen 1000\n" +
+				"2: d0: <BROADCAST,NOARP,UP,LOWER_UP> mtu 9000 state UNKNOWN qlen 1000\n" +
 				"    inet6 2001:db8:2::1/64 metric 5 scope global \n" + valid + "\n" +
 				"    inet6 2001:db8:1::1/64 scope global \n" + valid + "\n"},
+		{wire.Options{Inet6: true, Details: true}, "address show scope host",
+			"1: lo: <LOOPBACK,UP,LOWER_UP> mtu 65536 state UNKNOWN qlen 1000\n" +
+				"    link/loopback 00:00:00:00:00:00\n" +
+				"    inet6 ::1/128 scope host \n" + valid + "\n"},
+		{wire.Options{Inet6: true, JSON: true}, "address show scope host",
+			`[{"ifindex":1,"ifname":"lo","flags":["LOOPBACK","UP","LOWER_UP"],"mtu":65536,"operstate":"UNKNOWN","txqlen":1000,` +
+				`"addr_info":[{"family":"inet6","local":"::1","prefixlen":128,"scope":"host","valid_life_time":4294967295,"preferred_life_time":4294967295}]}]` + "\n"},
+		{wire.Options{Inet6: true}, "address show dev d0 to 2001:db8:1::/48",
+			"2: d0: <BROADCAST,NOARP,UP,LOWER_UP> mtu 9000 qdisc noqueue state UNKNOWN group default qlen 1000\n" +
+				"    inet6 2001:db8:1::1/64 scope global \n" + valid + "\n"},
 		{wire.Options{Inet6: true, JSON: true}, "address show dev d1", "[]\n"},
+		{wire.Options{Brief: true, JSON: true}, "address show dev d0 to 2001:db8:1::/48",
+			`[{"ifname":"d0","operstate":"UNKNOWN","addr_info":[{},{"local":"2001:db8:1::1","prefixlen":64}]}]` + "\n"},
 		{wire.Options{}, "address show dev d1",
 			"3: d1: <BROADCAST,NOARP> mtu 1500 qdisc noop state DOWN group default qlen 1000\n" +
 				"    link/ether 02:00:00:00:00:02 brd ff:ff:ff:ff:ff:ff\n"},

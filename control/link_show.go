@@ -26,7 +26,7 @@ func (s *Session) linkShow(args [][]byte) *cmdErr {
 		if s.opt.Brief {
 			printLinkBrief(&w, l, true)
 		} else {
-			s.printLink(&w, l, true, true)
+			s.printLink(&w, l, linkMsg{full: true})
 			w.endRecord()
 		}
 		w.closeObject()
@@ -88,11 +88,16 @@ func flagNames(l *dataplane.Link) []string {
 	return names
 }
 
-// printLink prints a link as iplink.c's print_linkinfo does; full is
-// `ip link show`'s, with its mode and its statistics (`ip addr show`
-// leaves them out); withLL prints its link/ line (ip -6 addr's text
-// leaves it out, but with -d).
-func (s *Session) printLink(w *printer, l *dataplane.Link, full, withLL bool) {
+// linkMsg says which message ip prints a link from: ip link's (full:
+// its mode, statistics, and mirror in text too), ip addr's, or the
+// inet6 family's that ip -6 addr dumps (inet6: inet6_fill_ifinfo's has
+// no qdisc, master, group, broadcast nor linkinfo); noLL leaves the
+// link/ line out (ip -6 addr's text, but with -d).
+type linkMsg struct{ full, inet6, noLL bool }
+
+// printLink prints a link as iplink.c's print_linkinfo does, from the
+// message m.
+func (s *Session) printLink(w *printer, l *dataplane.Link, m linkMsg) {
 	w.uint("ifindex", "%d: ", uint64(l.Index))
 	name, mdown := vlanName(w, l)
 	w.str("ifname", "%s: ", name)
@@ -103,34 +108,40 @@ func (s *Session) printLink(w *printer, l *dataplane.Link, full, withLL bool) {
 	w.strings("flags", "", names)
 	w.text("<" + strings.Join(names, ",") + ">")
 	w.uint("mtu", " mtu %d", uint64(l.MTU()))
-	qdisc := "noqueue"
-	if !l.Activated() {
-		qdisc = "noop" // Linux's qdisc of a device never up
+	if !m.inet6 {
+		qdisc := "noqueue"
+		if !l.Activated() {
+			qdisc = "noop" // Linux's qdisc of a device never up
+		}
+		w.str("qdisc", " qdisc %s", qdisc)
+		printMaster(w, s, l)
 	}
-	w.str("qdisc", " qdisc %s", qdisc)
-	printMaster(w, s, l)
 	w.str("operstate", " state %s ", operstate(l))
-	if full {
+	if m.full {
 		w.str("linkmode", "mode %s ", "DEFAULT")
 	}
-	w.str("group", "group %s", "default")
+	if !m.inet6 {
+		w.str("group", "group %s ", "default")
+	}
 	hw := l.Hardware()
-	w.uint("txqlen", " qlen %d", uint64(hw.TxQueueLen()))
-	if withLL {
+	w.uint("txqlen", "qlen %d", uint64(hw.TxQueueLen())) // ip asks the kernel for it if the message lacks it
+	if !m.noLL {
 		w.str("link_type", "\n    link/%s ", hw.LinkType())
 		if hw.HardwareAddr() != nil {
 			w.str("address", "%s", hw.HardwareAddr().String())
-			w.str("broadcast", " brd %s", hw.Broadcast().String())
+			if !m.inet6 {
+				w.str("broadcast", " brd %s", hw.Broadcast().String())
+			}
 		}
 	}
 	w.text("\n")
-	if s.opt.Details {
+	if s.opt.Details && !m.inet6 {
 		printLinkInfo(w, l)
 	}
-	if full || w.json() { // ip addr's text leaves the mirror out, its JSON has it
+	if m.full || w.json() { // ip addr's text leaves the mirror out, its JSON has it
 		s.printMirror(w, l)
 	}
-	if full && s.opt.Stats > 0 {
+	if m.full && s.opt.Stats > 0 {
 		printLinkStats(w, l.Stats(), below(l))
 	}
 }

@@ -181,7 +181,7 @@ func (ep *EventPrinter) Print(ev Event) bool {
 	default:
 		label("[LINK]")
 		w.text(del)
-		s.printLink(&w, ev.Link, false, true)
+		s.printLink(&w, ev.Link, linkMsg{})
 	}
 	return true
 }
