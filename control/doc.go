@@ -34,6 +34,7 @@
 //	batch_ahead.go, batch_shape.go  a long batch read and parsed ahead; a run of route
 //	                              lines that differ in their destination added at once
 //	args.go, errors.go, names.go  words, iproute2's errors, its names of protocols and tables
+//	help.go                       urouter's usage and each object's, which the client prints too
 //	output.go                     the printer: text and JSON from the same calls
 //	addr_parse.go, addr_format.go a batch's prefixes parsed fast; a destination printed
 //	route_parse.go                route add/del/...'s words, the route parser's memo

@@ -53,10 +53,12 @@ func (f *Feeds) ownsNexthop(id uint32) bool {
 // show or list.
 func showOnly(args [][]byte, obj string) *cmdErr {
 	if len(args) > 0 && !matches(args[0], "show") && !matches(args[0], "list") {
-		return parseErr("Usage: urouter %s show", obj)
+		return showOnlyUsage(obj)
 	}
 	return nil
 }
+
+func showOnlyUsage(obj string) *cmdErr { return parseErr("Usage: urouter %s show", obj) }
 
 func (s *Session) fpmCmd(args [][]byte) *cmdErr {
 	if err := showOnly(args, "fpm"); err != nil {

@@ -62,7 +62,7 @@ func (s *Session) monitorCmd(args [][]byte) *cmdErr {
 		case mnNeigh:
 			req.neigh = true
 		case mnHelp:
-			return parseErr("Usage: ip monitor [ all | OBJECTS ] [ label ]\nOBJECTS :=  link | address | route | neigh")
+			return monitorUsage()
 		case mnFile, mnDev:
 			v, err := ws.next()
 			if err != nil {
@@ -184,4 +184,8 @@ func (ep *EventPrinter) Print(ev Event) bool {
 		s.printLink(&w, ev.Link, linkMsg{})
 	}
 	return true
+}
+
+func monitorUsage() *cmdErr {
+	return parseErr("Usage: ip monitor [ all | OBJECTS ] [ label ]\nOBJECTS :=  link | address | route | neigh")
 }

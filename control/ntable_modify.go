@@ -25,16 +25,20 @@ func (s *Session) ntableCmd(args [][]byte) *cmdErr {
 	case matches(w, "show") || matches(w, "lst") || matches(w, "list"):
 		return s.ntableShow(rest)
 	case matches(w, "help"):
-		return parseErr("Usage: ip ntable change name NAME [ dev DEV ]\n" +
-			"          [ thresh1 VAL ] [ thresh2 VAL ] [ thresh3 VAL ] [ gc_int MSEC ]\n" +
-			"          [ PARMS ]\n" +
-			"Usage: ip ntable show [ dev DEV ] [ name NAME ]\n" +
-			"PARMS := [ base_reachable MSEC ] [ retrans MSEC ] [ gc_stale MSEC ]\n" +
-			"         [ delay_probe MSEC ] [ queue LEN ]\n" +
-			"         [ app_probes VAL ] [ ucast_probes VAL ] [ mcast_probes VAL ]\n" +
-			"         [ unres_max VAL ] [ unres_src_max VAL ] [ solicit_rate VAL ] [ solicit_burst VAL ]")
+		return ntableUsage()
 	}
 	return parseErr("Command \"%s\" is unknown, try \"ip ntable help\".", w)
+}
+
+func ntableUsage() *cmdErr {
+	return parseErr("Usage: ip ntable change name NAME [ dev DEV ]\n" +
+		"          [ thresh1 VAL ] [ thresh2 VAL ] [ thresh3 VAL ] [ gc_int MSEC ]\n" +
+		"          [ PARMS ]\n" +
+		"Usage: ip ntable show [ dev DEV ] [ name NAME ]\n" +
+		"PARMS := [ base_reachable MSEC ] [ retrans MSEC ] [ gc_stale MSEC ]\n" +
+		"         [ delay_probe MSEC ] [ queue LEN ]\n" +
+		"         [ app_probes VAL ] [ ucast_probes VAL ] [ mcast_probes VAL ]\n" +
+		"         [ unres_max VAL ] [ unres_src_max VAL ] [ solicit_rate VAL ] [ solicit_burst VAL ]")
 }
 
 // ntableKnobs are the PARMS and thresholds, each ntable's word for a

@@ -37,14 +37,18 @@ func (s *Session) raCmd(args [][]byte) *cmdErr {
 	case matches(w, "show") || matches(w, "list"):
 		return s.raShow(rest)
 	case matches(w, "help"):
-		return parseErr("Usage: ra set dev DEV [ on | off ] [ max-interval S ] [ min-interval S ] [ lifetime S ]\n" +
-			"              [ preference { low | medium | high } ] [ mtu N ] [ hoplimit N ]\n" +
-			"              [ managed { on | off } ] [ other { on | off } ]\n" +
-			"              [ rdnss ADDR[,ADDR...] | rdnss none ] [ rdnss-lifetime S ]\n" +
-			"       ra prefix { add | del } PREFIX dev DEV [ valid S ] [ preferred S ] [ no-onlink ] [ no-autonomous ]\n" +
-			"       ra show [ dev DEV ]")
+		return raUsage()
 	}
-	return parseErr("Command \"%s\" is unknown, try \"ra help\".", w)
+	return parseErr("Command \"%s\" is unknown, try \"urouter ra help\".", w)
+}
+
+func raUsage() *cmdErr {
+	return parseErr("Usage: urouter ra set dev DEV [ on | off ] [ max-interval S ] [ min-interval S ] [ lifetime S ]\n" +
+		"              [ preference { low | medium | high } ] [ mtu N ] [ hoplimit N ]\n" +
+		"              [ managed { on | off } ] [ other { on | off } ]\n" +
+		"              [ rdnss ADDR[,ADDR...] | rdnss none ] [ rdnss-lifetime S ]\n" +
+		"       urouter ra prefix { add | del } PREFIX dev DEV [ valid S ] [ preferred S ] [ no-onlink ] [ no-autonomous ]\n" +
+		"       urouter ra show [ dev DEV ]")
 }
 
 // raLink finds the `dev DEV` of args, an Ethernet link.
@@ -188,7 +192,7 @@ func raEditOf(w, v []byte) (raEdit, *cmdErr) {
 		}
 		return func(c *ndisc.RAConfig) *cmdErr { c.RDNSS = as; return nil }, nil
 	}
-	return nil, garbageArgs(w)
+	return nil, ownGarbage("ra", w)
 }
 
 // raInterval is the edit of one of the intervals, in seconds.
@@ -220,7 +224,7 @@ func raInterval(key string, v []byte) (raEdit, *cmdErr) {
 
 func (s *Session) raPrefix(args [][]byte) *cmdErr {
 	if len(args) == 0 || !is(args[0], "add") && !is(args[0], "del") {
-		return parseErr("Usage: ra prefix { add | del } PREFIX dev DEV [ valid S ] [ preferred S ] [ no-onlink ] [ no-autonomous ]")
+		return parseErr("Usage: urouter ra prefix { add | del } PREFIX dev DEV [ valid S ] [ preferred S ] [ no-onlink ] [ no-autonomous ]")
 	}
 	del := is(args[0], "del")
 	args = args[1:]

@@ -38,6 +38,8 @@ import (
 // that reached a gateway then may send a lookup elsewhere now).
 const saveHeader = "# urouter save: the running configuration (a config beginning with this line is loaded without checking gateways again)\n"
 
+func saveUsage() *cmdErr { return parseErr("Usage: urouter save [ --all ]") }
+
 func (s *Session) saveCmd(args [][]byte) *cmdErr {
 	all := false
 	for _, a := range args {
@@ -45,9 +47,9 @@ func (s *Session) saveCmd(args [][]byte) *cmdErr {
 		case is(a, "--all") || is(a, "all"):
 			all = true
 		case matches(a, "help"):
-			return parseErr("Usage: urouter save [ --all ]")
+			return saveUsage()
 		default:
-			return garbageArgs(a)
+			return ownGarbage("save", a)
 		}
 	}
 	if !s.opt.JSON {

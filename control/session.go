@@ -359,12 +359,7 @@ func (s *Session) dispatch(obj string, w []byte, rest [][]byte) *cmdErr {
 	case "trace":
 		return s.traceCmd(rest)
 	case "help":
-		return parseErr("Usage: ip [ OPTIONS ] OBJECT { COMMAND | help }\n" +
-			"       ip [ -force ] -batch filename\n" +
-			"where  OBJECT := { address | capture | fpm | link | mirror | monitor | neighbour | nexthop | ntable | ra |\n" +
-			"                   route | rule | sr | trace | vrf }\n" +
-			"       urouter sysctl [ -n ] [ -q ] [ -w ] [ -a ] NAME[=VALUE]...\n" +
-			"       OPTIONS := { -6 | -s[tatistics] | -d[etails] | -j[son] | -p[retty] | -force }")
+		return objectHelp(obj)
 	case "":
 		return &cmdErr{msg: fmt.Sprintf("Object \"%s\" is unknown, try \"ip help\".", w), code: 1, unknownObject: true}
 	}
@@ -380,6 +375,9 @@ type Words struct{}
 func (Words) Object(w string) string {
 	if i := objectWords().of([]byte(w)); i > 0 {
 		return objects[i-1]
+	}
+	if w == "nh" {
+		return "nexthop" // as classify
 	}
 	return ""
 }

@@ -26,9 +26,11 @@ type Startup struct {
 	ConfigSkipped bool // the state file held the configuration
 }
 
+func statusUsage() *cmdErr { return parseErr("Usage: urouter status [ show ]") }
+
 func (s *Session) statusCmd(args [][]byte) *cmdErr {
 	if len(args) > 1 || len(args) == 1 && !matches(args[0], "show") {
-		return parseErr("Usage: urouter status [ show ]")
+		return statusUsage()
 	}
 	st := s.startup
 	if st == nil {

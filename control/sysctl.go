@@ -17,14 +17,28 @@ type sysctlOpts struct {
 	values, names, quiet, ignore, write, all, binary bool
 }
 
+func sysctlUsage() *cmdErr {
+	return parseErr("Usage: urouter sysctl [ -n ] [ -N ] [ -q ] [ -e ] [ -b ] [ -w ] NAME[=VALUE]...\n" +
+		"       urouter sysctl -a\n" +
+		"       urouter sysctl DIR\n" +
+		"NAME := a knob's name, dotted or slashed (net.ipv6.conf.all.forwarding); DIR, a name's\n" +
+		"        beginning (net.ipv6.neigh.lan1): every knob under it")
+}
+
 func (s *Session) sysctlCmd(args [][]byte) *cmdErr {
 	var o sysctlOpts
 	var keys []string
 	opts := true
+	if len(args) > 0 && is(args[0], "help") { // no knob's name: urouter's help, as its other objects'
+		return sysctlUsage()
+	}
 	for _, a := range args {
 		if opts && is(a, "--") {
 			opts = false // what follows are names
 			continue
+		}
+		if opts && (is(a, "--help") || is(a, "-h")) { // procps's help, in urouter's words
+			return sysctlUsage()
 		}
 		if opts && len(a) > 1 && a[0] == '-' {
 			if err := o.parse(str(a)); err != nil {
