@@ -31,54 +31,72 @@ func main() {
 	os.Exit(client.Main(os.Args[1:], control.Words{}))
 }
 
-func daemon(args []string) int {
+// daemonOpts are the daemon's flags' values.
+type daemonOpts struct {
+	config, stateFile, socket, fpmAddr, mirrorTables, controlNice, metricsAddr *string
+	knobs                                                                      []*string // sysctlFlags'
+	destBurst, maxSessions                                                     *int
+	probe, fpmHold                                                             *time.Duration
+	controlShare                                                               *float64
+}
+
+// sysctlFlags are the daemon's flags that are a sysctl knob: they set it,
+// and `sysctl -w` says the same.
+var sysctlFlags = []struct{ flag, knob, dflt, usage string }{
+	{"icmp-ratelimit", "net.ipv4.icmp_msgs_per_sec", "1000", "ICMPv6 errors sent per second at most (0: no limit)"},
+	{"icmp-burst", "net.ipv4.icmp_msgs_burst", "50", "ICMPv6 errors sent in a burst at most"},
+	{"icmp-dest-ratelimit", "net.ipv6.icmp.ratelimit", "100", "ms between ICMPv6 errors to one destination (0: no limit)"},
+	{"multipath-hash-policy", "net.ipv6.fib_multipath_hash_policy", "0",
+		"multipath flow hash: 0 addresses, flow label and next header; 1 addresses, ports and next header; 3 the fields of net.ipv6.fib_multipath_hash_fields"},
+}
+
+// daemonFlags is the daemon's flag set (control's usage of urouter lists
+// its flags: see main_test.go).
+func daemonFlags() (*flag.FlagSet, *daemonOpts) {
 	fs := flag.NewFlagSet("urouter daemon", flag.ContinueOnError)
-	config := fs.String("config", "", "apply this batch of commands at start")
-	stateFile := fs.String("state", "", "keep the configuration in this file: applied at start after --config (a snapshot in it stands for the config), and every change sealed in it before its client is told")
-	socket := fs.String("socket", "", "control socket (default $UROUTER_SOCKET or "+wire.DefaultSocket+")")
-	// the flags that are a sysctl knob set it: `sysctl -w` says the same
-	knobs := []struct{ flag, knob, dflt, usage string }{
-		{"icmp-ratelimit", "net.ipv4.icmp_msgs_per_sec", "1000", "ICMPv6 errors sent per second at most (0: no limit)"},
-		{"icmp-burst", "net.ipv4.icmp_msgs_burst", "50", "ICMPv6 errors sent in a burst at most"},
-		{"icmp-dest-ratelimit", "net.ipv6.icmp.ratelimit", "100", "ms between ICMPv6 errors to one destination (0: no limit)"},
-		{"multipath-hash-policy", "net.ipv6.fib_multipath_hash_policy", "0",
-			"multipath flow hash: 0 addresses, flow label and next header; 1 addresses, ports and next header; 3 the fields of net.ipv6.fib_multipath_hash_fields"},
+	o := &daemonOpts{}
+	o.config = fs.String("config", "", "apply this batch of commands at start")
+	o.stateFile = fs.String("state", "", "keep the configuration in this file: applied at start after --config (a snapshot in it stands for the config), and every change sealed in it before its client is told")
+	o.socket = fs.String("socket", "", "control socket (default $UROUTER_SOCKET or "+wire.DefaultSocket+")")
+	for _, k := range sysctlFlags {
+		o.knobs = append(o.knobs, fs.String(k.flag, k.dflt, k.usage+": sysctl "+k.knob))
 	}
-	values := make([]*string, len(knobs))
-	for i, k := range knobs {
-		values[i] = fs.String(k.flag, k.dflt, k.usage+": sysctl "+k.knob)
-	}
-	destBurst := fs.Int("icmp-dest-burst", 6, "ICMPv6 errors to one destination in a burst at most (Linux's is 6)")
-	probe := fs.Duration("router-probe-interval", router.DefaultRouterProbeInterval, "how often a gateway whose neighbour failed is solicited again, as Linux's router_probe_interval")
-	fpmAddr := fs.String("fpm", "", "accept zebra's FPM connection on [ADDR]:PORT (FRR's default is 127.0.0.1:2620); off unless given")
-	fpmHold := fs.Duration("fpm-hold", feed.DefaultHold, "after zebra reconnects, keep what its last session installed and it has not said again at least this long (a graceful-restart time), then sweep it once the session is quiet")
-	mirrorTables := fs.String("mirror-table", "", "follow these kernel tables (ids, comma-separated) of the daemon's netns into the router's tables of the same ids")
-	controlShare := fs.Float64("control-share", 60, "percent of one CPU a batch takes at most while the data plane forwards (100: no limit); the rest of the machine stays the traffic's")
-	controlNice := fs.String("control-nice", "idle", "the nice value (0-19) of a batch's threads while the data plane forwards, or idle (SCHED_IDLE): a forwarding worker that wakes then runs before them")
-	maxSessions := fs.Int("max-sessions", server.DefaultMaxSessions, "clients served at once at most; one more is told so and let go")
-	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://ADDR:PORT/metrics; off unless given")
+	o.destBurst = fs.Int("icmp-dest-burst", 6, "ICMPv6 errors to one destination in a burst at most (Linux's is 6)")
+	o.probe = fs.Duration("router-probe-interval", router.DefaultRouterProbeInterval, "how often a gateway whose neighbour failed is solicited again, as Linux's router_probe_interval")
+	o.fpmAddr = fs.String("fpm", "", "accept zebra's FPM connection on [ADDR]:PORT (FRR's default is 127.0.0.1:2620); off unless given")
+	o.fpmHold = fs.Duration("fpm-hold", feed.DefaultHold, "after zebra reconnects, keep what its last session installed and it has not said again at least this long (a graceful-restart time), then sweep it once the session is quiet")
+	o.mirrorTables = fs.String("mirror-table", "", "follow these kernel tables (ids, comma-separated) of the daemon's netns into the router's tables of the same ids")
+	o.controlShare = fs.Float64("control-share", 60, "percent of one CPU a batch takes at most while the data plane forwards (100: no limit); the rest of the machine stays the traffic's")
+	o.controlNice = fs.String("control-nice", "idle", "the nice value (0-19) of a batch's threads while the data plane forwards, or idle (SCHED_IDLE): a forwarding worker that wakes then runs before them")
+	o.maxSessions = fs.Int("max-sessions", server.DefaultMaxSessions, "clients served at once at most; one more is told so and let go")
+	o.metricsAddr = fs.String("metrics", "", "serve Prometheus metrics at http://ADDR:PORT/metrics; off unless given")
+	return fs, o
+}
+
+func daemon(args []string) int {
+	fs, o := daemonFlags()
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	nice, ok := checkLimits(*controlShare, *maxSessions, *controlNice)
+	nice, ok := checkLimits(*o.controlShare, *o.maxSessions, *o.controlNice)
 	if !ok {
 		return 2
 	}
 	tuneRuntime(nice)
 	r := router.New()
 	flagged := map[string]string{} // the knobs as the flags set them
-	for i, k := range knobs {
-		flagged[k.knob] = *values[i]
-		if err := r.SetSysctl(k.knob, *values[i]); err != nil {
-			fmt.Fprintf(os.Stderr, "urouter daemon: --%s %q (%s): %v\n", k.flag, *values[i], k.knob, err)
+	for i, k := range sysctlFlags {
+		flagged[k.knob] = *o.knobs[i]
+		if err := r.SetSysctl(k.knob, *o.knobs[i]); err != nil {
+			fmt.Fprintf(os.Stderr, "urouter daemon: --%s %q (%s): %v\n", k.flag, *o.knobs[i], k.knob, err)
 			return 2
 		}
 	}
-	r.SetICMPDestBurst(*destBurst)
-	r.DP.SetControlShare(*controlShare / 100)
+	r.SetICMPDestBurst(*o.destBurst)
+	r.DP.SetControlShare(*o.controlShare / 100)
 	r.DP.SetControlNice(nice)
-	r.SetRouterProbeInterval(*probe)
-	sock := wire.SocketPath(*socket)
+	r.SetRouterProbeInterval(*o.probe)
+	sock := wire.SocketPath(*o.socket)
 	srv, err := server.Listen(sock, r)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "urouter daemon:", err)
@@ -97,20 +115,20 @@ func daemon(args []string) int {
 		releaseLinks(r)
 		return 1
 	}
-	srv.MaxSessions, srv.Paper, srv.Status.Started = *maxSessions, paperOf(flagged), time.Now()
+	srv.MaxSessions, srv.Paper, srv.Status.Started = *o.maxSessions, paperOf(flagged), time.Now()
 	var fpmApplier *feed.Applier
-	if *fpmAddr != "" {
+	if *o.fpmAddr != "" {
 		fpmApplier = feed.NewApplier(r, r.LinkOfKernel)
 	}
 	lang := control.NewStateLanguage(r)
-	st, err := restore(r, srv, lang, *config, *stateFile, fpmApplier)
+	st, err := restore(r, srv, lang, *o.config, *o.stateFile, fpmApplier)
 	if err != nil {
 		return fail("%v", err)
 	}
 	if st != nil {
 		defer func() { _ = st.Close() }() // every record is sealed already
 	}
-	feeds, err := startFeeds(r, fpmApplier, *fpmAddr, *mirrorTables, *fpmHold)
+	feeds, err := startFeeds(r, fpmApplier, *o.fpmAddr, *o.mirrorTables, *o.fpmHold)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -121,14 +139,14 @@ func daemon(args []string) int {
 		st.Run()
 	}
 	srv.Feeds, srv.State = fd, st
-	if *metricsAddr != "" {
-		ms, err := metrics.Serve(*metricsAddr, metrics.NewCollector(r, metrics.Feeds{FPM: feeds.fpm, Tables: feeds.tables}))
+	if *o.metricsAddr != "" {
+		ms, err := metrics.Serve(*o.metricsAddr, metrics.NewCollector(r, metrics.Feeds{FPM: feeds.fpm, Tables: feeds.tables}))
 		if err != nil {
 			return fail("--metrics: %v", err)
 		}
 		defer func() { _ = ms.Close() }() // at exit: nobody is left to hear of it
 	}
-	return serve(r, srv, *config)
+	return serve(r, srv, *o.config)
 }
 
 // paperOf makes apply's routers on paper as the daemon made its own:
