@@ -25,34 +25,35 @@ import (
 	"urouter/control/wire"
 )
 
-const usage = `Usage: urouter [ OPTIONS ] OBJECT { COMMAND | help }
-       urouter [ -force ] -batch filename
-       urouter daemon [ --config FILE ] [ --state FILE ] [ --socket PATH ] ... (urouter daemon --help)
-       urouter capture [ dev LINK ]... [ drops ] [ in | out ] [ count N ] [ -w FILE | - ] [ FILTER ]
-where  OBJECT := { route | link | address | monitor | trace | ... }
-       OPTIONS := { -6 | -s[tatistics] | -d[etails] | -j[son] | -p[retty] |
-                    -br[ief] | -o[neline] | -force | --socket PATH }
-The daemon is found at --socket PATH, $UROUTER_SOCKET, or ` + wire.DefaultSocket + "."
-
 // Words is what the client asks of the command language: the object a
-// word picks ("" for none), and whether `obj cmd` is a restore, which
-// reads stdin (in the object's own order of checks: route's "r" is
-// replace, rule's is restore).
+// word picks ("" for none), whether `obj cmd` is a restore, which reads
+// stdin (in the object's own order of checks: route's "r" is replace,
+// rule's is restore), and what `urouter OBJECT help` prints for an
+// object word (`urouter help`'s usage for "help"), which the client
+// prints itself, with no daemon to ask.
 type Words interface {
 	Object(word string) string
 	Restores(obj, cmd string) bool
+	Help(obj string) (text string, ok bool)
 }
+
+// helpStatus is parseOptions' status for -help: the usage, then ip's
+// exit status of a usage, 255.
+const helpStatus = -2
 
 // Main is the client: it parses ip's global options, sends the command (or
 // the batch) to the daemon and prints what comes back. It returns the exit
 // status.
 func Main(args []string, words Words) int {
 	o, socket, args, status := parseOptions(args)
-	if status >= 0 {
+	switch {
+	case status >= 0:
 		return status
+	case status == helpStatus, !o.Batch && len(args) == 0:
+		o.Batch, args = false, []string{"help"} // ip's usage()
 	}
-	if !o.Batch && len(args) == 0 {
-		fmt.Fprintln(os.Stderr, usage)
+	if text, ok := help(words, args); ok && !o.Batch {
+		fmt.Fprintln(os.Stderr, text)
 		return 255
 	}
 	var input io.Reader
@@ -85,9 +86,22 @@ func Main(args []string, words Words) int {
 	return Talk(wire.SocketPath(socket), o, input, keepOpen, os.Stdout, os.Stderr)
 }
 
+// help is the usage the client prints itself for args, if they ask for
+// one: `urouter help` (a word that picks the help object) or `urouter
+// OBJECT help`, for an object that has one.
+func help(words Words, args []string) (string, bool) {
+	switch {
+	case len(args) >= 1 && words.Object(args[0]) == "help":
+		return words.Help("help")
+	case len(args) >= 2 && args[1] == "help":
+		return words.Help(args[0])
+	}
+	return "", false
+}
+
 // parseOptions reads ip's global options and returns what follows them;
 // status is the client's exit status when an option ends it (an error,
-// -Version, -help), else -1.
+// -Version), helpStatus for -help, else -1.
 func parseOptions(args []string) (o wire.Options, socket string, rest []string, status int) {
 	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
 		opt := args[0]
@@ -107,7 +121,7 @@ func parseOptions(args []string) (o wire.Options, socket string, rest []string, 
 			opt = opt[1:]
 		}
 		var st int
-		if args, st = option(&o, opt, args); st >= 0 {
+		if args, st = option(&o, opt, args); st != -1 {
 			return o, "", nil, st
 		}
 		args = args[1:]
@@ -139,6 +153,9 @@ func option(o *wire.Options, opt string, args []string) ([]string, int) {
 		if !ok {
 			fmt.Fprintln(os.Stderr, "Error: argument \"family type\" is required")
 			return args, 255
+		}
+		if f == "help" {
+			return args, helpStatus
 		}
 		if f != "inet6" {
 			fmt.Fprintf(os.Stderr, "Error: only the inet6 family is routed here, not \"%s\".\n", f)
@@ -188,8 +205,7 @@ func flag(o *wire.Options, opt string, w []byte, arg string) int {
 		o.Pretty = true
 	case strings.HasPrefix(opt, "-c"):
 	case wire.Matches(w, "help"):
-		fmt.Fprintln(os.Stderr, usage)
-		return 255
+		return helpStatus
 	case wire.Matches(w, "netns"):
 		fmt.Fprintln(os.Stderr, "Error: -netns is not supported: start the client in the namespace.")
 		return 255

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"strings"
 	"testing"
 
 	"urouter/control/wire"
@@ -38,6 +39,56 @@ func TestParseOptions(t *testing.T) {
 	for _, bad := range [][]string{{"-4", "route"}, {"-nosuch"}, {"-batch"}, {"--socket"}} {
 		if _, _, _, st := parseOptions(bad); st != 255 {
 			t.Errorf("%q: status %d, want 255", bad, st)
+		}
+	}
+}
+
+// fakeWords knows route and help.
+type fakeWords struct{}
+
+func (fakeWords) Object(w string) string {
+	for _, o := range []string{"route", "help"} {
+		if w != "" && strings.HasPrefix(o, w) {
+			return o
+		}
+	}
+	return ""
+}
+
+func (fakeWords) Restores(obj, cmd string) bool { return false }
+
+func (fakeWords) Help(obj string) (string, bool) {
+	switch (fakeWords{}).Object(obj) {
+	case "route":
+		return "Usage: ip route", true
+	case "help":
+		return "Usage: urouter", true
+	}
+	return "", false
+}
+
+// TestHelp: the helps the client answers itself, and the lines it
+// leaves to the daemon.
+func TestHelp(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"help"}, "Usage: urouter"},
+		{[]string{"he", "route"}, "Usage: urouter"},
+		{[]string{"route", "help"}, "Usage: ip route"},
+		{[]string{"r", "help", "x"}, "Usage: ip route"},
+		{[]string{"route", "show"}, ""},
+		{[]string{"route", "he"}, ""}, // an abbreviation is the object's to read: the daemon's
+		{[]string{"nosuch", "help"}, ""},
+	} {
+		if got, ok := help(fakeWords{}, c.args); got != c.want || ok != (c.want != "") {
+			t.Errorf("%q: %q %v, want %q", c.args, got, ok, c.want)
+		}
+	}
+	for _, args := range [][]string{{"-help"}, {"--help"}, {"-family", "help"}, {"-batch", "f", "-he"}} {
+		if _, _, _, st := parseOptions(args); st != helpStatus {
+			t.Errorf("%q: status %d, want the usage's", args, st)
 		}
 	}
 }
