@@ -22,6 +22,22 @@ import (
 // do they run, in this session: its record in the state file is one, so a
 // crash leaves the old configuration or the new, whole.
 
+func applyUsage() *cmdErr {
+	return parseErr("Usage: urouter apply FILE [ --dry-run ] [ --all ]\n" +
+		"The running router made to say what FILE says, by the commands that differ (docs/apply.md).")
+}
+
+// applyCmd is `apply` as a line of a batch: the file is the client's to
+// read and send (urouter apply FILE), not the session's.
+func applyCmd(args [][]byte) *cmdErr {
+	if len(args) > 0 && matches(args[0], "help") {
+		return applyUsage()
+	}
+	e := applyUsage()
+	e.msg = "Error: apply reads its FILE in the client, not in a batch.\n" + e.msg
+	return e
+}
+
 // maxApply bounds a config apply takes: a full table's, with room.
 const maxApply = 512 << 20
 

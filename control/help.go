@@ -25,13 +25,13 @@ const usage = "Usage: urouter [ OPTIONS ] OBJECT { COMMAND | help }\n" +
 	"                       [ -w FILE | - ] [ FILTER ]\n" +
 	"       urouter trace { add COUNT [ dev LINK ] [ FILTER ] | show | clear }\n" +
 	"       urouter sysctl [ -n ] [ -N ] [ -q ] [ -e ] [ -b ] [ -w ] [ -a ] NAME[=VALUE]...\n" +
-	"where  OBJECT := { address | capture | fpm | help | link | mirror | monitor | neighbour |\n" +
-	"                   nexthop | ntable | ra | route | rule | save | sr | status | sysctl |\n" +
-	"                   trace | vrf }\n" +
+	"where  OBJECT := { address | apply | capture | fpm | help | link | mirror | monitor |\n" +
+	"                   neighbour | nexthop | ntable | ra | route | rule | save | sr | status |\n" +
+	"                   sysctl | trace | vrf }\n" +
 	"       OPTIONS := { -6 | -s[tatistics] | -d[etails] | -j[son] | -p[retty] | -br[ief] |\n" +
 	"                    -o[neline] | -force | --socket PATH }\n" +
 	"The daemon is found at --socket PATH, $UROUTER_SOCKET, or " + wire.DefaultSocket + ".\n" +
-	"An object's words: urouter OBJECT help. The reference is docs/: address.md,\n" +
+	"An object's words: urouter OBJECT help. The reference is docs/: address.md, apply.md,\n" +
 	"capture-and-trace.md, container.md, daemon.md, daemons.md, link.md, linux-parity.md,\n" +
 	"metrics.md, monitor.md, neigh.md, nexthop.md, ra.md, route.md, rule.md,\n" +
 	"save-and-state.md, srv6.md, sysctl.md, vrf.md (e.g. docs/route.md)."
@@ -76,6 +76,8 @@ func objectHelp(obj string) *cmdErr {
 		return parseErr("%s", captureUsage)
 	case "trace":
 		return parseErr("%s", traceUsage)
+	case "apply":
+		return applyUsage()
 	}
 	return nil
 }

@@ -236,7 +236,7 @@ var objects = []string{"address", "addrlabel", "maddress", "route", "rule", "nei
 	"ntable", "ntbl", "link", "l2tp", "fou", "ila", "macsec", "tunnel", "tunl", "tuntap", "tap",
 	"token", "tcpmetrics", "tcp_metrics", "monitor", "xfrm", "mroute", "mrule", "netns", "netconf",
 	"vrf", "sr", "nexthop", "mptcp", "ioam", "help", "stats", "ra", "fpm", "mirror", "sysctl", "save", "status",
-	"capture", "trace"}
+	"capture", "trace", "apply"}
 
 var objectWords = sync.OnceValue(func() keywords {
 	return func() keywords {
@@ -358,6 +358,8 @@ func (s *Session) dispatch(obj string, w []byte, rest [][]byte) *cmdErr {
 		return s.captureCmd(rest)
 	case "trace":
 		return s.traceCmd(rest)
+	case "apply":
+		return applyCmd(rest)
 	case "help":
 		return objectHelp(obj)
 	case "":

@@ -12,7 +12,7 @@ import (
 // helpObjects are the objects whose `urouter OBJECT help` the client
 // answers itself (control's objectHelp), each as a user may write it.
 var helpObjects = []string{"route", "nexthop", "nh", "rule", "link", "address", "a", "neigh", "neighbour", "ntable",
-	"monitor", "vrf", "ra", "fpm", "mirror", "sr", "capture", "trace", "sysctl", "save", "status"}
+	"monitor", "vrf", "ra", "fpm", "mirror", "sr", "capture", "trace", "sysctl", "save", "status", "apply"}
 
 // TestHelpWithoutDaemon: every help is the client's own, printed with no
 // daemon and no socket: `urouter help`, `urouter OBJECT help` for every

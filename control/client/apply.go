@@ -9,13 +9,12 @@ import (
 	"urouter/control/wire"
 )
 
-const applyUsage = "Usage: urouter apply FILE [ --dry-run ] [ --all ]"
-
 // applyMain is `urouter apply FILE [ --dry-run ] [ --all ]`: the config
 // FILE ("-": stdin) goes to the daemon, which makes the running router
 // say what it says and answers with the commands it ran (or, with
 // --dry-run, would run).
-func applyMain(o wire.Options, socket string, args []string) int {
+// usage is control's (Words.Help).
+func applyMain(o wire.Options, socket string, args []string, usage string) int {
 	file := ""
 	for _, a := range args {
 		switch a {
@@ -24,7 +23,7 @@ func applyMain(o wire.Options, socket string, args []string) int {
 		case "--all", "-all", "all":
 			o.All = true
 		case "help", "-h", "--help":
-			fmt.Fprintln(os.Stderr, applyUsage)
+			fmt.Fprintln(os.Stderr, usage)
 			return 255
 		default:
 			if file != "" {
@@ -36,7 +35,7 @@ func applyMain(o wire.Options, socket string, args []string) int {
 	}
 	if file == "" {
 		fmt.Fprintln(os.Stderr, "Error: argument \"FILE\" is required")
-		fmt.Fprintln(os.Stderr, applyUsage)
+		fmt.Fprintln(os.Stderr, usage)
 		return 255
 	}
 	content, err := readConfig(file)

@@ -77,7 +77,8 @@ func Main(args []string, words Words) int {
 	case words.Object(args[0]) == "capture":
 		return captureMain(o, socket, args)
 	case args[0] == "apply":
-		return applyMain(o, socket, args[1:])
+		usage, _ := words.Help("apply")
+		return applyMain(o, socket, args[1:], usage)
 	default:
 		w := []byte(args[0])
 		keepOpen = wire.Matches(w, "monitor") && !wire.Matches(w, "maddress")
