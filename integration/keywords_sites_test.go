@@ -8,6 +8,10 @@ package integration
 // meets another's state.
 var sites = []site{
 	{fn: "ip/ip.c:cmds[]", line: "{p} zzz", flag: true},
+	// ip's options -brief and -oneline, each prefix as ip's main picks it,
+	// on a show both routers print alike (link and address: the kernel's
+	// links are others here; TestKernelOracleBrief compares those)
+	{fn: "ip/ip.c:main", line: "{p} route show table 250", flag: true, alone: true, only: set("-brief", "-oneline")},
 
 	// route
 	{fn: "ip/iproute.c:do_iproute", line: "route {p} zzz", flag: true, skip: set("restore", "showdump"), unsupported: routeCmds, differs: dumps},
