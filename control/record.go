@@ -136,7 +136,7 @@ func (l *StateLanguage) Save(emit func(line []byte)) {
 // SaveFeed writes the routes and nexthops fpm installed.
 func (l *StateLanguage) SaveFeed(fpm *feed.Applier, emit func(line []byte)) {
 	sv := saver{s: l.session(), emit: func(_ string, line []byte) { emit(line) }, only: fpm}
-	sv.lines("route", sv.routesAndNexthops()) // the rules are written already
+	sv.chunkLines("route", sv.routesAndNexthops()) // the rules are written already
 }
 
 // Replayer runs the lines of the state file at path as a forced batch.

@@ -88,7 +88,7 @@ func (s *Session) save(all bool, emit func(obj string, line []byte)) {
 	}
 	late := sv.routesAndNexthops()
 	sv.rules()
-	sv.lines("route", late)
+	sv.chunkLines("route", late)
 	for _, l := range links {
 		sv.neighbours(l)
 	}
@@ -97,10 +97,10 @@ func (s *Session) save(all bool, emit func(obj string, line []byte)) {
 // routesAndNexthops writes the routes that need nothing but their link,
 // then the nexthop objects, then the routes through gateways their own
 // table or main reaches and through objects; it returns the others.
-func (sv *saver) routesAndNexthops() (late []byte) {
+func (sv *saver) routesAndNexthops() (late chunks) {
 	early, late := sv.routes()
 	sv.nexthops()
-	sv.lines("route", early)
+	sv.chunkLines("route", early)
 	return late
 }
 
@@ -358,7 +358,7 @@ func (sv *saver) nexthops() {
 // own table or main reaches (early), to write after the objects, and those
 // whose gateways need the rules (late). Of the routes of one destination,
 // source and metric, the first written is added and the others appended.
-func (sv *saver) routes() (early, late []byte) {
+func (sv *saver) routes() (early, late chunks) {
 	tables := sv.s.r.Tables.All()
 	slices.SortFunc(tables, func(a, b *fib6.Table) int { return int(a.ID()) - int(b.ID()) })
 	var group []fib6.Route
@@ -375,14 +375,14 @@ func (sv *saver) routes() (early, late []byte) {
 					verb = "route append "
 				}
 				added = true
+				sv.b = append(sv.s.appendRouteSpec(append(sv.b[:0], verb...), table, *r), '\n')
 				switch {
 				case direct:
-					sv.b = append(sv.s.appendRouteSpec(append(sv.b[:0], verb...), table, *r), '\n')
 					sv.emit("route", sv.b)
 				case sv.reachedAlone(table, r):
-					early = append(sv.s.appendRouteSpec(append(early, verb...), table, *r), '\n')
+					early.add(sv.b)
 				default:
-					late = append(sv.s.appendRouteSpec(append(late, verb...), table, *r), '\n')
+					late.add(sv.b)
 				}
 			}
 		}
