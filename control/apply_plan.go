@@ -30,16 +30,31 @@ func (c cfgLine) id() string { return c.kind + " " + c.key }
 
 // parseConfig keys a save's lines.
 func parseConfig(lines []string) []cfgLine {
-	var out []cfgLine
+	out := make([]cfgLine, 0, len(lines))
+	var w []string // one line's words, the slice used again
 	for _, l := range lines {
 		text := strings.TrimSuffix(l, "\n")
 		if text == "" || strings.HasPrefix(text, "#") {
 			continue
 		}
-		kind, key := lineKey(strings.Fields(strings.TrimPrefix(text, "-6 ")))
+		w = appendFields(w[:0], strings.TrimPrefix(text, "-6 "))
+		kind, key := lineKey(w)
 		out = append(out, cfgLine{text: text, kind: kind, key: key})
 	}
 	return out
+}
+
+// appendFields appends the words of s (split at spaces, as save writes
+// them) to w.
+func appendFields(w []string, s string) []string {
+	for s != "" {
+		word, rest, _ := strings.Cut(s, " ")
+		if word != "" {
+			w = append(w, word)
+		}
+		s = rest
+	}
+	return w
 }
 
 // lineKey is what a save line (its words w) sets.
@@ -120,6 +135,29 @@ type planner struct {
 	target []cfgLine
 	free   freeAttrs
 	cmds   []string
+	// saved is the paper router's save while no command ran since (a
+	// save of a full table is most of a plan's time)
+	saved  []string
+	parsed []cfgLine // saved, keyed
+	// the target as compared (norm), by key as compared and as written
+	tgt       []cfgLine
+	want, raw map[string][]cfgLine
+}
+
+// save is the paper router's save.
+func (p *planner) save() []string {
+	if p.saved == nil {
+		p.saved, p.parsed = p.s.saveLines(true), nil
+	}
+	return p.saved
+}
+
+// current is the paper router's save, keyed.
+func (p *planner) current() []cfgLine {
+	if p.saved == nil || p.parsed == nil {
+		p.parsed = parseConfig(p.save())
+	}
+	return p.parsed
 }
 
 // rounds bounds the plan's rounds: each sees what the last one's changes
@@ -130,10 +168,12 @@ func (p *planner) plan() error {
 	if err := p.remake(); err != nil {
 		return err
 	}
-	tgt := p.norm(p.target)
+	p.tgt = p.norm(p.target)
+	p.want, p.raw = group(p.tgt), group(p.target)
+	tgt := p.tgt
 	for range rounds {
-		cur := parseConfig(p.s.saveLines(true))
-		if sameConfig(p.norm(cur), tgt) {
+		cur := p.norm(p.current())
+		if sameConfig(cur, tgt) {
 			return nil
 		}
 		if err := p.addAndChange(cur); err != nil {
@@ -143,7 +183,7 @@ func (p *planner) plan() error {
 			return err
 		}
 	}
-	cur := p.norm(parseConfig(p.s.saveLines(true)))
+	cur := p.norm(p.current())
 	if !sameConfig(cur, tgt) {
 		return fmt.Errorf("the changes do not converge: the router would say\n%s\ninstead of\n%s",
 			strings.Join(texts(cur), "\n"), strings.Join(texts(tgt), "\n"))
@@ -153,6 +193,7 @@ func (p *planner) plan() error {
 
 // run runs cmd on paper and keeps it.
 func (p *planner) run(cmd string) error {
+	p.saved = nil // even one that failed: it may have done part
 	if err := p.s.runLine(cmd); err != nil {
 		return fmt.Errorf("%q: %v", cmd, err)
 	}
@@ -174,7 +215,7 @@ func (p *planner) remake() error {
 			}
 		}
 	}
-	for _, c := range parseConfig(p.s.saveLines(true)) {
+	for _, c := range p.current() {
 		if c.kind != "link" || p.s.r.Links.ByName(c.key) == nil {
 			continue // gone with its parent
 		}
@@ -189,12 +230,10 @@ func (p *planner) remake() error {
 	return nil
 }
 
-// addAndChange runs what the target says that cur does not, in the
-// target's order.
+// addAndChange runs what the target says that cur (as compared) does
+// not, in the target's order.
 func (p *planner) addAndChange(cur []cfgLine) error {
-	have := group(p.norm(cur))
-	want := group(p.norm(p.target))
-	raw := group(p.target)
+	have, want, raw := group(cur), p.want, p.raw
 	done := map[string]bool{}
 	for _, t := range p.target {
 		id := t.id()
@@ -240,15 +279,14 @@ func (p *planner) runAll(cmds []string) error {
 // remove undoes what the router says that the target does not, last
 // line first. A line another's undoing took with it is passed.
 func (p *planner) remove() error {
-	want := group(p.target)
-	cur := parseConfig(p.s.saveLines(true))
+	cur := p.current()
 	for _, c := range slices.Backward(cur) {
-		if _, ok := want[c.id()]; ok {
+		if _, ok := p.raw[c.id()]; ok {
 			continue
 		}
 		for _, cmd := range p.undo(c) {
 			if err := p.run(cmd); err != nil {
-				if !slices.Contains(p.s.saveLines(true), c.text+"\n") {
+				if !slices.Contains(p.save(), c.text+"\n") {
 					break // gone with another
 				}
 				return err
@@ -267,7 +305,9 @@ func (p *planner) norm(lines []cfgLine) []cfgLine {
 		case "link":
 			l.text = p.free.norm(l.key, l.text, false)
 		case "route":
-			l.text = dropWords(l.text, "expires", 1)
+			if strings.Contains(l.text, " expires ") {
+				l.text = dropWords(l.text, "expires", 1)
+			}
 		}
 		out[i] = l
 	}
