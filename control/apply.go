@@ -110,12 +110,16 @@ func (s *Session) applyPlan(name string, content []byte, all bool) ([]string, er
 	target := parseConfig(saveOf(file, s.feeds, all))
 	free := freeLinks(content)
 	running := s.saveLines(all)
+	pl := &planner{target: target, free: free}
+	if sameConfig(pl.norm(parseConfig(running)), pl.norm(target)) {
+		return nil, nil // nothing to do: no copy to try it on
+	}
 	copied := paper()
 	defer copied.Discard()
 	if _, err := RunConfig(copied, "the running configuration", strings.NewReader(saveHeader+strings.Join(running, "")), 0, io.Discard); err != nil {
 		return nil, fmt.Errorf("Error: apply: the running configuration does not load on paper:\n%v", err)
 	}
-	pl := &planner{s: paperSession(copied), target: target, free: free}
+	pl.s = paperSession(copied)
 	if err := pl.plan(); err != nil {
 		return nil, fmt.Errorf("Error: apply: %v", err)
 	}
