@@ -59,8 +59,9 @@
 //	ntable_{modify,show}.go       the neighbour tables' knobs
 //	ra_{modify,show}.go           Router Advertisements
 //	sysctl.go                     sysctl(8): the router's knobs by Linux's names
-//	save.go                       save: the configuration as the commands that make it
-//	                              (each VRF member's master: link_vrf.go)
+//	save.go, save_chunks.go       save: the configuration as the commands that make it
+//	                              (each VRF member's master: link_vrf.go); the routes
+//	                              held back, in chunks
 //	apply.go                      apply: a config read on paper, its changes tried on
 //	                              paper, then run as one record
 //	apply_plan.go, apply_change.go  apply's plan: save's lines keyed, what differs
