@@ -42,7 +42,7 @@ func (p *planner) change(have, want []cfgLine) []string {
 	case "ra":
 		return []string{raFull(w.text)}
 	case "raprefix":
-		return []string{undoWords(h.text, "ra prefix add ", "ra prefix del "), w.text}
+		return append(p.undo(h), w.text)
 	case "nexthop":
 		if strings.Contains(h.text, " group ") == strings.Contains(w.text, " group ") {
 			return []string{strings.Replace(w.text, "nexthop add ", "nexthop replace ", 1)}
@@ -115,11 +115,6 @@ func (p *planner) undo(c cfgLine) []string {
 		return []string{"neigh del " + w[2] + " dev " + wordAfter(w, "dev")}
 	}
 	return nil
-}
-
-// undoWords is text with its verb prefix from replaced by to.
-func undoWords(text, from, to string) string {
-	return to + strings.TrimPrefix(text, from)
 }
 
 // raFull is an `ra set` line with every setting it leaves at its default
