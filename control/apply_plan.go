@@ -139,8 +139,7 @@ type planner struct {
 	// save of a full table is most of a plan's time)
 	saved  []string
 	parsed []cfgLine // saved, keyed
-	// the target as compared (norm), by key as compared and as written
-	tgt       []cfgLine
+	// the target by key, as compared (norm) and as written
 	want, raw map[string][]cfgLine
 }
 
@@ -168,9 +167,8 @@ func (p *planner) plan() error {
 	if err := p.remake(); err != nil {
 		return err
 	}
-	p.tgt = p.norm(p.target)
-	p.want, p.raw = group(p.tgt), group(p.target)
-	tgt := p.tgt
+	tgt := p.norm(p.target)
+	p.want, p.raw = group(tgt), group(p.target)
 	for range rounds {
 		cur := p.norm(p.current())
 		if sameConfig(cur, tgt) {

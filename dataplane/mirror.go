@@ -81,7 +81,7 @@ type mirrorPort interface {
 // carrier (port.SetDormant), and up again when it has: the daemons there
 // see a cable pulled as Linux shows it them.
 func (m *Mirror) SetCarrier(on bool) error {
-	if m.port == nil { // on paper
+	if m.Paper() {
 		return nil
 	}
 	return port.SetDormant(m.Index, !on)
@@ -152,7 +152,7 @@ func (dp *Dataplane) ClearMirror(l *Link) error {
 	dp.mu.Lock()
 	defer dp.mu.Unlock()
 	m := l.mirror.Swap(nil)
-	if m == nil || m.port == nil { // none, or one on paper
+	if m == nil || m.Paper() {
 		return nil
 	}
 	merr := allMulti(l, false)

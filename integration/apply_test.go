@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -29,10 +28,7 @@ import (
 func TestApplyConverges(t *testing.T) {
 	parallel(t)
 	needRoot(t)
-	base := time.Now().UnixNano()
-	if s := os.Getenv("UROUTER_APPLY_SEED"); s != "" {
-		base, _ = strconv.ParseInt(s, 10, 64)
-	}
+	base := seedBase("UROUTER_APPLY_SEED")
 	for i, hand := range []bool{false, true} {
 		t.Run(fmt.Sprint("handwritten=", hand), func(t *testing.T) {
 			t.Logf("seeds %d, %d (UROUTER_APPLY_SEED=%d for this run)", base+int64(2*i), base+int64(2*i+1), base)
@@ -83,8 +79,8 @@ func applyPair(t *testing.T, seedA, seedB int64, hand bool) {
 	}
 	// as sets: the router's own events (a host link's carrier heard
 	// late) may list routes of one destination in another order
-	if now, _, _ := a.run("save"); setDiff(noExpiry(before), noExpiry(now)) != "" {
-		t.Fatalf("apply --dry-run changed the router:\n%s", setDiff(before, now))
+	if now, _, _ := a.run("save"); sortedLines(noExpiry(before)) != sortedLines(noExpiry(now)) {
+		t.Fatalf("apply --dry-run changed the router:\n%s", lineDiff(before, now))
 	}
 	ran, errs, st := a.run("apply", file)
 	if st != 0 || ran != dry {
@@ -111,7 +107,7 @@ func applyPair(t *testing.T, seedA, seedB int64, hand bool) {
 	c := startDaemonFlags(t, newNetnsVeth(t, "apC"), []string{"--state", state})
 	waitDAD(t, c)
 	if s, _, _ := c.run("save"); noExpiry(s) != noExpiry(after) {
-		t.Errorf("restarted from the state file:\n%s", setDiff(after, s))
+		t.Errorf("restarted from the state file:\n%s", lineDiff(after, s))
 	}
 }
 
@@ -145,33 +141,8 @@ func compareFree(t *testing.T, want, got string) {
 		return strings.Join(out, "\n")
 	}
 	if norm(want) != norm(got) {
-		t.Errorf("A given B's commands saves otherwise than B (indexes and random MACs aside):\n%s", setDiff(norm(want), norm(got)))
+		t.Errorf("A given B's commands saves otherwise than B (indexes and random MACs aside):\n%s", lineDiff(norm(want), norm(got)))
 	}
-}
-
-// setDiff lists the lines of a that b lacks (-) and those of b that a
-// lacks (+).
-func setDiff(a, b string) string {
-	count := func(s string) map[string]int {
-		m := map[string]int{}
-		for _, l := range strings.Split(s, "\n") {
-			m[l]++
-		}
-		return m
-	}
-	ca, cb := count(a), count(b)
-	var out []string
-	for _, l := range strings.Split(a, "\n") {
-		if cb[l] == 0 {
-			out = append(out, "- "+l)
-		}
-	}
-	for _, l := range strings.Split(b, "\n") {
-		if ca[l] == 0 {
-			out = append(out, "+ "+l)
-		}
-	}
-	return strings.Join(out, "\n")
 }
 
 // TestApplyRefuses: a config with a line that does not parse, or one
@@ -195,7 +166,7 @@ func TestApplyRefuses(t *testing.T) {
 			t.Errorf("apply of\n%s: %d %q %q; want the error %q naming the line", c.config, st, out, errs, c.says)
 		}
 		if now, _, _ := d.run("save"); now != before {
-			t.Errorf("a config that failed changed the router:\n%s", setDiff(before, now))
+			t.Errorf("a config that failed changed the router:\n%s", lineDiff(before, now))
 		}
 	}
 	if _, _, st := runCmd("ip", "-n", ns, "link", "show", "t5"); st == 0 {

@@ -1,8 +1,6 @@
 package integration
 
 import (
-	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -22,18 +20,7 @@ func TestHelpWithoutDaemon(t *testing.T) {
 	parallel(t)
 	missing := filepath.Join(t.TempDir(), "no", "such.sock")
 	run := func(args ...string) (string, string, int) {
-		var out, errs strings.Builder
-		c := exec.Command(plain, args...)
-		c.Env = append(os.Environ(), "UROUTER_SOCKET="+missing)
-		c.Stdout, c.Stderr = &out, &errs
-		err := c.Run()
-		st := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			st = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return out.String(), errs.String(), st
+		return runCmd("env", append([]string{"UROUTER_SOCKET=" + missing, plain}, args...)...)
 	}
 	var cmds [][]string
 	for _, o := range helpObjects {

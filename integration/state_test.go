@@ -27,10 +27,7 @@ import (
 func TestSaveRoundTrip(t *testing.T) {
 	parallel(t)
 	needRoot(t)
-	base := time.Now().UnixNano()
-	if s := os.Getenv("UROUTER_SAVE_SEED"); s != "" {
-		base, _ = strconv.ParseInt(s, 10, 64)
-	}
+	base := seedBase("UROUTER_SAVE_SEED")
 	for i := range 3 {
 		seed := base + int64(i)
 		t.Run(fmt.Sprint("seed", i), func(t *testing.T) {
@@ -38,6 +35,16 @@ func TestSaveRoundTrip(t *testing.T) {
 			saveRoundTrip(t, seed, i == 1)
 		})
 	}
+}
+
+// seedBase is a random test's first seed: $env's, to run again a run
+// that failed, or the clock's.
+func seedBase(env string) int64 {
+	if s := os.Getenv(env); s != "" {
+		n, _ := strconv.ParseInt(s, 10, 64)
+		return n
+	}
+	return time.Now().UnixNano()
 }
 
 func saveRoundTrip(t *testing.T, seed int64, delDefault bool) {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"log"
 	"os"
 	"strings"
@@ -23,36 +24,19 @@ func (srv *Server) Reload(path string) {
 		log.Printf("SIGHUP: %v", err)
 		return
 	}
-	out := bufio.NewWriter(&logLines{prefix: "SIGHUP: " + path + ": "})
+	var ran bytes.Buffer // the commands, logged once the session ends
+	out := bufio.NewWriter(&ran)
 	s := control.NewSession(srv.R, wire.Options{Batch: true, BatchName: path}, out,
 		func(m string) { log.Printf("SIGHUP: %s", m) })
 	s.Attach(control.Daemon{Feeds: srv.Feeds, State: srv.State, Startup: &srv.Status, Paper: srv.Paper, Applying: &srv.applying}, nil)
 	defer s.EndPace()
-	status := s.Finish(s.Apply(path, content, false, false))
-	_ = out.Flush() // to the log
+	status := s.Finish(s.Apply(path, content, false, false)) // its output flushed
+	for line := range strings.Lines(ran.String()) {
+		log.Print("SIGHUP: " + path + ": " + strings.TrimSuffix(line, "\n"))
+	}
 	if status != 0 {
 		log.Printf("SIGHUP: %s not applied (status %d)", path, status)
 		return
 	}
 	log.Printf("SIGHUP: %s applied", path)
-}
-
-// logLines writes what it is given to the log, a line at a time.
-type logLines struct {
-	prefix string
-	part   string
-}
-
-func (l *logLines) Write(b []byte) (int, error) {
-	text := l.part + string(b)
-	for {
-		line, rest, ok := strings.Cut(text, "\n")
-		if !ok {
-			break
-		}
-		log.Print(l.prefix + line)
-		text = rest
-	}
-	l.part = text
-	return len(b), nil
 }
